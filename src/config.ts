@@ -1,0 +1,162 @@
+import { isIP } from 'node:net';
+import { canonicalZone } from './time.js';
+
+/** Everything punctual reads from its environment, validated once at start. */
+export interface Config {
+  databaseUrl: string;
+  /** The database named in DATABASE_URL; created at start when missing. */
+  databaseName: string;
+  host: string;
+  port: number;
+  timezone: string;
+  apiToken: string | undefined;
+  horizonMs: number;
+  refillIntervalMs: number;
+  reconcileIntervalMs: number;
+  concurrency: number;
+  batchSize: number;
+  dbPoolSize: number;
+  lockWaitTimeoutS: number;
+  stopTimeoutMs: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  misfireGraceMs: number;
+  logLevel: string;
+  webhookSecret: string | undefined;
+  webhookAllowedHosts: string[];
+  webhookTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^-?\d+$/.test(raw)) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got ${JSON.stringify(raw)}`);
+  }
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got ${raw}`);
+  }
+  return value;
+}
+
+function databaseNameOf(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError(`DATABASE_URL is not a URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'mysql:') {
+    throw new ConfigError(`DATABASE_URL must start with mysql://, got ${JSON.stringify(parsed.protocol)}`);
+  }
+  const name = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_$]{1,64}$/.test(name)) {
+    throw new ConfigError(
+      `DATABASE_URL must name a database made of letters, digits, _ or $ (e.g. mysql://root@127.0.0.1:3306/punctual), got ${JSON.stringify(name)}`,
+    );
+  }
+  return name;
+}
+
+/** `host` (any port) or `host:port`, lower-cased; IPv6 literals in brackets. */
+function allowedHosts(raw: string | undefined): string[] {
+  if (raw === undefined) return [];
+  return raw
+    .split(',')
+    .map((entry) => entry.trim().toLowerCase())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/.test(entry)) {
+        throw new ConfigError(`WEBHOOK_ALLOWED_HOSTS entries must be host or host:port, got ${JSON.stringify(entry)}`);
+      }
+      return entry;
+    });
+}
+
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (isIP(bare) === 4) return bare.startsWith('127.');
+  if (isIP(bare) === 6) return bare === '::1';
+  return false;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const databaseUrl = text(env, 'DATABASE_URL') ?? 'mysql://root@127.0.0.1:3306/punctual';
+  const databaseName = databaseNameOf(databaseUrl);
+
+  const rawZone = text(env, 'TIMEZONE') ?? 'UTC';
+  const timezone = canonicalZone(rawZone);
+  if (timezone === undefined) {
+    throw new ConfigError(`TIMEZONE must be an IANA time zone such as Asia/Shanghai or UTC, got ${JSON.stringify(rawZone)}`);
+  }
+
+  const host = text(env, 'HOST') ?? '127.0.0.1';
+  const apiToken = text(env, 'API_TOKEN');
+  if (apiToken !== undefined && apiToken.length < 16) {
+    throw new ConfigError('API_TOKEN must be at least 16 characters long');
+  }
+  if (apiToken === undefined && !isLoopback(host)) {
+    throw new ConfigError(`HOST ${host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`);
+  }
+
+  const logLevel = (text(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  }
+
+  const concurrency = integer(env, 'CONCURRENCY', 4, 1, 256);
+  const dbPoolSize = integer(env, 'DB_POOL_SIZE', concurrency + 6, 2, 1000);
+  if (dbPoolSize <= concurrency) {
+    throw new ConfigError(
+      `DB_POOL_SIZE (${dbPoolSize}) must be greater than CONCURRENCY (${concurrency}): requests and the refill need connections too`,
+    );
+  }
+  const refillIntervalMs = integer(env, 'REFILL_INTERVAL_MS', 1000, 10, 60_000);
+  const horizonMs = integer(env, 'HORIZON_MS', 10 * 60_000, 1000, MAX_TIMER_MS);
+  if (horizonMs <= refillIntervalMs) {
+    throw new ConfigError(`HORIZON_MS (${horizonMs}) must be longer than REFILL_INTERVAL_MS (${refillIntervalMs})`);
+  }
+  const retryBaseMs = integer(env, 'RETRY_BASE_MS', 2000, 1, MAX_TIMER_MS);
+
+  return {
+    databaseUrl,
+    databaseName,
+    host,
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    timezone,
+    apiToken,
+    horizonMs,
+    refillIntervalMs,
+    reconcileIntervalMs: integer(env, 'RECONCILE_INTERVAL_MS', 60_000, 100, 24 * 3600_000),
+    concurrency,
+    batchSize: integer(env, 'BATCH_SIZE', 50, 1, 1000),
+    dbPoolSize,
+    lockWaitTimeoutS: integer(env, 'LOCK_WAIT_TIMEOUT_S', 5, 1, 3600),
+    stopTimeoutMs: integer(env, 'STOP_TIMEOUT_MS', 10_000, 0, 3600_000),
+    maxAttempts: integer(env, 'MAX_ATTEMPTS', 4, 1, 1000),
+    retryBaseMs,
+    retryMaxMs: Math.max(retryBaseMs, integer(env, 'RETRY_MAX_MS', 3600_000, 1, MAX_TIMER_MS)),
+    misfireGraceMs: integer(env, 'MISFIRE_GRACE_MS', 60_000, 0, MAX_TIMER_MS),
+    logLevel,
+    webhookSecret: text(env, 'WEBHOOK_SECRET'),
+    webhookAllowedHosts: allowedHosts(text(env, 'WEBHOOK_ALLOWED_HOSTS')),
+    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * The MySQL pool and the transaction helper. Every connection is put in UTC and READ COMMITTED
+ * as it opens, whatever the server's defaults: times are read and written in UTC, and the
+ * dispatcher's locking reads take no gap locks that would collide with the shop's inserts.
+ *
+ * A connection that broke is destroyed, never returned to the pool; TCP keep-alive finds
+ * connections that a gateway dropped silently while they sat idle.
+ */
+import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
+import mysql from 'mysql2/promise';
+import type { Config } from '../config.js';
+import { isConnectionError } from './errors.js';
+import * as schema from './schema.js';
+
+export type Db = MySql2Database<typeof schema>;
+export type Connection = mysql.PoolConnection;
+
+export interface DatabaseOptions {
+  url: string;
+  poolSize: number;
+  lockWaitTimeoutS: number;
+}
+
+/** Runs `statement` on a fresh connection to the server without selecting a database. */
+async function withServerConnection<T>(url: string, fn: (conn: mysql.Connection) => Promise<T>): Promise<T> {
+  const server = new URL(url);
+  server.pathname = '/';
+  const conn = await mysql.createConnection({ uri: server.toString(), connectTimeout: 10_000 });
+  try {
+    return await fn(conn);
+  } finally {
+    await conn.end().catch(() => conn.destroy());
+  }
+}
+
+/** CREATE DATABASE IF NOT EXISTS for the database DATABASE_URL names. */
+export async function ensureDatabase(url: string, name: string): Promise<void> {
+  await withServerConnection(url, (conn) =>
+    conn.query(`CREATE DATABASE IF NOT EXISTS \`${name.replaceAll('`', '``')}\` CHARACTER SET utf8mb4`),
+  );
+}
+
+export async function dropDatabase(url: string, name: string): Promise<void> {
+  await withServerConnection(url, (conn) => conn.query(`DROP DATABASE IF EXISTS \`${name.replaceAll('`', '``')}\``));
+}
+
+export class Database {
+  readonly pool: mysql.Pool;
+  readonly db: Db;
+  readonly #drizzleOf = new WeakMap<Connection, Db>();
+  #closing: Promise<void> | undefined;
+
+  constructor(options: DatabaseOptions) {
+    this.pool = mysql.createPool({
+      uri: options.url,
+      connectionLimit: options.poolSize,
+      maxIdle: options.poolSize,
+      idleTimeout: 60_000,
+      connectTimeout: 5_000,
+      enableKeepAlive: true,
+      keepAliveInitialDelay: 10_000,
+      timezone: 'Z',
+      dateStrings: false,
+      supportBigNumbers: true,
+      bigNumberStrings: false,
+      multipleStatements: false,
+    });
+    const sessionSetup = `SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${options.lockWaitTimeoutS}`;
+    // Runs before anything else on the new connection: commands on a connection run in order.
+    this.pool.pool.on('connection', (conn) => {
+      conn.query(sessionSetup, () => undefined);
+      conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', () => undefined);
+    });
+    this.db = drizzle({ client: this.pool, schema, mode: 'default' });
+  }
+
+  static fromConfig(config: Config): Database {
+    return new Database({ url: config.databaseUrl, poolSize: config.dbPoolSize, lockWaitTimeoutS: config.lockWaitTimeoutS });
+  }
+
+  /** Connections checked out right now, and callers waiting for one. */
+  get usage(): { total: number; inUse: number; waiting: number } {
+    // mysql2 keeps these as ring queues; their lengths are the pool's live figures.
+    const inner = this.pool.pool as unknown as {
+      _allConnections: { length: number };
+      _freeConnections: { length: number };
+      _connectionQueue: { length: number };
+    };
+    const total = inner._allConnections.length;
+    return { total, inUse: total - inner._freeConnections.length, waiting: inner._connectionQueue.length };
+  }
+
+  drizzleOf(conn: Connection): Db {
+    let db = this.#drizzleOf.get(conn);
+    if (db === undefined) {
+      db = drizzle({ client: conn, schema, mode: 'default' });
+      this.#drizzleOf.set(conn, db);
+    }
+    return db;
+  }
+
+  /**
+   * BEGIN … COMMIT on one connection. On any error the transaction is rolled back; a connection
+   * that broke (or whose state is unknown) is destroyed instead of going back to the pool.
+   */
+  async transaction<T>(fn: (tx: Db, conn: Connection) => Promise<T>): Promise<T> {
+    const conn = await this.pool.getConnection();
+    try {
+      await conn.query('BEGIN');
+      const result = await fn(this.drizzleOf(conn), conn);
+      await conn.query('COMMIT');
+      conn.release();
+      return result;
+    } catch (error) {
+      await this.abandon(conn, error);
+      throw error;
+    }
+  }
+
+  /** Rolls back and releases `conn`, or destroys it when it can no longer be trusted. */
+  async abandon(conn: Connection, error: unknown): Promise<void> {
+    if (isConnectionError(error)) {
+      conn.destroy();
+      return;
+    }
+    try {
+      await conn.query('ROLLBACK');
+      conn.release();
+    } catch {
+      conn.destroy();
+    }
+  }
+
+  /**
+   * Ends `conn` from the server side (its transaction rolls back and its locks go at once) and
+   * drops it: for a handler that overran its time while holding the connection.
+   */
+  kill(conn: Connection): void {
+    const threadId = conn.connection.threadId;
+    conn.destroy();
+    if (threadId !== null) this.pool.query(`KILL CONNECTION ${Number(threadId)}`).catch(() => undefined);
+  }
+
+  /** True when the server answers a trivial query within `timeoutMs`. */
+  async ping(timeoutMs = 2000): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.pool.query('SELECT 1').then(() => true), timeout]);
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.pool.end().catch(() => undefined);
+    return this.#closing;
+  }
+}

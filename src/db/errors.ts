@@ -1,0 +1,93 @@
+/**
+ * Sorting database errors by what to do about them. drizzle wraps driver errors
+ * (DrizzleQueryError with the driver's error as `cause`), so every check walks the cause chain.
+ */
+
+interface DriverError {
+  code?: string;
+  errno?: number;
+  fatal?: boolean;
+  message?: string;
+  cause?: unknown;
+}
+
+function* chain(error: unknown): Generator<DriverError> {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current !== null && typeof current === 'object'; depth++) {
+    yield current as DriverError;
+    current = (current as DriverError).cause;
+  }
+}
+
+const CONNECTION_CODES = new Set([
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
+  'PROTOCOL_ENQUEUE_AFTER_QUIT',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CON_COUNT_ERROR',
+  'ER_CONNECTION_KILLED',
+  'ER_QUERY_INTERRUPTED',
+  'ER_NET_READ_ERROR',
+  'ER_NET_READ_INTERRUPTED',
+  'ER_NET_ERROR_ON_WRITE',
+  'ER_NET_WRITE_INTERRUPTED',
+  'ER_CLIENT_INTERACTION_TIMEOUT',
+]);
+
+const CONNECTION_MESSAGES = [
+  'Pool is closed',
+  'closed state',
+  'Connection lost',
+  'connect ETIMEDOUT',
+  'gone away',
+  'Lost connection',
+];
+
+/**
+ * The connection broke or could not be made: the statement's outcome may be unknown, the
+ * connection must not be reused, and the work should be tried again once the database answers.
+ */
+export function isConnectionError(error: unknown): boolean {
+  for (const link of chain(error)) {
+    if (link.fatal === true) return true;
+    if (link.code !== undefined && CONNECTION_CODES.has(link.code)) return true;
+    if (link.errno === 2006 || link.errno === 2013) return true;
+    const message = link.message ?? '';
+    if (CONNECTION_MESSAGES.some((fragment) => message.includes(fragment))) return true;
+  }
+  return false;
+}
+
+/** A deadlock (1213) or a lock wait timeout (1205): retry the transaction, it is nobody's fault. */
+export function isLockConflict(error: unknown): boolean {
+  for (const link of chain(error)) {
+    if (link.errno === 1213 || link.errno === 1205) return true;
+    if (link.code === 'ER_LOCK_DEADLOCK' || link.code === 'ER_LOCK_WAIT_TIMEOUT') return true;
+  }
+  return false;
+}
+
+export function isDuplicateKey(error: unknown): boolean {
+  for (const link of chain(error)) {
+    if (link.errno === 1062 || link.code === 'ER_DUP_ENTRY') return true;
+  }
+  return false;
+}
+
+/** The error's message, looking through drizzle's "Failed query: <sql> params: <values>" wrapper. */
+export function rootMessage(error: unknown): string {
+  for (const link of chain(error)) {
+    const message = typeof link.message === 'string' ? link.message : '';
+    if (!message.startsWith('Failed query:')) return message !== '' ? message : String(error);
+  }
+  return error instanceof Error ? error.message : String(error);
+}

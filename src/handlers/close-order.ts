@@ -1,0 +1,86 @@
+/**
+ * close_order: closes an unpaid order and puts its items back in stock, in the transaction that
+ * marks the task done — the close and the completion commit together or not at all.
+ *
+ * The order row is locked (FOR UPDATE) before its status is read: checking first and locking
+ * after would let a payment land in between and close a paid order. Goods rows are updated in
+ * id order, so two closes that share goods queue up instead of deadlocking.
+ *
+ * The tables are the shop's, described here, never created by punctual's migrations:
+ *   orders(order_sn UNIQUE, status 'unpaid'|'paid'|'closed', items JSON [{goods_id, num}], closed_at DATETIME(3))
+ *   goods(id, stock)
+ */
+import { eq, inArray, sql } from 'drizzle-orm';
+import { bigint, customType, datetime, int, mysqlTable, varchar } from 'drizzle-orm/mysql-core';
+import { Type } from 'typebox';
+import { type DatabaseHandler, PermanentError } from './handler.js';
+
+const jsonText = customType<{ data: unknown; driverData: string | object }>({
+  dataType: () => 'json',
+  fromDriver: (value) => (typeof value === 'string' ? JSON.parse(value) : value),
+});
+
+export const orders = mysqlTable('orders', {
+  id: bigint('id', { mode: 'number', unsigned: true }).primaryKey(),
+  orderSn: varchar('order_sn', { length: 64 }).notNull(),
+  status: varchar('status', { length: 16 }).notNull(),
+  items: jsonText('items'),
+  closedAt: datetime('closed_at', { mode: 'date', fsp: 3 }),
+});
+
+export const goods = mysqlTable('goods', {
+  id: bigint('id', { mode: 'number', unsigned: true }).primaryKey(),
+  stock: int('stock').notNull(),
+});
+
+const payload = Type.Object(
+  { orderSn: Type.String({ minLength: 1, maxLength: 64, description: 'orders.order_sn of the order to close' }) },
+  { additionalProperties: false },
+);
+
+/** Stock to put back per goods id, summed, in ascending id order. */
+export function stockReturns(items: unknown): [goodsId: number, num: number][] {
+  if (!Array.isArray(items)) throw new PermanentError('orders.items is not a JSON array');
+  const totals = new Map<number, number>();
+  for (const item of items as { goods_id?: unknown; num?: unknown }[]) {
+    const goodsId = Number(item?.goods_id);
+    const num = Number(item?.num);
+    if (!Number.isSafeInteger(goodsId) || goodsId <= 0 || !Number.isSafeInteger(num) || num < 0) {
+      throw new PermanentError(`orders.items has a malformed item: ${JSON.stringify(item)}`);
+    }
+    totals.set(goodsId, (totals.get(goodsId) ?? 0) + num);
+  }
+  return [...totals.entries()].filter(([, num]) => num > 0).sort(([a], [b]) => a - b);
+}
+
+export const closeOrder: DatabaseHandler<typeof payload> = {
+  type: 'close_order',
+  effect: 'database',
+  payload,
+  timeoutMs: 30_000,
+
+  async run({ tx, payload: { orderSn } }) {
+    const [order] = await tx
+      .select({ id: orders.id, status: orders.status, items: orders.items })
+      .from(orders)
+      .where(eq(orders.orderSn, orderSn))
+      .for('update');
+    if (order === undefined) return 'no such order';
+    if (order.status !== 'unpaid') return `already ${order.status}`;
+
+    const returns = stockReturns(order.items);
+    await tx.update(orders).set({ status: 'closed', closedAt: sql`NOW(3)` }).where(eq(orders.id, order.id));
+    if (returns.length > 0) {
+      const increments = sql.join(
+        returns.map(([goodsId, num]) => sql`WHEN ${goodsId} THEN ${num}`),
+        sql` `,
+      );
+      // One statement; ORDER BY id takes the row locks in id order.
+      await tx.execute(
+        sql`UPDATE ${goods} SET ${goods.stock} = ${goods.stock} + CASE ${goods.id} ${increments} END
+            WHERE ${inArray(goods.id, returns.map(([goodsId]) => goodsId))} ORDER BY ${goods.id}`,
+      );
+    }
+    return 'closed';
+  },
+};

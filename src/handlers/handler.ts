@@ -1,0 +1,64 @@
+/**
+ * What a task handler is. A handler declares its payload schema and its effect:
+ *
+ * - `database`: it writes to the database, and runs inside the transaction that marks its task
+ *   done. Its writes and the completion commit together or not at all: effect once.
+ * - `outside`: it touches the world outside the database (an HTTP call). It runs after the task
+ *   is claimed with a lease; if the process dies mid-call the lease runs out and the task runs
+ *   again, so it is at-least-once and must send a stable idempotency key.
+ */
+import type { Logger } from 'pino';
+import type { Static, TSchema } from 'typebox';
+import type { Connection, Db } from '../db/connection.js';
+import type { Task } from '../store/task-store.js';
+
+interface BaseContext<P> {
+  task: Task;
+  payload: P;
+  log: Logger;
+  /** The wall clock when the run started (epoch ms). */
+  now: number;
+}
+
+export interface DatabaseContext<P> extends BaseContext<P> {
+  /** drizzle on the completion transaction. */
+  tx: Db;
+  /** The same transaction's raw connection. */
+  conn: Connection;
+}
+
+export interface OutsideContext<P> extends BaseContext<P> {
+  /** Aborted when the handler's time is up or punctual is stopping. */
+  signal: AbortSignal;
+  /** 1 on the first run, 2 on the first retry… */
+  attempt: number;
+}
+
+interface BaseHandler<S extends TSchema> {
+  /** The task `type` that selects this handler. */
+  type: string;
+  /** Validates `payload` when a task is created, and again before it runs. */
+  payload: S;
+  /** A handler still running after this long is failed (and retried). */
+  timeoutMs: number;
+  /** A check the schema cannot express; returns a message for the caller when the payload is refused. */
+  check?(payload: Static<S>): string | undefined;
+}
+
+export interface DatabaseHandler<S extends TSchema = TSchema> extends BaseHandler<S> {
+  effect: 'database';
+  /** Returns a short word for the log (e.g. "closed", "already paid"). */
+  run(ctx: DatabaseContext<Static<S>>): Promise<string | void>;
+}
+
+export interface OutsideHandler<S extends TSchema = TSchema> extends BaseHandler<S> {
+  effect: 'outside';
+  run(ctx: OutsideContext<Static<S>>): Promise<string | void>;
+}
+
+export type TaskHandler = DatabaseHandler | OutsideHandler;
+
+/** An error a retry cannot fix (a malformed order, a refused URL): the task fails at once. */
+export class PermanentError extends Error {
+  override name = 'PermanentError';
+}

@@ -1,0 +1,65 @@
+/**
+ * The handlers punctual knows, by task type. Adding a handler is one file in this folder and one
+ * line in `createRegistry`.
+ */
+import { Compile, type Validator } from 'typebox/compile';
+import type { Config } from '../config.js';
+import { closeOrder } from './close-order.js';
+import type { TaskHandler } from './handler.js';
+import { webhook } from './webhook.js';
+
+interface Entry {
+  handler: TaskHandler;
+  validator: Validator;
+}
+
+export class HandlerRegistry {
+  readonly #entries = new Map<string, Entry>();
+
+  register(handler: TaskHandler): this {
+    if (this.#entries.has(handler.type)) throw new Error(`handler ${handler.type} is registered twice`);
+    this.#entries.set(handler.type, { handler, validator: Compile(handler.payload) });
+    return this;
+  }
+
+  get(type: string): TaskHandler | undefined {
+    return this.#entries.get(type)?.handler;
+  }
+
+  get types(): string[] {
+    return [...this.#entries.keys()];
+  }
+
+  /**
+   * Why `payload` is refused for `type`, as one message naming the field
+   * (e.g. "payload/orderSn must be string"), or undefined when it is fine.
+   */
+  payloadProblem(type: string, payload: unknown, path = 'payload'): string | undefined {
+    const entry = this.#entries.get(type);
+    if (entry === undefined) return `unknown task type ${JSON.stringify(type)}`;
+    if (!entry.validator.Check(payload)) {
+      const problems = entry.validator
+        .Errors(payload)
+        .filter((error) => error.keyword !== 'boolean')
+        .map((error) => {
+          const extra = error.params as { additionalProperties?: string[] };
+          const names = extra.additionalProperties === undefined ? '' : ` (${extra.additionalProperties.join(', ')})`;
+          return `${path}${error.instancePath} ${error.message}${names}`;
+        });
+      return problems[0] ?? `${path} does not match the ${type} schema`;
+    }
+    const problem = entry.handler.check?.(payload as never);
+    return problem === undefined ? undefined : `${path} ${problem}`;
+  }
+}
+
+/** The handlers this configuration enables. */
+export function createRegistry(config: Config): HandlerRegistry {
+  const registry = new HandlerRegistry().register(closeOrder);
+  registry.register(webhook({
+    secret: config.webhookSecret,
+    allowedHosts: config.webhookAllowedHosts,
+    timeoutMs: config.webhookTimeoutMs,
+  }));
+  return registry;
+}

@@ -1,0 +1,43 @@
+/**
+ * buildApp assembles the HTTP API and never listens; the service decides when to listen, and
+ * tests call app.inject().
+ */
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import { installAuth } from './auth.js';
+import { installErrorHandler } from './errors.js';
+import { healthRoutes, type HealthOptions } from './routes/health.js';
+import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
+
+/** Requests are small: a task names its work, it does not carry it. */
+export const BODY_LIMIT_BYTES = 128 * 1024;
+
+export interface AppOptions {
+  logger: Logger;
+  apiToken: string | undefined;
+  tasks: TaskRoutesOptions;
+  health: HealthOptions;
+}
+
+export function buildApp(options: AppOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 600 },
+  }) as unknown as FastifyInstance;
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  installErrorHandler(app);
+  installAuth(app, options.apiToken);
+  app.addHook('onResponse', async (request, reply) => {
+    if (reply.statusCode >= 400) {
+      request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode }, 'request refused');
+    }
+  });
+  void app.register(healthRoutes, options.health);
+  void app.register(taskRoutes, options.tasks);
+  return app;
+}

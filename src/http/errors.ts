@@ -1,0 +1,90 @@
+/**
+ * Errors the API answers with, in Fastify's shape ({ statusCode, code, error, message }).
+ * 4xx messages name the field at fault; 5xx details stay in the log.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
+import { isConnectionError } from '../db/errors.js';
+import type { TaskJson } from './schemas.js';
+
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    /** Extra fields for the body, e.g. the task a 409 is about. */
+    readonly extra: { task?: TaskJson } = {},
+  ) {
+    super(message);
+  }
+}
+
+/** 400 naming the field: badRequest('body/runAt', 'must be …') → "body/runAt must be …". */
+export function badRequest(field: string, problem: string): HttpError {
+  return new HttpError(400, 'PUNCTUAL_BAD_REQUEST', `${field} ${problem}`);
+}
+
+export function notFound(what: string): HttpError {
+  return new HttpError(404, 'PUNCTUAL_NOT_FOUND', `${what} does not exist`);
+}
+
+export function conflict(message: string, task: TaskJson): HttpError {
+  return new HttpError(409, 'PUNCTUAL_CONFLICT', message, { task });
+}
+
+/** One line from the validator's errors: the first that says something, with property names. */
+export function formatValidation(errors: FastifySchemaValidationError[], dataVar: string): Error {
+  const useful = errors.filter((error) => error.keyword !== 'boolean');
+  const first = useful[0] ?? errors[0];
+  if (first === undefined) return new Error(`${dataVar} is invalid`);
+  const params = first.params as { additionalProperties?: string[]; requiredProperties?: string[] };
+  let message = first.message ?? 'is invalid';
+  if (params.additionalProperties !== undefined) message = `must not have the properties ${params.additionalProperties.join(', ')}`;
+  if (first.keyword === 'anyOf' && useful.length > 1) {
+    const kinds = useful.filter((error) => error.instancePath === first.instancePath && error.keyword === 'type');
+    const types = kinds.map((error) => (error.params as { type?: string }).type).filter(Boolean);
+    if (types.length > 0) message = `must be ${types.join(' or ')}`;
+  }
+  return new Error(`${dataVar}${first.instancePath} ${message}`);
+}
+
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setSchemaErrorFormatter((errors, dataVar) => formatValidation(errors, dataVar));
+
+  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+    if (error instanceof HttpError) {
+      return reply.status(error.statusCode).send({
+        statusCode: error.statusCode,
+        code: error.code,
+        error: STATUS_CODES[error.statusCode] ?? 'Error',
+        message: error.message,
+        ...error.extra,
+      });
+    }
+    const status = error.statusCode ?? 500;
+    if (status < 500) {
+      return reply.status(status).send({
+        statusCode: status,
+        code: error.code ?? 'PUNCTUAL_BAD_REQUEST',
+        error: STATUS_CODES[status] ?? 'Error',
+        message: error.message,
+      });
+    }
+    if (isConnectionError(error)) {
+      request.log.warn({ err: error }, 'request failed: database unavailable');
+      return reply.status(503).send({
+        statusCode: 503,
+        code: 'PUNCTUAL_DATABASE_UNAVAILABLE',
+        error: STATUS_CODES[503],
+        message: 'the database is unavailable; try again (a repeated create with the same key is safe)',
+      });
+    }
+    request.log.error({ err: error }, 'request failed');
+    return reply.status(500).send({
+      statusCode: 500,
+      code: 'PUNCTUAL_INTERNAL',
+      error: STATUS_CODES[500],
+      message: 'internal error; see the service log',
+    });
+  });
+}

@@ -1,0 +1,24 @@
+/** A task as the API shows it: times as ISO-8601 strings, runAtLocal in the task's zone. */
+import type { Task } from '../store/task-store.js';
+import { toIsoLocal, toIsoUtc } from '../time.js';
+import type { TaskJson } from './schemas.js';
+
+export function present(task: Task): TaskJson {
+  return {
+    id: task.id,
+    key: task.key,
+    type: task.type,
+    payload: task.payload,
+    status: task.status,
+    runAt: toIsoUtc(task.runAt),
+    runAtLocal: toIsoLocal(task.runAt, task.timezone),
+    timezone: task.timezone,
+    attempts: task.attempts,
+    maxAttempts: task.maxAttempts,
+    misfire: task.misfire,
+    lastError: task.lastError,
+    createdAt: toIsoUtc(task.createdAt),
+    updatedAt: toIsoUtc(task.updatedAt),
+    finishedAt: task.finishedAt === null ? null : toIsoUtc(task.finishedAt),
+  };
+}

@@ -1,0 +1,32 @@
+/** Liveness and readiness, open without the token so probes need no secret. */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+
+export interface HealthOptions {
+  /** True once the boot load is armed. */
+  booted: () => boolean;
+  /** True when the database answers now. */
+  databaseUp: () => Promise<boolean>;
+  armed: () => number;
+}
+
+const Health = Type.Object({ status: Type.String() });
+const Readiness = Type.Object({ status: Type.String(), armed: Type.Integer(), reason: Type.Optional(Type.String()) });
+
+export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, options) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.get('/healthz', { schema: { summary: 'The process is alive', response: { 200: Health } } }, async () => ({ status: 'ok' }));
+
+  app.get(
+    '/readyz',
+    { schema: { summary: 'Booted and the database answers', response: { 200: Readiness, 503: Readiness } } },
+    async (_request, reply) => {
+      const armed = options.armed();
+      if (!options.booted()) return reply.status(503).send({ status: 'starting', armed, reason: 'the boot load is not armed yet' });
+      if (!(await options.databaseUp())) return reply.status(503).send({ status: 'unavailable', armed, reason: 'the database does not answer' });
+      return { status: 'ready', armed };
+    },
+  );
+};

@@ -1,0 +1,203 @@
+/**
+ * The task routes: create, list pending, read, cancel and reschedule (by id or by key).
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Clock } from '../../clock.js';
+import type { HandlerRegistry } from '../../handlers/registry.js';
+import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
+import { canonicalZone, parseRunAt, TimeInputError } from '../../time.js';
+import { badRequest, conflict, HttpError, notFound } from '../errors.js';
+import { present } from '../present.js';
+import {
+  ConflictJson,
+  CreateTaskBody,
+  DEFAULT_PAGE,
+  ErrorJson,
+  IdParams,
+  KeyParams,
+  PendingPage,
+  PendingQuery,
+  RescheduleBody,
+  TaskJson,
+} from '../schemas.js';
+
+/** Payloads are kept small: a task names its work, it does not carry it. */
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+
+/** What the routes need from the scheduler: arm or disarm a task this process changed. */
+export interface Tracker {
+  track(id: number, runAt: number, type: string): void;
+  untrack(id: number): void;
+}
+
+export interface TaskRoutesOptions {
+  store: TaskStore;
+  registry: HandlerRegistry;
+  tracker: Tracker;
+  clock: Clock;
+  /** TIMEZONE: the zone of a naive runAt when the request names none. */
+  timezone: string;
+  /** MAX_ATTEMPTS: the default for a task that does not say. */
+  maxAttempts: number;
+}
+
+function zoneOf(requested: string | undefined, fallback: string): string {
+  if (requested === undefined) return fallback;
+  const zone = canonicalZone(requested);
+  if (zone === undefined) throw badRequest('body/timezone', `must be an IANA time zone such as Asia/Shanghai, got ${JSON.stringify(requested)}`);
+  return zone;
+}
+
+/** The instant a request asks for: exactly one of runAt and delayMs. */
+function instantOf(body: { runAt?: string | number; delayMs?: number }, zone: string, now: number): number {
+  if (body.runAt !== undefined && body.delayMs !== undefined) throw badRequest('body/runAt', 'and body/delayMs cannot both be given');
+  if (body.delayMs !== undefined) return now + body.delayMs;
+  if (body.runAt === undefined) throw badRequest('body/runAt', 'or body/delayMs is required');
+  try {
+    return parseRunAt(body.runAt, zone, now);
+  } catch (error) {
+    if (error instanceof TimeInputError) throw badRequest('body/runAt', error.message);
+    throw error;
+  }
+}
+
+const CURSOR_PATTERN = /^(\d{1,16})\.(\d{1,16})$/;
+
+function encodeCursor(task: Task): string {
+  return Buffer.from(`${task.runAt}.${task.id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): RunAtCursor {
+  const match = CURSOR_PATTERN.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (match === null) throw badRequest('querystring/cursor', 'is not a nextCursor from a previous page');
+  return { runAt: Number(match[1]), id: Number(match[2]) };
+}
+
+const taskResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 404: ErrorJson, 409: ConflictJson };
+
+export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify, options) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { store, registry, tracker, clock } = options;
+
+  async function byId(id: number): Promise<Task> {
+    const task = await store.get(id);
+    if (task === undefined) throw notFound(`task ${id}`);
+    return task;
+  }
+
+  async function byKey(key: string): Promise<Task> {
+    const task = await store.getByKey(key);
+    if (task === undefined) throw notFound(`task with key ${JSON.stringify(key)}`);
+    return task;
+  }
+
+  async function cancel(task: Task): Promise<Task> {
+    if (await store.cancel(task.id, clock.now())) {
+      tracker.untrack(task.id);
+      return byId(task.id);
+    }
+    const now = await byId(task.id);
+    throw conflict(`task ${task.id} is ${now.status}; only a pending task can be cancelled`, present(now));
+  }
+
+  app.post(
+    '/tasks',
+    {
+      schema: {
+        summary: 'Schedule a task',
+        body: CreateTaskBody,
+        response: { 200: TaskJson, 201: TaskJson, 400: ErrorJson, 401: ErrorJson, 409: ConflictJson },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const now = clock.now();
+      if (registry.get(body.type) === undefined) {
+        throw badRequest('body/type', `is not a known task type: ${JSON.stringify(body.type)} (known: ${registry.types.join(', ')})`);
+      }
+      const zone = zoneOf(body.timezone, options.timezone);
+      const runAt = instantOf(body, zone, now);
+      const payload = body.payload ?? {};
+      const problem = registry.payloadProblem(body.type, payload, 'body/payload');
+      if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
+      if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
+        throw badRequest('body/payload', `must not be larger than ${MAX_PAYLOAD_BYTES} bytes as JSON`);
+      }
+
+      const result = await store.insert(
+        {
+          key: body.key ?? null,
+          type: body.type,
+          payload,
+          runAt,
+          timezone: zone,
+          maxAttempts: body.maxAttempts ?? options.maxAttempts,
+          misfire: body.misfire ?? 'run',
+        },
+        now,
+      );
+      if (result.created) {
+        tracker.track(result.task.id, result.task.runAt, result.task.type);
+        return reply.status(201).send(present(result.task));
+      }
+      // The key exists. The same request again (a retry) gets the task; anything else is a conflict.
+      // For delayMs, "the same" is the same delay after the existing task's creation.
+      const existing = result.task;
+      const asked = body.delayMs !== undefined ? existing.createdAt + body.delayMs : runAt;
+      const same = existing.type === body.type && existing.runAt === asked && isDeepStrictEqual(existing.payload, payload);
+      if (!same) {
+        throw conflict(`key ${JSON.stringify(existing.key)} already names task ${existing.id} with a different type, payload or runAt`, present(existing));
+      }
+      return reply.status(200).send(present(existing));
+    },
+  );
+
+  app.get(
+    '/tasks/pending',
+    { schema: { summary: 'List pending tasks, soonest first', querystring: PendingQuery, response: { 200: PendingPage, 400: ErrorJson, 401: ErrorJson } } },
+    async (request) => {
+      const { type, limit = DEFAULT_PAGE, cursor } = request.query;
+      const tasks = await store.listPending({ type, limit: limit + 1, after: cursor === undefined ? undefined : decodeCursor(cursor) });
+      const page = tasks.slice(0, limit);
+      const last = page[page.length - 1];
+      return { tasks: page.map(present), nextCursor: tasks.length > limit && last !== undefined ? encodeCursor(last) : null };
+    },
+  );
+
+  app.get('/tasks/:id', { schema: { summary: 'Read a task', params: IdParams, response: taskResponses } }, async (request) =>
+    present(await byId(request.params.id)),
+  );
+
+  app.post('/tasks/:id/cancel', { schema: { summary: 'Cancel a pending task', params: IdParams, response: taskResponses } }, async (request) =>
+    present(await cancel(await byId(request.params.id))),
+  );
+
+  app.post(
+    '/tasks/:id/reschedule',
+    { schema: { summary: 'Move a pending task to another time', params: IdParams, body: RescheduleBody, response: taskResponses } },
+    async (request) => {
+      const task = await byId(request.params.id);
+      const now = clock.now();
+      const zone = zoneOf(request.body.timezone, task.timezone);
+      const runAt = instantOf(request.body, zone, now);
+      if (!(await store.reschedule(task.id, runAt, zone, now))) {
+        const current = await byId(task.id);
+        throw conflict(`task ${task.id} is ${current.status}; only a pending task can be rescheduled`, present(current));
+      }
+      tracker.track(task.id, runAt, task.type);
+      return present(await byId(task.id));
+    },
+  );
+
+  app.get('/tasks/by-key/:key', { schema: { summary: 'Read a task by its key', params: KeyParams, response: taskResponses } }, async (request) =>
+    present(await byKey(request.params.key)),
+  );
+
+  app.post(
+    '/tasks/by-key/:key/cancel',
+    { schema: { summary: 'Cancel a pending task by its key', params: KeyParams, response: taskResponses } },
+    async (request) => present(await cancel(await byKey(request.params.key))),
+  );
+};

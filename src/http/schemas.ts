@@ -1,0 +1,96 @@
+/**
+ * The HTTP contract in one place: these TypeBox schemas validate requests, serialize responses
+ * and describe the API.
+ */
+import { Type, type Static } from 'typebox';
+import { MISFIRE_POLICIES, TASK_STATUSES } from '../db/schema.js';
+
+const TEN_YEARS_MS = 3653 * 24 * 3600 * 1000;
+export const MAX_PAGE = 1000;
+export const DEFAULT_PAGE = 100;
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const TaskJson = Type.Object(
+  {
+    id: Type.Integer({ description: 'punctual\'s id for the task' }),
+    key: Nullable(Type.String({ description: 'the caller\'s dedup key' })),
+    type: Type.String(),
+    payload: Type.Unknown(),
+    status: Type.Enum([...TASK_STATUSES]),
+    runAt: Type.String({ description: 'ISO-8601 UTC with milliseconds', examples: ['2026-12-01T02:00:00.000Z'] }),
+    runAtLocal: Type.String({ description: 'the same instant with the task zone\'s offset', examples: ['2026-12-01T10:00:00.000+08:00'] }),
+    timezone: Type.String({ description: 'IANA zone the task was read in' }),
+    attempts: Type.Integer(),
+    maxAttempts: Type.Integer(),
+    misfire: Type.Enum([...MISFIRE_POLICIES]),
+    lastError: Nullable(Type.String()),
+    createdAt: Type.String(),
+    updatedAt: Type.String(),
+    finishedAt: Nullable(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export type TaskJson = Static<typeof TaskJson>;
+
+const RunAt = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Integer()], {
+  description:
+    'ISO-8601 with offset (2026-12-01T10:00:00+08:00), naive local (2026-12-01 10:00:00, read in timezone), or epoch milliseconds',
+});
+const DelayMs = Type.Integer({ minimum: 0, maximum: TEN_YEARS_MS, description: 'run this many ms from now (instead of runAt)' });
+const Timezone = Type.String({ minLength: 1, maxLength: 64, description: 'IANA zone for a naive runAt; default the service\'s TIMEZONE' });
+
+export const CreateTaskBody = Type.Object(
+  {
+    type: Type.String({ minLength: 1, maxLength: 64, description: 'a registered handler: close_order, webhook' }),
+    payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'the handler\'s input' })),
+    runAt: Type.Optional(RunAt),
+    delayMs: Type.Optional(DelayMs),
+    timezone: Type.Optional(Timezone),
+    key: Type.Optional(Type.String({ minLength: 1, maxLength: 191, description: 'dedup key: a repeated create never makes a second task' })),
+    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    misfire: Type.Optional(Type.Union([Type.Literal('run'), Type.Literal('skip')], { description: 'what to do if the time passed while punctual was down' })),
+  },
+  { additionalProperties: false },
+);
+export type CreateTaskBody = Static<typeof CreateTaskBody>;
+
+export const RescheduleBody = Type.Object(
+  { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone) },
+  { additionalProperties: false },
+);
+export type RescheduleBody = Static<typeof RescheduleBody>;
+
+export const PendingQuery = Type.Object(
+  {
+    type: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'nextCursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+
+export const PendingPage = Type.Object({
+  tasks: Type.Array(TaskJson),
+  nextCursor: Nullable(Type.String()),
+});
+
+export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
+export const KeyParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 191 }) });
+
+/** Fastify's error shape, kept for every 4xx. */
+export const ErrorJson = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.String(),
+  error: Type.String(),
+  message: Type.String(),
+});
+
+/** A 409 also carries the task as it is now. */
+export const ConflictJson = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.String(),
+  error: Type.String(),
+  message: Type.String(),
+  task: TaskJson,
+});

@@ -1,0 +1,47 @@
+/**
+ * The entry point: read the configuration, start the service, stop cleanly on SIGTERM/SIGINT
+ * (exit 0). A second signal while stopping forces the exit.
+ */
+import { ConfigError, loadConfig } from './config.js';
+import { Service } from './service.js';
+
+let config;
+try {
+  config = loadConfig(process.env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`punctual: bad configuration: ${error.message}\n`);
+  process.exit(1);
+}
+
+const service = new Service(config);
+
+let signals = 0;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    signals++;
+    if (signals > 1) {
+      service.log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    service.log.info({ signal }, 'stopping');
+    service.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        service.log.error({ err: error }, 'stop failed');
+        process.exit(1);
+      },
+    );
+  });
+}
+
+// A bug must not take the timers down with it: log it and go on.
+process.on('unhandledRejection', (reason) => service.log.error({ err: reason }, 'unhandled rejection'));
+
+try {
+  await service.start();
+} catch (error) {
+  service.log.fatal({ err: error }, 'punctual could not start');
+  await service.stop().catch(() => undefined);
+  process.exit(1);
+}

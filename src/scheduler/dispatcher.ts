@@ -1,0 +1,414 @@
+/**
+ * The dispatcher runs tasks whose timers fired, at most CONCURRENCY batches at a time.
+ *
+ * Database handlers: one transaction per batch locks the due tasks (`FOR UPDATE SKIP LOCKED`, so
+ * two processes never run the same task), runs each handler on that transaction and marks the
+ * tasks done before COMMIT. A crash at any point rolls all of it back and the tasks are simply
+ * pending again. The fast path runs the batch without savepoints; when a handler throws, the
+ * batch is rolled back and run again with a savepoint per task, so the others still commit.
+ *
+ * Outside handlers (webhook): a short transaction claims the tasks with a lease
+ * (status running, lease_until), the handler runs outside any transaction, and the completion is
+ * written after. A process that dies mid-call leaves the lease to run out; the task runs again.
+ *
+ * Deadlocks and lock-wait timeouts are retried transparently; a lost connection puts the tasks
+ * back on their timers to try again shortly. Nothing here may throw out: the process never dies
+ * on a task.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Connection, Database, Db } from '../db/connection.js';
+import { isConnectionError, isLockConflict, rootMessage } from '../db/errors.js';
+import { type OutsideHandler, PermanentError } from '../handlers/handler.js';
+import type { HandlerRegistry } from '../handlers/registry.js';
+import type { Failure, Task, TaskStore } from '../store/task-store.js';
+import { Fifo, sleep, TimeoutError, withTimeout } from '../util/async.js';
+import { retryAt, type RetryPolicy } from './retry.js';
+
+/** A fired timer waiting for a dispatcher slot. */
+export interface DueTask {
+  id: number;
+  runAt: number;
+  type: string;
+}
+
+export interface DispatcherOptions {
+  database: Database;
+  store: TaskStore;
+  registry: HandlerRegistry;
+  clock: Clock;
+  log: Logger;
+  concurrency: number;
+  batchSize: number;
+  retry: RetryPolicy;
+  /** This process's name in lease_owner. */
+  owner: string;
+  /** Puts a task back on a timer in this process. */
+  arm: (id: number, at: number, type: string) => void;
+}
+
+/** How many times a batch is retried after a deadlock or lock-wait timeout before splitting it. */
+const LOCK_RETRIES = 3;
+/** When a task was locked by someone else, look at it again after this long. */
+const RECHECK_MS = 1000;
+/** The delay before trying again after the database failed, growing to the cap. */
+const DB_RETRY_MS = [100, 250, 500, 1000];
+/** A lease outlives the handler's timeout by this much, so a live process never loses one. */
+const LEASE_MARGIN_MS = 30_000;
+
+/** A handler threw in the fast path: roll back and run the batch again with savepoints. */
+class HandlerThrew extends Error {}
+
+/** A handler overran its time; its connection was killed. */
+class HandlerOverran extends Error {
+  constructor(readonly task: Task, timeoutMs: number) {
+    super(`handler timed out after ${timeoutMs} ms`);
+  }
+}
+
+interface BatchResult {
+  locked: Task[];
+  done: { task: Task; outcome: string }[];
+  failures: { task: Task; failure: Failure }[];
+}
+
+export class Dispatcher {
+  readonly #o: DispatcherOptions;
+  readonly #databaseQueue = new Fifo<DueTask>();
+  readonly #outsideQueue = new Fifo<DueTask>();
+  /** Ids queued or running here: a timer for them is not armed again meanwhile. */
+  readonly #busy = new Set<number>();
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #abort = new AbortController();
+  #databaseRunning = 0;
+  #outsideRunning = 0;
+  #pumpScheduled = false;
+  #stopping = false;
+  #troubles = 0;
+
+  constructor(options: DispatcherOptions) {
+    this.#o = options;
+  }
+
+  /** A task's timer fired. */
+  enqueue(task: DueTask): void {
+    if (this.#stopping || this.#busy.has(task.id)) return;
+    this.#busy.add(task.id);
+    const outside = this.#o.registry.get(task.type)?.effect === 'outside';
+    (outside ? this.#outsideQueue : this.#databaseQueue).push(task);
+    if (!this.#pumpScheduled) {
+      // Timers that fire in the same loop turn end up in one batch.
+      this.#pumpScheduled = true;
+      setImmediate(() => {
+        this.#pumpScheduled = false;
+        this.#pump();
+      });
+    }
+  }
+
+  isBusy(id: number): boolean {
+    return this.#busy.has(id);
+  }
+
+  get queued(): number {
+    return this.#databaseQueue.length + this.#outsideQueue.length;
+  }
+
+  get running(): number {
+    return this.#databaseRunning + this.#outsideRunning;
+  }
+
+  /**
+   * Stops taking work and waits for what runs to finish, up to `timeoutMs`; then outside
+   * handlers are aborted. Queued tasks stay pending in the table for the next process.
+   * Resolves true when everything finished in time.
+   */
+  async stop(timeoutMs: number): Promise<boolean> {
+    this.#stopping = true;
+    const drained = Promise.allSettled([...this.#inFlight]).then(() => true);
+    const finished = await Promise.race([drained, sleep(timeoutMs).then(() => false)]);
+    if (!finished) this.#abort.abort(new Error('punctual is stopping'));
+    return finished;
+  }
+
+  #track(work: Promise<void>): void {
+    const tracked = work.catch((error: unknown) => {
+      this.#o.log.error({ err: error }, 'dispatcher: unexpected error');
+    });
+    this.#inFlight.add(tracked);
+    void tracked.finally(() => this.#inFlight.delete(tracked));
+  }
+
+  #pump(): void {
+    const { concurrency, batchSize } = this.#o;
+    while (!this.#stopping && this.#databaseRunning < concurrency && this.#databaseQueue.length > 0) {
+      const batch = this.#databaseQueue.take(batchSize);
+      this.#databaseRunning++;
+      this.#track(
+        this.#runDatabaseBatch(batch).finally(() => {
+          this.#databaseRunning--;
+          this.#pump();
+        }),
+      );
+    }
+    while (!this.#stopping && this.#outsideRunning < concurrency && this.#outsideQueue.length > 0) {
+      const batch = this.#outsideQueue.take(Math.min(batchSize, concurrency - this.#outsideRunning));
+      this.#outsideRunning += batch.length;
+      this.#track(this.#claimOutside(batch));
+    }
+  }
+
+  #release(ids: Iterable<number>): void {
+    for (const id of ids) this.#busy.delete(id);
+  }
+
+  /** Puts tasks back on their timers after a database failure, with a growing delay. */
+  #later(tasks: DueTask[], error: unknown): void {
+    const delay = DB_RETRY_MS[Math.min(this.#troubles, DB_RETRY_MS.length - 1)] ?? 1000;
+    this.#troubles++;
+    const level = isConnectionError(error) ? 'warn' : 'error';
+    this.#o.log[level]({ err: error, tasks: tasks.length, retryInMs: delay }, 'dispatcher: database failed, trying again');
+    this.#release(tasks.map((task) => task.id));
+    const at = this.#o.clock.now() + delay;
+    for (const task of tasks) this.#o.arm(task.id, at, task.type);
+  }
+
+  // ── database handlers ─────────────────────────────────────────────────────────────────────
+
+  async #runDatabaseBatch(batch: DueTask[]): Promise<void> {
+    let pending = batch;
+    let careful = false;
+    let lockRound = 0;
+    while (pending.length > 0) {
+      const now = this.#o.clock.now();
+      try {
+        const result = await this.#o.database.transaction((tx, conn) => this.#runLocked(tx, conn, pending, now, careful));
+        this.#troubles = 0;
+        this.#settle(result, pending, now);
+        await this.#recheckMissing(pending, result.locked, now);
+        return;
+      } catch (error) {
+        if (error instanceof HandlerThrew && !careful) {
+          careful = true;
+        } else if (error instanceof HandlerOverran) {
+          await this.#failOverran(error, now);
+          pending = pending.filter((task) => task.id !== error.task.id);
+        } else if (isLockConflict(error) && ++lockRound < LOCK_RETRIES) {
+          await sleep(20 * lockRound + Math.random() * 50);
+        } else if (isLockConflict(error) && pending.length > 1) {
+          // Run them one by one, so one contended task cannot hold back the others.
+          for (const task of pending) await this.#runDatabaseBatch([task]);
+          return;
+        } else if (isLockConflict(error)) {
+          await this.#failAfterConflicts(pending[0] as DueTask, error, now);
+          return;
+        } else {
+          this.#later(pending, error);
+          return;
+        }
+      }
+    }
+  }
+
+  async #runLocked(tx: Db, conn: Connection, batch: DueTask[], now: number, careful: boolean): Promise<BatchResult> {
+    const { store, registry, log } = this.#o;
+    const locked = await store.lockDue(tx, batch.map((task) => task.id), now);
+    const result: BatchResult = { locked, done: [], failures: [] };
+    for (const task of locked) {
+      const handler = registry.get(task.type);
+      const problem = registry.payloadProblem(task.type, task.payload);
+      if (handler === undefined || problem !== undefined || handler.effect !== 'database') {
+        const error = handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : (problem ?? 'wrong queue');
+        result.failures.push({ task, failure: { id: task.id, error, retryAt: null } });
+        continue;
+      }
+      if (careful) await conn.query('SAVEPOINT task');
+      try {
+        const outcome = await withTimeout(
+          handler.run({ tx, conn, task, payload: task.payload, log, now }),
+          handler.timeoutMs,
+          () => this.#o.database.kill(conn),
+        );
+        if (careful) await conn.query('RELEASE SAVEPOINT task');
+        result.done.push({ task, outcome: outcome ?? 'done' });
+      } catch (error) {
+        if (error instanceof TimeoutError) throw new HandlerOverran(task, handler.timeoutMs);
+        if (isLockConflict(error) || isConnectionError(error)) throw error;
+        if (!careful) throw new HandlerThrew();
+        await conn.query('ROLLBACK TO SAVEPOINT task');
+        result.failures.push({ task, failure: this.#failure(task, task.attempts + 1, error, now) });
+      }
+    }
+    await store.markDone(tx, result.done.map(({ task }) => task.id), now);
+    for (const { failure } of result.failures) await store.recordFailure(tx, failure, true, now);
+    return result;
+  }
+
+  #failure(task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
+    const permanent = error instanceof PermanentError;
+    return {
+      id: task.id,
+      error: rootMessage(error),
+      retryAt: permanent ? null : retryAt(this.#o.retry, attemptsUsed, task.maxAttempts, now),
+    };
+  }
+
+  /** After COMMIT: log the runs and arm the retries. */
+  #settle(result: BatchResult, batch: DueTask[], now: number): void {
+    const { log, arm } = this.#o;
+    for (const { task, outcome } of result.done) {
+      log.info({ taskId: task.id, type: task.type, key: task.key, lateMs: now - task.runAt, outcome }, 'task done');
+    }
+    for (const { task, failure } of result.failures) this.#logFailure(task, failure, now);
+    this.#release(batch.map((task) => task.id));
+    for (const { task, failure } of result.failures) {
+      if (failure.retryAt !== null) arm(task.id, failure.retryAt, task.type);
+    }
+  }
+
+  #logFailure(task: Task, failure: Failure, now: number): void {
+    this.#o.log.warn(
+      {
+        taskId: task.id,
+        type: task.type,
+        key: task.key,
+        lateMs: now - task.runAt,
+        error: failure.error,
+        retryAt: failure.retryAt === null ? null : new Date(failure.retryAt).toISOString(),
+      },
+      failure.retryAt === null ? 'task failed' : 'task will be retried',
+    );
+  }
+
+  /**
+   * Tasks of the batch that were not locked: done or cancelled (drop them), moved to a later time
+   * by someone else (arm the new time), or held by another transaction (look again shortly).
+   */
+  async #recheckMissing(batch: DueTask[], locked: Task[], now: number): Promise<void> {
+    if (locked.length === batch.length) return;
+    const lockedIds = new Set(locked.map((task) => task.id));
+    const missing = batch.filter((task) => !lockedIds.has(task.id));
+    try {
+      for (const task of await this.#o.store.pendingAmong(missing.map((task) => task.id))) {
+        this.#o.arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.type);
+      }
+    } catch {
+      for (const task of missing) this.#o.arm(task.id, now + RECHECK_MS, task.type);
+    }
+  }
+
+  async #failOverran(error: HandlerOverran, now: number): Promise<void> {
+    const failure = this.#failure(error.task, error.task.attempts + 1, error, now);
+    await this.#persist(() => this.#o.store.recordFailure(this.#o.database.db, failure, true, this.#o.clock.now()));
+    this.#logFailure(error.task, failure, now);
+    this.#release([error.task.id]);
+    if (failure.retryAt !== null) this.#o.arm(error.task.id, failure.retryAt, error.task.type);
+  }
+
+  /** A single task that kept hitting deadlocks or lock waits: that counts as a failed attempt. */
+  async #failAfterConflicts(due: DueTask, error: unknown, now: number): Promise<void> {
+    try {
+      const task = await this.#o.store.get(due.id);
+      if (task === undefined || task.status !== 'pending') return this.#release([due.id]);
+      const failure = this.#failure(task, task.attempts + 1, error, now);
+      await this.#o.store.recordFailure(this.#o.database.db, failure, true, this.#o.clock.now());
+      this.#logFailure(task, failure, now);
+      this.#release([due.id]);
+      if (failure.retryAt !== null) this.#o.arm(task.id, failure.retryAt, task.type);
+    } catch (cause) {
+      this.#later([due], cause);
+    }
+  }
+
+  /**
+   * Writes a completion or a failure, retrying while the database is away: the work is done and
+   * only its record is missing. Gives up when stopping; a lease then runs out and the task is
+   * run again.
+   */
+  async #persist(write: () => Promise<boolean>): Promise<boolean> {
+    for (let round = 0; ; round++) {
+      try {
+        return await write();
+      } catch (error) {
+        if (this.#abort.signal.aborted) throw error;
+        const delay = DB_RETRY_MS[Math.min(round, DB_RETRY_MS.length - 1)] ?? 1000;
+        this.#o.log.warn({ err: error, retryInMs: delay }, 'dispatcher: could not record a result, trying again');
+        await sleep(delay);
+      }
+    }
+  }
+
+  // ── outside handlers ──────────────────────────────────────────────────────────────────────
+
+  async #claimOutside(batch: DueTask[]): Promise<void> {
+    const { store, registry, database, owner, clock } = this.#o;
+    const now = clock.now();
+    let claimed: { task: Task; handler: OutsideHandler }[] = [];
+    let result: BatchResult;
+    try {
+      result = await database.transaction(async (tx) => {
+        const locked = await store.lockDue(tx, batch.map((task) => task.id), now);
+        const refused: { task: Task; failure: Failure }[] = [];
+        claimed = [];
+        for (const task of locked) {
+          const handler = registry.get(task.type);
+          const problem = registry.payloadProblem(task.type, task.payload);
+          if (handler?.effect === 'outside' && problem === undefined) claimed.push({ task, handler });
+          else refused.push({ task, failure: { id: task.id, error: problem ?? 'wrong queue', retryAt: null } });
+        }
+        const longest = Math.max(0, ...claimed.map(({ handler }) => handler.timeoutMs));
+        await store.markRunning(tx, claimed.map(({ task }) => task.id), owner, now + longest + LEASE_MARGIN_MS, now);
+        for (const { failure } of refused) await store.recordFailure(tx, failure, true, now);
+        return { locked, done: [], failures: refused };
+      });
+      this.#troubles = 0;
+    } catch (error) {
+      this.#outsideRunning -= batch.length;
+      this.#later(batch, isLockConflict(error) ? new Error('lock conflict while claiming') : error);
+      return;
+    }
+    const claimedIds = new Set(claimed.map(({ task }) => task.id));
+    const unclaimed = batch.filter((task) => !claimedIds.has(task.id));
+    this.#outsideRunning -= unclaimed.length;
+    this.#settle(result, unclaimed, now);
+    await this.#recheckMissing(batch, result.locked, now);
+    for (const { task, handler } of claimed) {
+      this.#track(
+        this.#runOutside(task, handler, now).finally(() => {
+          this.#outsideRunning--;
+          this.#release([task.id]);
+          this.#pump();
+        }),
+      );
+    }
+  }
+
+  async #runOutside(task: Task, handler: OutsideHandler, claimedAt: number): Promise<void> {
+    const { store, owner, clock, log, arm } = this.#o;
+    const attempt = task.attempts + 1;
+    const started = clock.now();
+    const signal = AbortSignal.any([AbortSignal.timeout(handler.timeoutMs), this.#abort.signal]);
+    try {
+      const outcome = await withTimeout(
+        handler.run({ task: { ...task, attempts: attempt }, payload: task.payload, log, now: started, signal, attempt }),
+        handler.timeoutMs,
+      );
+      const recorded = await this.#persist(() => store.completeLeased(task.id, owner, clock.now()));
+      if (!recorded) log.warn({ taskId: task.id, type: task.type, key: task.key }, 'task done, but its lease was lost meanwhile');
+      log.info(
+        { taskId: task.id, type: task.type, key: task.key, lateMs: claimedAt - task.runAt, durationMs: clock.now() - started, outcome: outcome ?? 'done' },
+        'task done',
+      );
+    } catch (error) {
+      const failure = this.#failure(task, attempt, error, clock.now());
+      try {
+        await this.#persist(() => store.failLeased(failure, owner, clock.now()));
+      } catch {
+        return; // stopping with the database away: the lease will run out and the task runs again
+      }
+      this.#logFailure(task, failure, claimedAt);
+      if (failure.retryAt !== null) arm(task.id, failure.retryAt, task.type);
+    }
+  }
+}
+

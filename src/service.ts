@@ -1,0 +1,129 @@
+/**
+ * The composition root: builds every part from the configuration and runs the boot and the
+ * shutdown in the order that keeps tasks safe.
+ *
+ * Boot: database → migrations → pool → scheduler boot load → listen.
+ * Stop: stop accepting requests → stop the refill and disarm the timers → let running handlers
+ * finish (up to STOP_TIMEOUT_MS) → close the pool.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { Database, ensureDatabase } from './db/connection.js';
+import { migrateDatabase } from './db/migrate.js';
+import { createRegistry, type HandlerRegistry } from './handlers/registry.js';
+import { buildApp } from './http/app.js';
+import { createLogger } from './log.js';
+import { Dispatcher } from './scheduler/dispatcher.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import { Timers } from './scheduler/timers.js';
+import { TaskStore } from './store/task-store.js';
+
+export interface ServiceOptions {
+  clock?: Clock;
+  logger?: Logger;
+  registry?: HandlerRegistry;
+}
+
+export class Service {
+  readonly database: Database;
+  readonly store: TaskStore;
+  readonly registry: HandlerRegistry;
+  readonly timers: Timers;
+  readonly dispatcher: Dispatcher;
+  readonly scheduler: Scheduler;
+  readonly app: FastifyInstance;
+  readonly log: Logger;
+  /** This process in lease_owner: host, pid and a random tag. */
+  readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  #stopping: Promise<void> | undefined;
+
+  /** Builds the parts; touches no database until start(). */
+  constructor(
+    readonly config: Config,
+    options: ServiceOptions = {},
+  ) {
+    const clock = options.clock ?? systemClock;
+    this.log = options.logger ?? createLogger(config.logLevel);
+    this.database = Database.fromConfig(config);
+    this.store = new TaskStore(this.database);
+    this.registry = options.registry ?? createRegistry(config);
+    let scheduler: Scheduler | undefined;
+    this.dispatcher = new Dispatcher({
+      database: this.database,
+      store: this.store,
+      registry: this.registry,
+      clock,
+      log: this.log,
+      concurrency: config.concurrency,
+      batchSize: config.batchSize,
+      retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+      owner: this.owner,
+      arm: (id, at, type) => scheduler?.track(id, at, type),
+    });
+    this.timers = new Timers(clock, (id, runAt, type) => this.dispatcher.enqueue({ id, runAt, type }));
+    scheduler = new Scheduler({
+      store: this.store,
+      clock,
+      log: this.log,
+      timers: this.timers,
+      dispatcher: this.dispatcher,
+      horizonMs: config.horizonMs,
+      refillIntervalMs: config.refillIntervalMs,
+      reconcileIntervalMs: config.reconcileIntervalMs,
+      misfireGraceMs: config.misfireGraceMs,
+    });
+    this.scheduler = scheduler;
+    this.app = buildApp({
+      logger: this.log,
+      apiToken: config.apiToken,
+      tasks: {
+        store: this.store,
+        registry: this.registry,
+        tracker: scheduler,
+        clock,
+        timezone: config.timezone,
+        maxAttempts: config.maxAttempts,
+      },
+      health: {
+        booted: () => scheduler.booted,
+        databaseUp: () => this.database.ping(),
+        armed: () => this.timers.size,
+      },
+    });
+  }
+
+  /** Creates the database if missing, migrates, loads and arms the pending tasks. */
+  async boot(): Promise<void> {
+    const { config } = this;
+    await ensureDatabase(config.databaseUrl, config.databaseName);
+    await migrateDatabase(config.databaseUrl, config.databaseName);
+    await this.scheduler.boot();
+  }
+
+  /** boot(), then listen. Returns the address it listens on. */
+  async start(): Promise<string> {
+    await this.boot();
+    const address = await this.app.listen({ host: this.config.host, port: this.config.port });
+    this.log.info({ address, timezone: this.config.timezone, horizonMs: this.config.horizonMs }, 'punctual is ready');
+    return address;
+  }
+
+  /** The clean stop. Safe to call twice: the second call gets the first one's promise. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    const started = Date.now();
+    await this.app.close();
+    await this.scheduler.stop();
+    const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);
+    await this.database.close();
+    this.log.info({ ms: Date.now() - started, handlersFinished: finished }, 'punctual stopped');
+  }
+}

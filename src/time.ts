@@ -1,0 +1,100 @@
+/**
+ * Reading and writing instants. Every conversion between a wall-clock time and an instant goes
+ * through an explicit IANA zone, so nothing here depends on the process's TZ or the host locale.
+ *
+ * DST rule (the "compatible" disambiguation of RFC 5545 and of JavaScript's Date): a naive local
+ * time that falls in a spring-forward gap is moved forward by the length of the gap
+ * (02:30 on 2026-03-08 in America/New_York is 03:30 EDT); one that happens twice in a fall-back
+ * overlap takes the earlier of the two (01:30 on 2026-11-01 is 01:30 EDT, -04:00).
+ */
+import { Temporal } from 'temporal-polyfill';
+
+/** Epoch-ms values below this are almost surely seconds sent by mistake (before 1973-03-03). */
+const SMALLEST_EPOCH_MS = 100_000_000_000;
+const MAX_YEARS_AHEAD = 10;
+
+export class TimeInputError extends Error {
+  override name = 'TimeInputError';
+}
+
+/**
+ * The IANA zone named by `name`, in Temporal's spelling ("asia/shanghai" → "Asia/Shanghai"),
+ * or undefined when it is not one. Bare offsets ("+08:00") are refused: they carry no DST rules.
+ */
+export function canonicalZone(name: string): string | undefined {
+  if (name.length === 0 || name.length > 64 || /^[+-]/.test(name) || /^z$/i.test(name)) return undefined;
+  try {
+    return new Temporal.ZonedDateTime(0n, name).timeZoneId;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Latest instant a task may be scheduled for: ten calendar years after `now`. */
+export function latestRunAt(now: number): number {
+  return Temporal.Instant.fromEpochMilliseconds(now)
+    .toZonedDateTimeISO('UTC')
+    .add({ years: MAX_YEARS_AHEAD })
+    .epochMilliseconds;
+}
+
+/**
+ * The instant (epoch ms) that `runAt` names. Accepted: ISO-8601 with `Z` or an offset; a naive
+ * local date-time ("2026-12-01 10:00:00" or with `T`), read in `zone`; epoch milliseconds as an
+ * integer. Sub-millisecond digits are dropped (the table keeps milliseconds).
+ */
+export function parseRunAt(runAt: string | number, zone: string, now: number): number {
+  let ms: number;
+  if (typeof runAt === 'number') {
+    if (!Number.isSafeInteger(runAt)) throw new TimeInputError('must be an integer number of epoch milliseconds');
+    if (runAt < SMALLEST_EPOCH_MS) {
+      throw new TimeInputError(`${runAt} looks like epoch seconds; send epoch milliseconds`);
+    }
+    ms = runAt;
+  } else {
+    ms = parseIsoString(runAt, zone);
+  }
+  if (ms < 0) throw new TimeInputError('must not be before 1970-01-01T00:00:00Z');
+  if (ms > latestRunAt(now)) {
+    throw new TimeInputError(`must not be more than ${MAX_YEARS_AHEAD} years ahead`);
+  }
+  return ms;
+}
+
+function parseIsoString(text: string, zone: string): number {
+  const value = text.trim();
+  if (value.length === 0 || value.length > 64) throw new TimeInputError('must be an ISO-8601 date-time');
+  if (value.includes('[')) {
+    throw new TimeInputError('zone annotations such as [Asia/Shanghai] are not accepted; use the timezone field');
+  }
+  if (/^\d+$/.test(value)) {
+    throw new TimeInputError('a string must be an ISO-8601 date-time; send epoch milliseconds as a JSON integer');
+  }
+  // An instant first: PlainDateTime.from would silently drop an offset.
+  try {
+    return Temporal.Instant.from(value).epochMilliseconds;
+  } catch {
+    // no offset: a naive local time, read below
+  }
+  let local: Temporal.PlainDateTime;
+  try {
+    local = Temporal.PlainDateTime.from(value, { overflow: 'reject' });
+  } catch {
+    throw new TimeInputError(
+      `${JSON.stringify(value)} is not an ISO-8601 date-time (e.g. 2026-12-01T10:00:00+08:00 or 2026-12-01 10:00:00)`,
+    );
+  }
+  return local.toZonedDateTime(zone, { disambiguation: 'compatible' }).epochMilliseconds;
+}
+
+/** ISO-8601 UTC with milliseconds: 2026-12-01T02:00:00.000Z. */
+export function toIsoUtc(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** The same instant with `zone`'s offset: 2026-12-01T10:00:00.000+08:00. */
+export function toIsoLocal(ms: number, zone: string): string {
+  return Temporal.Instant.fromEpochMilliseconds(ms)
+    .toZonedDateTimeISO(zone)
+    .toString({ fractionalSecondDigits: 3, timeZoneName: 'never' });
+}

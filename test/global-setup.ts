@@ -1,0 +1,27 @@
+/**
+ * Once per `npm test`: make sure MariaDB/MySQL answers, drop test databases that crashed runs
+ * left behind, and build dist/ for the tests that start the real server as a child process.
+ */
+import { execFileSync } from 'node:child_process';
+import mysql from 'mysql2/promise';
+import { SERVER_URL, STALE_AFTER_S, testDatabaseAge } from './helpers/db.js';
+
+export default async function setup(): Promise<void> {
+  let conn: mysql.Connection;
+  try {
+    conn = await mysql.createConnection({ uri: SERVER_URL, connectTimeout: 5000 });
+  } catch (error) {
+    throw new Error(`the tests need MySQL or MariaDB at ${SERVER_URL} (set TEST_MYSQL_URL): ${(error as Error).message}`);
+  }
+  try {
+    const [rows] = await conn.query<mysql.RowDataPacket[]>("SHOW DATABASES LIKE 'punctual\\_test\\_%'");
+    for (const row of rows) {
+      const name = String(Object.values(row)[0]);
+      const age = testDatabaseAge(name);
+      if (age !== undefined && age > STALE_AFTER_S) await conn.query(`DROP DATABASE \`${name}\``);
+    }
+  } finally {
+    await conn.end();
+  }
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+}

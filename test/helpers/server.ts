@@ -1,0 +1,108 @@
+/**
+ * The real server (node dist/main.js, built by the global setup) as a child process, the way a
+ * shop runs it. Its JSON log lines are collected for the test to read.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  baseUrl: string;
+  logs: LogLine[];
+  stderr: string[];
+  /** fetch against the server with a JSON body, answering status and parsed body. */
+  request<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T }>;
+  /** Sends `signal` and waits for the exit code (null when killed by a signal). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+export interface StartOptions {
+  env: Record<string, string>;
+  /** How long to wait for "punctual is ready". */
+  timeoutMs?: number;
+}
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+export async function startServer({ env, timeoutMs = 20_000 }: StartOptions): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const exited = once(child, 'exit').then(([code]) => {
+    running.delete(child);
+    return code as number | null;
+  });
+  const logs: LogLine[] = [];
+  const stderr: string[] = [];
+  let onReady: ((address: string) => void) | undefined;
+  const ready = new Promise<string>((resolve) => {
+    onReady = resolve;
+  });
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    try {
+      const entry = JSON.parse(line) as LogLine;
+      logs.push(entry);
+      if (entry.msg === 'punctual is ready') onReady?.(String(entry.address));
+    } catch {
+      stderr.push(line);
+    }
+  });
+  createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
+
+  const timeout = new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error(`server not ready in ${timeoutMs} ms: ${stderr.join('\n')}`)), timeoutMs).unref(),
+  );
+  const failed = exited.then((code) => {
+    throw new Error(`server exited with ${code} before it was ready: ${stderr.join('\n')} ${JSON.stringify(logs.slice(-5))}`);
+  });
+  const baseUrl = await Promise.race([ready, timeout, failed]);
+
+  return {
+    child,
+    baseUrl,
+    logs,
+    stderr,
+    exited,
+    async request(method, path, body, headers = {}) {
+      const response = await fetch(`${baseUrl}${path}`, {
+        method,
+        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await response.text();
+      return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return exited;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Polls `check` until it returns a value that is not undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

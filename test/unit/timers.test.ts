@@ -1,0 +1,86 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { MAX_TIMER_DELAY_MS, Timers } from '../../src/scheduler/timers.js';
+
+const DAY = 24 * 3600 * 1000;
+
+describe('timers', () => {
+  let fired: { id: number; at: number }[];
+  let timers: Timers;
+
+  beforeEach(() => {
+    // Only Date and the timer functions are faked; nothing else of the process is.
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'], now: Date.parse('2026-11-29T00:00:00Z') });
+    fired = [];
+    timers = new Timers(systemClock, (id) => fired.push({ id, at: Date.now() }));
+  });
+
+  afterEach(() => {
+    timers.disarmAll();
+    vi.useRealTimers();
+  });
+
+  it('fires a task at its time, not before', () => {
+    const runAt = Date.now() + 200;
+    timers.arm(1, runAt, 'close_order');
+    vi.advanceTimersByTime(199);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(fired).toEqual([{ id: 1, at: runAt }]);
+    expect(timers.size).toBe(0);
+  });
+
+  it('does not fire a task due in 30 days early (setTimeout fires at once above 2^31-1 ms)', () => {
+    const runAt = Date.now() + 30 * DAY;
+    expect(30 * DAY).toBeGreaterThan(MAX_TIMER_DELAY_MS);
+    timers.arm(7, runAt, 'close_order');
+    vi.advanceTimersByTime(0);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(MAX_TIMER_DELAY_MS); // 24.8 days: the clamped timer wakes and sleeps again
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(30 * DAY - MAX_TIMER_DELAY_MS - 1);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(fired).toEqual([{ id: 7, at: runAt }]);
+  });
+
+  it('sleeps again when the wall clock is behind the monotonic timer', () => {
+    const runAt = Date.now() + 1000;
+    timers.arm(3, runAt, 'close_order');
+    // The wall clock is set back 300 ms (NTP step) while the timer waits.
+    vi.setSystemTime(Date.now() - 300);
+    vi.advanceTimersByTime(1000);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(300);
+    expect(fired).toEqual([{ id: 3, at: runAt }]);
+  });
+
+  it('fires a task whose time has passed at once', () => {
+    timers.arm(4, Date.now() - 60_000, 'close_order');
+    vi.advanceTimersByTime(0);
+    expect(fired.map((f) => f.id)).toEqual([4]);
+  });
+
+  it('re-arming moves the timer; disarming removes it', () => {
+    const now = Date.now();
+    timers.arm(5, now + 100, 'close_order');
+    timers.arm(5, now + 500, 'close_order');
+    expect(timers.runAtOf(5)).toBe(now + 500);
+    timers.arm(6, now + 100, 'close_order');
+    expect(timers.disarm(6)).toBe(true);
+    expect(timers.disarm(6)).toBe(false);
+    vi.advanceTimersByTime(499);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(fired).toEqual([{ id: 5, at: now + 500 }]);
+  });
+
+  it('disarmAll leaves nothing to fire', () => {
+    for (let id = 1; id <= 100; id++) timers.arm(id, Date.now() + id, 'close_order');
+    expect(timers.size).toBe(100);
+    timers.disarmAll();
+    vi.advanceTimersByTime(1000);
+    expect(fired).toEqual([]);
+    expect(timers.size).toBe(0);
+  });
+});
