@@ -3,6 +3,7 @@
  * line in `createRegistry`.
  */
 import { Compile, type Validator } from 'typebox/compile';
+import { describeErrors } from '../validation.js';
 import type { Config } from '../config.js';
 import { closeOrder } from './close-order.js';
 import type { TaskHandler } from './handler.js';
@@ -32,24 +33,16 @@ export class HandlerRegistry {
 
   /**
    * Why `payload` is refused for `type`, as one message naming the field
-   * (e.g. "payload/orderSn must be string"), or undefined when it is fine.
+   * (e.g. "payload/orderSn must be string"), or undefined when it is fine. A handler's own
+   * check answers "/field problem" to name a field, or just "problem".
    */
   payloadProblem(type: string, payload: unknown, path = 'payload'): string | undefined {
     const entry = this.#entries.get(type);
     if (entry === undefined) return `unknown task type ${JSON.stringify(type)}`;
-    if (!entry.validator.Check(payload)) {
-      const problems = entry.validator
-        .Errors(payload)
-        .filter((error) => error.keyword !== 'boolean')
-        .map((error) => {
-          const extra = error.params as { additionalProperties?: string[] };
-          const names = extra.additionalProperties === undefined ? '' : ` (${extra.additionalProperties.join(', ')})`;
-          return `${path}${error.instancePath} ${error.message}${names}`;
-        });
-      return problems[0] ?? `${path} does not match the ${type} schema`;
-    }
+    if (!entry.validator.Check(payload)) return describeErrors(entry.validator.Errors(payload), path);
     const problem = entry.handler.check?.(payload as never);
-    return problem === undefined ? undefined : `${path} ${problem}`;
+    if (problem === undefined) return undefined;
+    return problem.startsWith('/') ? `${path}${problem}` : `${path} ${problem}`;
   }
 }
 

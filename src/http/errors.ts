@@ -3,8 +3,9 @@
  * 4xx messages name the field at fault; 5xx details stay in the log.
  */
 import { STATUS_CODES } from 'node:http';
-import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import { isConnectionError } from '../db/errors.js';
+import { describeErrors } from '../validation.js';
 import type { TaskJson } from './schemas.js';
 
 export class HttpError extends Error {
@@ -32,24 +33,8 @@ export function conflict(message: string, task: TaskJson): HttpError {
   return new HttpError(409, 'PUNCTUAL_CONFLICT', message, { task });
 }
 
-/** One line from the validator's errors: the first that says something, with property names. */
-export function formatValidation(errors: FastifySchemaValidationError[], dataVar: string): Error {
-  const useful = errors.filter((error) => error.keyword !== 'boolean');
-  const first = useful[0] ?? errors[0];
-  if (first === undefined) return new Error(`${dataVar} is invalid`);
-  const params = first.params as { additionalProperties?: string[]; requiredProperties?: string[] };
-  let message = first.message ?? 'is invalid';
-  if (params.additionalProperties !== undefined) message = `must not have the properties ${params.additionalProperties.join(', ')}`;
-  if (first.keyword === 'anyOf' && useful.length > 1) {
-    const kinds = useful.filter((error) => error.instancePath === first.instancePath && error.keyword === 'type');
-    const types = kinds.map((error) => (error.params as { type?: string }).type).filter(Boolean);
-    if (types.length > 0) message = `must be ${types.join(' or ')}`;
-  }
-  return new Error(`${dataVar}${first.instancePath} ${message}`);
-}
-
 export function installErrorHandler(app: FastifyInstance): void {
-  app.setSchemaErrorFormatter((errors, dataVar) => formatValidation(errors, dataVar));
+  app.setSchemaErrorFormatter((errors, dataVar) => new Error(describeErrors(errors, dataVar)));
 
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
     if (error instanceof HttpError) {
