@@ -56,8 +56,12 @@ const DB_RETRY_MS = [100, 250, 500, 1000];
 /** A lease outlives the handler's timeout by this much, so a live process never loses one. */
 const LEASE_MARGIN_MS = 30_000;
 
-/** A handler threw in the fast path: roll back and run the batch again with savepoints. */
-class HandlerThrew extends Error {}
+/** A handler threw in the fast path: roll back, and run the batch again with savepoints. */
+class HandlerThrew extends Error {
+  constructor(readonly taskId: number, readonly error: unknown) {
+    super('a handler threw');
+  }
+}
 
 /** A handler overran its time; its connection was killed. */
 class HandlerOverran extends Error {
@@ -179,21 +183,25 @@ export class Dispatcher {
     let pending = batch;
     let careful = false;
     let lockRound = 0;
+    // Errors of handlers that threw in the fast path: recorded, not run a second time.
+    const threw = new Map<number, unknown>();
     while (pending.length > 0) {
       const now = this.#o.clock.now();
       try {
-        const result = await this.#o.database.transaction((tx, conn) => this.#runLocked(tx, conn, pending, now, careful));
+        const result = await this.#o.database.transaction((tx, conn) => this.#runLocked(tx, conn, pending, now, careful, threw));
         this.#troubles = 0;
         this.#settle(result, pending, now);
         await this.#recheckMissing(pending, result.locked, now);
         return;
       } catch (error) {
-        if (error instanceof HandlerThrew && !careful) {
+        if (error instanceof HandlerThrew) {
+          threw.set(error.taskId, error.error);
           careful = true;
         } else if (error instanceof HandlerOverran) {
           await this.#failOverran(error, now);
           pending = pending.filter((task) => task.id !== error.task.id);
         } else if (isLockConflict(error) && ++lockRound < LOCK_RETRIES) {
+          this.#o.log.debug({ error: rootMessage(error), tasks: pending.length, round: lockRound }, 'dispatcher: lock conflict, retrying the batch');
           await sleep(20 * lockRound + Math.random() * 50);
         } else if (isLockConflict(error) && pending.length > 1) {
           // Run them one by one, so one contended task cannot hold back the others.
@@ -210,7 +218,14 @@ export class Dispatcher {
     }
   }
 
-  async #runLocked(tx: Db, conn: Connection, batch: DueTask[], now: number, careful: boolean): Promise<BatchResult> {
+  async #runLocked(
+    tx: Db,
+    conn: Connection,
+    batch: DueTask[],
+    now: number,
+    careful: boolean,
+    threw: Map<number, unknown>,
+  ): Promise<BatchResult> {
     const { store, registry, log } = this.#o;
     const locked = await store.lockDue(tx, batch.map((task) => task.id), now);
     const result: BatchResult = { locked, done: [], failures: [] };
@@ -220,6 +235,10 @@ export class Dispatcher {
       if (handler === undefined || problem !== undefined || handler.effect !== 'database') {
         const error = handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : (problem ?? 'wrong queue');
         result.failures.push({ task, failure: { id: task.id, error, retryAt: null } });
+        continue;
+      }
+      if (threw.has(task.id)) {
+        result.failures.push({ task, failure: this.#failure(task, task.attempts + 1, threw.get(task.id), now) });
         continue;
       }
       if (careful) await conn.query('SAVEPOINT task');
@@ -234,7 +253,7 @@ export class Dispatcher {
       } catch (error) {
         if (error instanceof TimeoutError) throw new HandlerOverran(task, handler.timeoutMs);
         if (isLockConflict(error) || isConnectionError(error)) throw error;
-        if (!careful) throw new HandlerThrew();
+        if (!careful) throw new HandlerThrew(task.id, error);
         await conn.query('ROLLBACK TO SAVEPOINT task');
         result.failures.push({ task, failure: this.#failure(task, task.attempts + 1, error, now) });
       }

@@ -1,0 +1,240 @@
+import { sql } from 'drizzle-orm';
+import { Type } from 'typebox';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type DatabaseHandler, PermanentError } from '../../src/handlers/handler.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/server.js';
+import { startTestService, sleep, type TestService } from '../helpers/service.js';
+import { checkShop, createShop, insertOrders, makeOrders, type Order } from '../helpers/shop.js';
+
+let db: TestDatabase;
+let service: TestService | undefined;
+const orders: Order[] = makeOrders(60);
+
+/** Runs of the test handlers: which task, which attempt, when. */
+const runs: { id: number; attempt: number; at: number }[] = [];
+
+const anyPayload = Type.Object({ n: Type.Optional(Type.Integer()) }, { additionalProperties: true });
+
+/** Writes a row in the task's transaction, then throws: the write must not survive. */
+const writeThenThrow: DatabaseHandler<typeof anyPayload> = {
+  type: 'write_then_throw',
+  effect: 'database',
+  payload: anyPayload,
+  timeoutMs: 5000,
+  async run({ tx, task }) {
+    runs.push({ id: task.id, attempt: task.attempts + 1, at: Date.now() });
+    await tx.execute(sql`INSERT INTO side_effects (task_id) VALUES (${task.id})`);
+    throw new Error('boom');
+  },
+};
+
+const refuse: DatabaseHandler<typeof anyPayload> = {
+  type: 'refuse',
+  effect: 'database',
+  payload: anyPayload,
+  timeoutMs: 5000,
+  async run({ task }) {
+    runs.push({ id: task.id, attempt: task.attempts + 1, at: Date.now() });
+    throw new PermanentError('this order can never be closed');
+  },
+};
+
+/** Hangs past its timeout on the first attempt, then succeeds. */
+const slowFirst: DatabaseHandler<typeof anyPayload> = {
+  type: 'slow_first',
+  effect: 'database',
+  payload: anyPayload,
+  timeoutMs: 300,
+  async run({ tx, task }) {
+    runs.push({ id: task.id, attempt: task.attempts + 1, at: Date.now() });
+    if (task.attempts === 0) await tx.execute(sql`SELECT SLEEP(5)`);
+    await tx.execute(sql`INSERT INTO side_effects (task_id) VALUES (${task.id})`);
+  },
+};
+
+async function task(id: number) {
+  return (await service!.call('GET', `/tasks/${id}`)).body;
+}
+
+async function create(body: Record<string, unknown>) {
+  const answer = await service!.call('POST', '/tasks', body);
+  expect(answer.status).toBe(201);
+  return answer.body;
+}
+
+function settled(id: number, statuses = ['done', 'failed']) {
+  return waitFor(async () => {
+    const t = await task(id);
+    return statuses.includes(t.status) ? t : undefined;
+  }, 15_000, `task ${id} to settle`);
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('dispatch');
+  await createShop(db);
+  await insertOrders(db, orders);
+  await db.execute("UPDATE orders SET status = 'paid' WHERE order_sn = ?", [orders[1]!.orderSn]);
+  await db.execute('CREATE TABLE side_effects (task_id BIGINT NOT NULL)');
+  await db.execute('CREATE TABLE scratch (id INT PRIMARY KEY, v INT NOT NULL)');
+  await db.execute('INSERT INTO scratch (id, v) VALUES ?', [Array.from({ length: 200 }, (_, i) => [i + 1, 0])]);
+});
+
+afterEach(async () => {
+  await service?.stop();
+  service = undefined;
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('close_order', () => {
+  it('closes an unpaid order at its time and puts its stock back, exactly once', async () => {
+    service = await startTestService(db, {}, { handlers: [] });
+    const [unpaid, paid] = orders;
+    const due = Date.now() + 300;
+    const closeUnpaid = await create({ type: 'close_order', payload: { orderSn: unpaid!.orderSn }, runAt: due });
+    const closePaid = await create({ type: 'close_order', payload: { orderSn: paid!.orderSn }, runAt: due });
+    const closeMissing = await create({ type: 'close_order', payload: { orderSn: 'SN-NOPE' }, runAt: due });
+    // The same order twice: the second close finds it closed already.
+    const closeAgain = await create({ type: 'close_order', payload: { orderSn: unpaid!.orderSn }, runAt: due + 50 });
+
+    for (const t of [closeUnpaid, closePaid, closeMissing, closeAgain]) {
+      const done = await settled(t.id);
+      expect(done).toMatchObject({ status: 'done', attempts: 1, lastError: null });
+      expect(Date.parse(done.finishedAt)).toBeGreaterThanOrEqual(Date.parse(done.runAt));
+    }
+    const [order] = await db.query<any[]>('SELECT status, closed_at FROM orders WHERE order_sn = ?', [unpaid!.orderSn]);
+    expect(order.status).toBe('closed');
+    expect(order.closed_at.getTime()).toBeGreaterThanOrEqual(due);
+    const [stillPaid] = await db.query<any[]>('SELECT status, closed_at FROM orders WHERE order_sn = ?', [paid!.orderSn]);
+    expect(stillPaid).toMatchObject({ status: 'paid', closed_at: null });
+    const check = await checkShop(db, orders);
+    expect(check).toMatchObject({ closed: 1, closedTwice: 0, stockMatches: true });
+    const done = service.logs.filter((line) => line.msg === 'task done' && line.taskId === closePaid.id);
+    expect(done[0]).toMatchObject({ outcome: 'already paid', type: 'close_order' });
+  });
+
+  it('locks goods in id order: many closes sharing goods all commit, stock adds up', async () => {
+    service = await startTestService(db, { CONCURRENCY: '4', BATCH_SIZE: '5' });
+    const batch = orders.slice(2, 52);
+    const due = Date.now() + 300;
+    const created = [];
+    for (const order of batch) created.push(await create({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due }));
+    for (const t of created) expect(await settled(t.id)).toMatchObject({ status: 'done', attempts: 1 });
+    const check = await checkShop(db, orders);
+    expect(check).toMatchObject({ closed: 51, closedTwice: 0, stockMatches: true });
+  });
+});
+
+describe('failures', () => {
+  it('rolls back a failing handler\'s writes; the rest of its batch still commits', async () => {
+    service = await startTestService(db, { MAX_ATTEMPTS: '1' }, { handlers: [writeThenThrow] });
+    const due = Date.now() + 300;
+    const failing = await create({ type: 'write_then_throw', payload: {}, runAt: due });
+    const closing = await create({ type: 'close_order', payload: { orderSn: orders[55]!.orderSn }, runAt: due });
+    expect(await settled(closing.id)).toMatchObject({ status: 'done' });
+    const failed = await settled(failing.id);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1, lastError: 'boom' });
+    expect(failed.finishedAt).not.toBeNull();
+    expect(await db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [failing.id])).toEqual([]);
+  });
+
+  it('retries with exponential backoff until maxAttempts, then fails and stays visible', async () => {
+    service = await startTestService(db, { RETRY_BASE_MS: '200' }, { handlers: [writeThenThrow] });
+    runs.length = 0;
+    const t = await create({ type: 'write_then_throw', payload: {}, delayMs: 0, maxAttempts: 3 });
+    const failed = await settled(t.id, ['failed']);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 3, lastError: 'boom' });
+    const mine = runs.filter((run) => run.id === t.id);
+    expect(mine.map((run) => run.attempt)).toEqual([1, 2, 3]);
+    const gaps = [mine[1]!.at - mine[0]!.at, mine[2]!.at - mine[1]!.at];
+    expect(gaps[0]).toBeGreaterThanOrEqual(200);
+    expect(gaps[0]).toBeLessThan(200 * 1.1 + 150);
+    expect(gaps[1]).toBeGreaterThanOrEqual(400);
+    expect(gaps[1]).toBeLessThan(400 * 1.1 + 150);
+    expect(await db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [t.id])).toEqual([]);
+    const pending = await service.call('GET', '/tasks/pending');
+    expect(pending.body.tasks.map((p: { id: number }) => p.id)).not.toContain(t.id);
+  });
+
+  it('fails a task at once on an error a retry cannot fix', async () => {
+    service = await startTestService(db, {}, { handlers: [refuse] });
+    const t = await create({ type: 'refuse', payload: {}, delayMs: 0, maxAttempts: 5 });
+    expect(await settled(t.id)).toMatchObject({ status: 'failed', attempts: 1, lastError: 'this order can never be closed' });
+  });
+
+  it('fails a row someone inserted with an unknown type or a bad payload, without running anything', async () => {
+    service = await startTestService(db, { REFILL_INTERVAL_MS: '100' });
+    await db.execute(`INSERT INTO tasks (type, payload, run_at) VALUES ('no_such_type', '{}', UTC_TIMESTAMP(3)), ('close_order', '{"orderSn": 7}', UTC_TIMESTAMP(3))`);
+    const rows = await waitFor(async () => {
+      const found = await db.query<any[]>("SELECT type, status, last_error FROM tasks WHERE type IN ('no_such_type', 'close_order') AND status = 'failed' ORDER BY id");
+      return found.length === 2 ? found : undefined;
+    });
+    expect(rows[0]).toMatchObject({ status: 'failed', last_error: 'no handler for type "no_such_type"' });
+    expect(rows[1]).toMatchObject({ status: 'failed', last_error: 'payload/orderSn must be string' });
+  });
+
+  it('kills a handler that overruns its time, and retries it', async () => {
+    service = await startTestService(db, {}, { handlers: [slowFirst] });
+    const t = await create({ type: 'slow_first', payload: {}, delayMs: 0 });
+    const done = await settled(t.id, ['done']);
+    expect(done).toMatchObject({ status: 'done', attempts: 2, lastError: 'handler timed out after 300 ms' });
+    expect(await db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [t.id])).toHaveLength(1);
+    // The killed connection is gone; the service goes on.
+    expect((await service.call('GET', '/readyz')).status).toBe(200);
+  });
+});
+
+describe('lock conflicts are retried transparently', () => {
+  it('waits out a lock-wait timeout without counting an attempt', async () => {
+    service = await startTestService(db, { LOCK_WAIT_TIMEOUT_S: '1' });
+    const order = orders[56]!;
+    const goodsId = order.items[0]!.goods_id;
+    const shop = await db.pool.getConnection();
+    try {
+      await shop.query('BEGIN');
+      await shop.query('SELECT stock FROM goods WHERE id = ? FOR UPDATE', [goodsId]);
+      const t = await create({ type: 'close_order', payload: { orderSn: order.orderSn }, delayMs: 0 });
+      await sleep(2300); // at least two lock-wait timeouts of the close
+      expect((await task(t.id)).status).toBe('pending');
+      await shop.query('COMMIT');
+      expect(await settled(t.id)).toMatchObject({ status: 'done', attempts: 1, lastError: null });
+    } finally {
+      shop.release();
+    }
+    expect(await checkShop(db, orders)).toMatchObject({ closedTwice: 0, stockMatches: true });
+  });
+
+  it('retries a deadlock without counting an attempt', async () => {
+    service = await startTestService(db, { LOCK_WAIT_TIMEOUT_S: '10' });
+    const order = orders[57]!;
+    const goodsId = Math.max(...order.items.map((item) => item.goods_id));
+    const shop = await db.pool.getConnection();
+    try {
+      // The shop's transaction is the heavier one, so InnoDB picks the close as the victim.
+      await shop.query('BEGIN');
+      await shop.query('UPDATE scratch SET v = v + 1');
+      await shop.query('SELECT stock FROM goods WHERE id = ? FOR UPDATE', [goodsId]);
+      const t = await create({ type: 'close_order', payload: { orderSn: order.orderSn }, delayMs: 0 });
+      // The close locks the order, then waits for the goods row the shop holds…
+      await waitFor(async () => {
+        const waiting = await db.query<any[]>(
+          "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE `goods`%'",
+        );
+        return Number(waiting[0].n) > 0;
+      }, 5000, 'the close to wait for the goods lock');
+      // …and the shop now wants the order: a deadlock.
+      await shop.query('SELECT status FROM orders WHERE order_sn = ? FOR UPDATE', [order.orderSn]);
+      await shop.query('COMMIT');
+      expect(await settled(t.id)).toMatchObject({ status: 'done', attempts: 1, lastError: null });
+    } finally {
+      shop.release();
+    }
+    expect(service.logs.some((line) => line.msg === 'dispatcher: lock conflict, retrying the batch')).toBe(true);
+    const [closed] = await db.query<any[]>('SELECT status FROM orders WHERE order_sn = ?', [order.orderSn]);
+    expect(closed.status).toBe('closed');
+    expect(await checkShop(db, orders)).toMatchObject({ closedTwice: 0, stockMatches: true });
+  });
+});
