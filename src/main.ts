@@ -3,6 +3,7 @@
  * (exit 0). A second signal while stopping forces the exit.
  */
 import { ConfigError, loadConfig } from './config.js';
+import { loggable } from './db/errors.js';
 import { Service } from './service.js';
 
 let config;
@@ -28,7 +29,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     service.stop().then(
       () => process.exit(0),
       (error: unknown) => {
-        service.log.error({ err: error }, 'stop failed');
+        service.log.error({ err: loggable(error) }, 'stop failed');
         process.exit(1);
       },
     );
@@ -36,12 +37,12 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 // A bug must not take the timers down with it: log it and go on.
-process.on('unhandledRejection', (reason) => service.log.error({ err: reason }, 'unhandled rejection'));
+process.on('unhandledRejection', (reason) => service.log.error({ err: loggable(reason) }, 'unhandled rejection'));
 
 try {
   await service.start();
 } catch (error) {
-  service.log.fatal({ err: error }, 'punctual could not start');
+  service.log.fatal({ err: loggable(error) }, 'punctual could not start');
   await service.stop().catch(() => undefined);
   process.exit(1);
 }

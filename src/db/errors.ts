@@ -91,3 +91,13 @@ export function rootMessage(error: unknown): string {
   }
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * An error as the log should see it: the driver's message, code and stack, never drizzle's
+ * wrapper, whose message carries the statement's parameters (payloads, webhook headers).
+ */
+export function loggable(error: unknown): { message: string; code?: string; errno?: number; stack?: string } {
+  const root = [...chain(error)].find((link) => !String(link.message ?? '').startsWith('Failed query:'));
+  const stack = root instanceof Error ? root.stack : undefined;
+  return { message: rootMessage(error), code: root?.code, errno: root?.errno, stack };
+}

@@ -4,7 +4,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isConnectionError } from '../db/errors.js';
+import { isConnectionError, loggable } from '../db/errors.js';
 import { describeErrors } from '../validation.js';
 import type { TaskJson } from './schemas.js';
 
@@ -56,7 +56,7 @@ export function installErrorHandler(app: FastifyInstance): void {
       });
     }
     if (isConnectionError(error)) {
-      request.log.warn({ err: error }, 'request failed: database unavailable');
+      request.log.warn({ err: loggable(error) }, 'request failed: database unavailable');
       return reply.status(503).send({
         statusCode: 503,
         code: 'PUNCTUAL_DATABASE_UNAVAILABLE',
@@ -64,7 +64,7 @@ export function installErrorHandler(app: FastifyInstance): void {
         message: 'the database is unavailable; try again (a repeated create with the same key is safe)',
       });
     }
-    request.log.error({ err: error }, 'request failed');
+    request.log.error({ err: loggable(error) }, 'request failed');
     return reply.status(500).send({
       statusCode: 500,
       code: 'PUNCTUAL_INTERNAL',

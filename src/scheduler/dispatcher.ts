@@ -18,7 +18,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Connection, Database, Db } from '../db/connection.js';
-import { isConnectionError, isLockConflict, rootMessage } from '../db/errors.js';
+import { isConnectionError, isLockConflict, loggable, rootMessage } from '../db/errors.js';
 import { type OutsideHandler, PermanentError } from '../handlers/handler.js';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { Failure, Task, TaskStore } from '../store/task-store.js';
@@ -137,7 +137,7 @@ export class Dispatcher {
 
   #track(work: Promise<void>): void {
     const tracked = work.catch((error: unknown) => {
-      this.#o.log.error({ err: error }, 'dispatcher: unexpected error');
+      this.#o.log.error({ err: loggable(error) }, 'dispatcher: unexpected error');
     });
     this.#inFlight.add(tracked);
     void tracked.finally(() => this.#inFlight.delete(tracked));
@@ -171,7 +171,7 @@ export class Dispatcher {
     const delay = DB_RETRY_MS[Math.min(this.#troubles, DB_RETRY_MS.length - 1)] ?? 1000;
     this.#troubles++;
     const level = isConnectionError(error) ? 'warn' : 'error';
-    this.#o.log[level]({ err: error, tasks: tasks.length, retryInMs: delay }, 'dispatcher: database failed, trying again');
+    this.#o.log[level]({ err: loggable(error), tasks: tasks.length, retryInMs: delay }, 'dispatcher: database failed, trying again');
     this.#release(tasks.map((task) => task.id));
     const at = this.#o.clock.now() + delay;
     for (const task of tasks) this.#o.arm(task.id, at, task.type);
@@ -351,7 +351,7 @@ export class Dispatcher {
       } catch (error) {
         if (this.#abort.signal.aborted) throw error;
         const delay = DB_RETRY_MS[Math.min(round, DB_RETRY_MS.length - 1)] ?? 1000;
-        this.#o.log.warn({ err: error, retryInMs: delay }, 'dispatcher: could not record a result, trying again');
+        this.#o.log.warn({ err: loggable(error), retryInMs: delay }, 'dispatcher: could not record a result, trying again');
         await sleep(delay);
       }
     }

@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import { loggable } from '../db/errors.js';
 import type { RunAtCursor, TaskStore, TimerEntry } from '../store/task-store.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Timers } from './timers.js';
@@ -80,11 +81,14 @@ export class Scheduler {
     this.#scheduleRefill();
   }
 
-  /** A task this process created or moved: armed now if it is within the horizon. */
+  /**
+   * A task this process created, moved or put back after a run: armed now if it is within the
+   * horizon, else left to the refill.
+   */
   track(id: number, runAt: number, type: string): void {
     if (this.#stopped) return;
     if (runAt <= this.#coveredUntil) {
-      if (!this.#o.dispatcher.isBusy(id)) this.#o.timers.arm(id, runAt, type);
+      this.#o.timers.arm(id, runAt, type);
     } else {
       this.#o.timers.disarm(id);
     }
@@ -134,6 +138,7 @@ export class Scheduler {
     this.#o.timers.disarmAll();
   }
 
+  /** Arms a task read from the table, unless the dispatcher has it right now. */
   #arm(entry: TimerEntry): void {
     if (!this.#o.dispatcher.isBusy(entry.id)) this.#o.timers.arm(entry.id, entry.runAt, entry.type);
   }
@@ -182,7 +187,7 @@ export class Scheduler {
     if (this.#stopped) return;
     this.#refillTimer = setTimeout(() => {
       this.#refilling = this.refill()
-        .catch((error: unknown) => this.#o.log.warn({ err: error }, 'refill failed; trying again next interval'))
+        .catch((error: unknown) => this.#o.log.warn({ err: loggable(error) }, 'refill failed; trying again next interval'))
         .finally(() => {
           this.#refilling = undefined;
           this.#scheduleRefill();

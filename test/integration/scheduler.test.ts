@@ -1,0 +1,223 @@
+import { Type } from 'typebox';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { DatabaseHandler } from '../../src/handlers/handler.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/server.js';
+import { sleep, startTestService, type TestService } from '../helpers/service.js';
+import { checkShop, createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+
+let db: TestDatabase;
+const services: TestService[] = [];
+const orders = makeOrders(1200);
+
+async function start(env: Record<string, string> = {}, handlers: DatabaseHandler[] = []): Promise<TestService> {
+  const service = await startTestService(db, { REFILL_INTERVAL_MS: '100', ...env }, { handlers });
+  services.push(service);
+  return service;
+}
+
+/** Lateness of each closed order: closed_at − run_at, from the database. */
+async function lateness(ids: number[]): Promise<number[]> {
+  const rows = await db.query<any[]>(
+    `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late
+       FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
+      WHERE t.id IN (?)`,
+    [ids],
+  );
+  return rows.map((row) => Number(row.late));
+}
+
+async function statusOf(id: number): Promise<string> {
+  const [row] = await db.query<any[]>('SELECT status FROM tasks WHERE id = ?', [id]);
+  return row?.status;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('scheduler');
+  await createShop(db);
+  await insertOrders(db, orders);
+});
+
+afterEach(async () => {
+  await Promise.all(services.splice(0).map((service) => service.stop()));
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('rows inserted straight into the table', () => {
+  it('runs a task a shop inserted by SQL in its own transaction, on time, whatever its session zone', async () => {
+    await start();
+    const shop = await db.pool.getConnection();
+    let id: number;
+    try {
+      await shop.query("SET time_zone = '+08:00'");
+      await shop.query('BEGIN');
+      await shop.query("UPDATE orders SET status = 'unpaid' WHERE order_sn = ?", [orders[0]!.orderSn]);
+      const [result] = await shop.query<import('mysql2').ResultSetHeader>(
+        "INSERT INTO tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) + INTERVAL 700000 MICROSECOND)",
+        [orders[0]!.orderSn],
+      );
+      id = result.insertId;
+      await shop.query('COMMIT');
+    } finally {
+      shop.release();
+    }
+    await waitFor(async () => (await statusOf(id)) === 'done', 5000, 'the inserted task to run');
+    const [row] = await db.query<any[]>('SELECT created_at, run_at, timezone, max_attempts, misfire FROM tasks WHERE id = ?', [id]);
+    // The defaults wrote UTC although the shop's session was in +08:00.
+    expect(Math.abs(row.created_at.getTime() - (row.run_at.getTime() - 700))).toBeLessThan(1000);
+    expect(row).toMatchObject({ timezone: 'UTC', max_attempts: 4, misfire: 'run' });
+    const [late] = await lateness([id]);
+    expect(late).toBeGreaterThanOrEqual(0);
+    expect(late).toBeLessThan(100);
+  });
+
+  it('runs a row whose insert commits after a higher id was already seen', async () => {
+    const service = await start();
+    const slow = await db.pool.getConnection();
+    try {
+      await slow.query('BEGIN');
+      const [early] = await slow.query<import('mysql2').ResultSetHeader>(
+        "INSERT INTO tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3))",
+        [orders[1]!.orderSn],
+      );
+      const [late] = await db.pool.query<import('mysql2').ResultSetHeader>(
+        "INSERT INTO tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3))",
+        [orders[2]!.orderSn],
+      );
+      expect(late.insertId).toBeGreaterThan(early.insertId);
+      await waitFor(async () => (await statusOf(late.insertId)) === 'done', 5000, 'the committed row to run');
+      await slow.query('COMMIT');
+      const committedAt = Date.now();
+      // Well before the minute-long reconcile: the id the scan jumped over is looked at again.
+      await waitFor(async () => (await statusOf(early.insertId)) === 'done', 2000, 'the late row to run');
+      expect(Date.now() - committedAt).toBeLessThan(2000);
+    } finally {
+      slow.release();
+    }
+    expect(service.logs.some((line) => line.msg === 'reconciled')).toBe(false);
+  });
+});
+
+describe('the horizon', () => {
+  it('arms only tasks due within HORIZON_MS, and the rest as they come near, on time', async () => {
+    const service = await start({ HORIZON_MS: '1500' });
+    const near = await service.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: orders[3]!.orderSn }, delayMs: 1000 });
+    const far = await service.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: orders[4]!.orderSn }, delayMs: 2500 });
+    expect(service.timers.has(near.body.id)).toBe(true);
+    expect(service.timers.has(far.body.id)).toBe(false);
+    await waitFor(async () => service.timers.has(far.body.id), 2000, 'the far task to be armed');
+    await waitFor(async () => (await statusOf(far.body.id)) === 'done', 4000, 'the far task to run');
+    for (const late of await lateness([near.body.id, far.body.id])) {
+      expect(late).toBeGreaterThanOrEqual(0);
+      expect(late).toBeLessThan(100);
+    }
+  });
+});
+
+describe('boot', () => {
+  it('skips misfired tasks that asked for it, runs the others, and leaves those within the grace', async () => {
+    const insert = async (orderSn: string, agoMs: number, misfire: string) => {
+      const result = await db.execute(
+        `INSERT INTO tasks (type, payload, run_at, misfire) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND, ?)`,
+        [orderSn, agoMs * 1000, misfire],
+      );
+      return result.insertId;
+    };
+    // Due while the service was down.
+    const skipped = await insert(orders[5]!.orderSn, 120_000, 'skip');
+    const run = await insert(orders[6]!.orderSn, 120_000, 'run');
+    const withinGrace = await insert(orders[7]!.orderSn, 2_000, 'skip');
+    await start({ MISFIRE_GRACE_MS: '30000' });
+    await waitFor(async () => (await statusOf(run)) === 'done' && (await statusOf(withinGrace)) === 'done', 5000, 'the misfired tasks');
+    expect(await statusOf(skipped)).toBe('skipped');
+    const [row] = await db.query<any[]>('SELECT last_error, finished_at FROM tasks WHERE id = ?', [skipped]);
+    expect(row.last_error).toContain('skipped');
+    expect(row.finished_at).not.toBeNull();
+    const [order] = await db.query<any[]>('SELECT status FROM orders WHERE order_sn = ?', [orders[5]!.orderSn]);
+    expect(order.status).toBe('unpaid');
+  });
+});
+
+describe('database trouble', () => {
+  it('goes on after every one of its connections is killed', async () => {
+    const service = await start({ CONCURRENCY: '2' });
+    const batch = orders.slice(100, 400);
+    const start_ = Date.now() + 500;
+    const ids: number[] = [];
+    for (const [i, order] of batch.entries()) {
+      ids.push((await service.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: order.orderSn }, runAt: start_ + i * 5 })).body.id);
+    }
+    // While the tasks fire, cut every connection the service holds, a few times.
+    for (let round = 0; round < 4; round++) {
+      await sleep(250);
+      const conns = await db.query<any[]>('SELECT id FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND id <> CONNECTION_ID()');
+      for (const { id } of conns) await db.execute(`KILL CONNECTION ${Number(id)}`).catch(() => undefined);
+    }
+    await waitFor(async () => {
+      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'done'", [ids]);
+      return Number(row.n) === ids.length;
+    }, 15_000, 'every task to run');
+    expect((await service.call('GET', '/readyz')).status).toBe(200);
+    // The cuts did land in the middle of the dispatcher's work.
+    expect(service.logs.filter((line) => line.msg === 'dispatcher: database failed, trying again').length).toBeGreaterThan(0);
+    const check = await checkShop(db, orders);
+    expect(check.closedTwice).toBe(0);
+    expect(check.stockMatches).toBe(true);
+    const attempts = await db.query<any[]>('SELECT MAX(attempts) AS most FROM tasks WHERE id IN (?)', [ids]);
+    expect(Number(attempts[0].most)).toBe(1);
+  });
+});
+
+describe('two processes on one database', () => {
+  it('never run one task twice', async () => {
+    const a = await start({ CONCURRENCY: '3', BATCH_SIZE: '20' });
+    const b = await start({ CONCURRENCY: '3', BATCH_SIZE: '20' });
+    const batch = orders.slice(400, 1200);
+    const due = Date.now() + 800;
+    const ids: number[] = [];
+    for (const [i, order] of batch.entries()) {
+      const via = i % 2 === 0 ? a : b;
+      ids.push((await via.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due + (i % 400) * 2 })).body.id);
+    }
+    // Both arm every task: A armed its own, B finds A's through its refill, and the other way round.
+    await waitFor(async () => a.timers.size + b.timers.size >= ids.length * 2 || Date.now() > due, 3000, 'both to arm');
+    await waitFor(async () => {
+      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'done'", [ids]);
+      return Number(row.n) === ids.length;
+    }, 15_000, 'every task to run');
+    const ranBy = (service: TestService) => service.logs.filter((line) => line.msg === 'task done' && ids.includes(line.taskId as number)).length;
+    expect(ranBy(a) + ranBy(b)).toBe(ids.length);
+    expect(ranBy(a)).toBeGreaterThan(0);
+    expect(ranBy(b)).toBeGreaterThan(0);
+    const check = await checkShop(db, orders);
+    expect(check.closedTwice).toBe(0);
+    expect(check.stockMatches).toBe(true);
+  });
+});
+
+describe('stop', () => {
+  const slowPayload = Type.Object({}, { additionalProperties: true });
+  const slow: DatabaseHandler<typeof slowPayload> = {
+    type: 'slow',
+    effect: 'database',
+    payload: slowPayload,
+    timeoutMs: 10_000,
+    async run({ conn }) {
+      await conn.query('SELECT SLEEP(0.8)');
+    },
+  };
+
+  it('lets a running handler finish, then stops; calling stop twice is safe', async () => {
+    const service = await start({}, [slow]);
+    const { body } = await service.call('POST', '/tasks', { type: 'slow', payload: {}, delayMs: 0 });
+    await waitFor(async () => service.dispatcher.running > 0, 2000, 'the handler to start');
+    const stopping = [service.stop(), service.stop()];
+    expect(stopping[0]).toBe(stopping[1]);
+    await Promise.all(stopping);
+    expect(await statusOf(body.id)).toBe('done');
+    expect(service.timers.size).toBe(0);
+  });
+});

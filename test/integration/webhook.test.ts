@@ -1,0 +1,187 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/server.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const SECRET = 'whsec-test-secret';
+
+interface Received {
+  path: string;
+  method: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+let db: TestDatabase;
+let service: TestService | undefined;
+let receiver: Server;
+let base: string;
+const received: Received[] = [];
+/** How the receiver answers, by path: a list consumed one call at a time, the last one repeating. */
+const script = new Map<string, ((res: import('node:http').ServerResponse) => void)[]>();
+
+const ok = (res: import('node:http').ServerResponse) => res.writeHead(200).end('ok');
+const fail500 = (res: import('node:http').ServerResponse) => res.writeHead(500).end('receiver broke');
+
+beforeAll(async () => {
+  db = await createTestDatabase('webhook');
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const path = req.url ?? '/';
+      received.push({ path, method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks).toString(), at: Date.now() });
+      const answers = script.get(path) ?? [ok];
+      const answer = answers.length > 1 ? answers.shift()! : answers[0]!;
+      answer(res);
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+});
+
+afterEach(async () => {
+  await service?.stop();
+  service = undefined;
+  received.length = 0;
+  script.clear();
+});
+
+afterAll(async () => {
+  receiver.closeAllConnections();
+  await new Promise((resolve) => receiver.close(resolve));
+  await db?.drop();
+});
+
+async function start(env: Record<string, string> = {}) {
+  service = await startTestService(db, {
+    WEBHOOK_SECRET: SECRET,
+    WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+    RETRY_BASE_MS: '100',
+    ...env,
+  });
+  return service;
+}
+
+async function create(payload: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const answer = await service!.call('POST', '/tasks', { type: 'webhook', payload, delayMs: 0, ...extra });
+  expect(answer.status).toBe(201);
+  return answer.body;
+}
+
+function settled(id: number) {
+  return waitFor(async () => {
+    const t = (await service!.call('GET', `/tasks/${id}`)).body;
+    return ['done', 'failed'].includes(t.status) ? t : undefined;
+  }, 10_000, `task ${id} to settle`);
+}
+
+/** What a receiver does to check a call: recompute the HMAC over "<t>.<body>". */
+function verify(headers: IncomingHttpHeaders, body: string, secret: string): boolean {
+  const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(headers['x-punctual-signature']));
+  if (match === null) return false;
+  const expected = createHmac('sha256', secret).update(`${match[1]}.${body}`).digest('hex');
+  return expected === match[2];
+}
+
+describe('webhook', () => {
+  it('calls the URL with the body, a verifiable signature and an idempotency key', async () => {
+    await start();
+    const t = await create({ url: `${base}/orders/expired`, headers: { 'X-Shop': 'demo' }, body: { orderSn: 'SN1', reason: 'unpaid' } });
+    expect(await settled(t.id)).toMatchObject({ status: 'done', attempts: 1 });
+    expect(received).toHaveLength(1);
+    const call = received[0]!;
+    expect(call).toMatchObject({ path: '/orders/expired', method: 'POST' });
+    expect(JSON.parse(call.body)).toEqual({ orderSn: 'SN1', reason: 'unpaid' });
+    expect(call.headers['content-type']).toBe('application/json');
+    expect(call.headers['x-shop']).toBe('demo');
+    expect(call.headers['x-punctual-task-id']).toBe(String(t.id));
+    expect(call.headers['x-punctual-attempt']).toBe('1');
+    expect(call.headers['idempotency-key']).toMatch(/^punctual-\d+-\d+$/);
+    expect(verify(call.headers, call.body, SECRET)).toBe(true);
+    expect(verify(call.headers, call.body, 'another-secret')).toBe(false);
+    expect(verify(call.headers, `${call.body} `, SECRET)).toBe(false);
+  });
+
+  it('retries a 5xx with the same idempotency key, and leases the task while it calls', async () => {
+    await start();
+    script.set('/flaky', [fail500, fail500, ok]);
+    const t = await create({ url: `${base}/flaky`, body: { n: 1 } });
+    const done = await settled(t.id);
+    expect(done).toMatchObject({ status: 'done', attempts: 3 });
+    expect(received.map((r) => r.headers['x-punctual-attempt'])).toEqual(['1', '2', '3']);
+    expect(new Set(received.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+    const [row] = await db.query<any[]>('SELECT lease_owner, lease_until FROM tasks WHERE id = ?', [t.id]);
+    expect(row).toEqual({ lease_owner: null, lease_until: null });
+  });
+
+  it('fails at once on a 4xx, and on a redirect, which it does not follow', async () => {
+    await start();
+    script.set('/gone', [(res) => res.writeHead(410).end('order unknown')]);
+    script.set('/moved', [(res) => res.writeHead(302, { location: `${base}/elsewhere` }).end()]);
+    const gone = await create({ url: `${base}/gone` });
+    const moved = await create({ url: `${base}/moved` });
+    expect(await settled(gone.id)).toMatchObject({ status: 'failed', attempts: 1, lastError: 'answered 410: order unknown' });
+    expect(await settled(moved.id)).toMatchObject({ status: 'failed', attempts: 1, lastError: 'answered 302: redirects are not followed' });
+    expect(received.map((r) => r.path).sort()).toEqual(['/gone', '/moved']);
+  });
+
+  it('gives up on a receiver that does not answer in WEBHOOK_TIMEOUT_MS, and tries again', async () => {
+    await start({ WEBHOOK_TIMEOUT_MS: '300' });
+    script.set('/slow', [() => undefined, ok]); // the first call never gets an answer
+    const t = await create({ url: `${base}/slow` });
+    const done = await settled(t.id);
+    expect(done).toMatchObject({ status: 'done', attempts: 2 });
+    expect(done.lastError).toMatch(/abort|timed out|timeout/i);
+  });
+
+  it('sends GET without a body', async () => {
+    await start();
+    const t = await create({ url: `${base}/ping?x=1`, method: 'GET', body: { ignored: true } });
+    await settled(t.id);
+    expect(received[0]).toMatchObject({ method: 'GET', path: '/ping?x=1', body: '' });
+  });
+
+  it('refuses hosts not listed, and headers it sets itself', async () => {
+    await start({ WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com:8443' });
+    const cases: [Record<string, unknown>, string][] = [
+      [{ url: `${base}/x` }, 'body/payload/url host 127.0.0.1:'],
+      [{ url: 'https://hooks.example.com/x' }, 'body/payload/url host hooks.example.com is not in WEBHOOK_ALLOWED_HOSTS'],
+      [{ url: 'https://user:pw@hooks.example.com:8443/x' }, 'body/payload/url must not carry credentials'],
+      [{ url: 'https://hooks.example.com:8443/x', headers: { 'Idempotency-Key': 'mine' } }, 'body/payload/headers may not set Idempotency-Key'],
+      [{ url: 'https://hooks.example.com:8443/x', headers: { 'X-Punctual-Signature': 'forged' } }, 'body/payload/headers may not set X-Punctual-Signature'],
+      [{ url: 'https://hooks.example.com:8443/x', method: 'TRACE' }, 'body/payload/method must be one of'],
+    ];
+    for (const [payload, message] of cases) {
+      const answer = await service!.call('POST', '/tasks', { type: 'webhook', payload, delayMs: 0 });
+      expect(answer.status, JSON.stringify(payload)).toBe(400);
+      expect(answer.body.message).toContain(message);
+    }
+    const allowed = await service!.call('POST', '/tasks', { type: 'webhook', payload: { url: 'https://hooks.example.com:8443/x' }, delayMs: 60_000 });
+    expect(allowed.status).toBe(201);
+  });
+
+  it('is off until WEBHOOK_SECRET is set', async () => {
+    service = await startTestService(db, { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' });
+    const answer = await service.call('POST', '/tasks', { type: 'webhook', payload: { url: `${base}/x` }, delayMs: 0 });
+    expect(answer).toMatchObject({ status: 400, body: { message: 'body/payload cannot be sent: webhooks are off until WEBHOOK_SECRET is set' } });
+  });
+
+  it('runs a webhook again when the process that claimed it died (its lease ran out)', async () => {
+    await start();
+    // A row as a crashed process leaves it: running, leased by someone gone, lease over.
+    const [result] = await db.pool.query<import('mysql2').ResultSetHeader>(
+      `INSERT INTO tasks (type, payload, run_at, status, attempts, lease_owner, lease_until)
+       VALUES ('webhook', ?, UTC_TIMESTAMP(3) - INTERVAL 2 MINUTE, 'running', 1, 'gone:1:dead', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND)`,
+      [JSON.stringify({ url: `${base}/recovered` })],
+    );
+    await service!.scheduler.reconcile();
+    const done = await settled(result.insertId);
+    expect(done).toMatchObject({ status: 'done', attempts: 2 });
+    expect(received.map((r) => [r.path, r.headers['x-punctual-attempt']])).toEqual([['/recovered', '2']]);
+  });
+});
