@@ -10,9 +10,10 @@
  *   orders(order_sn UNIQUE, status 'unpaid'|'paid'|'closed', items JSON [{goods_id, num}], closed_at DATETIME(3))
  *   goods(id, stock)
  */
-import { eq, inArray, sql } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import { bigint, customType, datetime, int, mysqlTable, varchar } from 'drizzle-orm/mysql-core';
 import { Type } from 'typebox';
+import type { Db } from '../db/connection.js';
 import { type DatabaseHandler, PermanentError } from './handler.js';
 
 const jsonText = customType<{ data: unknown; driverData: string | object }>({
@@ -53,6 +54,49 @@ export function stockReturns(items: unknown): [goodsId: number, num: number][] {
   return [...totals.entries()].filter(([, num]) => num > 0).sort(([a], [b]) => a - b);
 }
 
+/**
+ * Closes the unpaid orders among `orderSns` and puts their items back in stock; answers what
+ * happened to each order. Orders are locked in order_sn order, goods updated in id order: any
+ * two closes take their locks in the same order, so they queue instead of deadlocking.
+ */
+async function closeOrders(tx: Db, orderSns: string[]): Promise<Map<string, string>> {
+  const wanted = [...new Set(orderSns)].sort();
+  const rows = await tx
+    .select({ id: orders.id, orderSn: orders.orderSn, status: orders.status, items: orders.items })
+    .from(orders)
+    .where(inArray(orders.orderSn, wanted))
+    .orderBy(orders.orderSn)
+    .for('update');
+  const outcomes = new Map<string, string>(wanted.map((orderSn) => [orderSn, 'no such order']));
+  const closing: number[] = [];
+  const stock = new Map<number, number>();
+  for (const row of rows) {
+    // The status is read under the row lock: a payment cannot slip in between.
+    if (row.status !== 'unpaid') {
+      outcomes.set(row.orderSn, `already ${row.status}`);
+      continue;
+    }
+    for (const [goodsId, num] of stockReturns(row.items)) stock.set(goodsId, (stock.get(goodsId) ?? 0) + num);
+    closing.push(row.id);
+    outcomes.set(row.orderSn, 'closed');
+  }
+  if (closing.length === 0) return outcomes;
+  await tx.update(orders).set({ status: 'closed', closedAt: sql`NOW(3)` }).where(inArray(orders.id, closing));
+  if (stock.size > 0) {
+    const returns = [...stock].sort(([a], [b]) => a - b);
+    const increments = sql.join(
+      returns.map(([goodsId, num]) => sql`WHEN ${goodsId} THEN ${num}`),
+      sql` `,
+    );
+    // One statement; ORDER BY id takes the row locks in id order.
+    await tx.execute(
+      sql`UPDATE ${goods} SET ${goods.stock} = ${goods.stock} + CASE ${goods.id} ${increments} END
+          WHERE ${inArray(goods.id, returns.map(([goodsId]) => goodsId))} ORDER BY ${goods.id}`,
+    );
+  }
+  return outcomes;
+}
+
 export const closeOrder: DatabaseHandler<typeof payload> = {
   type: 'close_order',
   effect: 'database',
@@ -60,27 +104,18 @@ export const closeOrder: DatabaseHandler<typeof payload> = {
   timeoutMs: 30_000,
 
   async run({ tx, payload: { orderSn } }) {
-    const [order] = await tx
-      .select({ id: orders.id, status: orders.status, items: orders.items })
-      .from(orders)
-      .where(eq(orders.orderSn, orderSn))
-      .for('update');
-    if (order === undefined) return 'no such order';
-    if (order.status !== 'unpaid') return `already ${order.status}`;
+    return (await closeOrders(tx, [orderSn])).get(orderSn);
+  },
 
-    const returns = stockReturns(order.items);
-    await tx.update(orders).set({ status: 'closed', closedAt: sql`NOW(3)` }).where(eq(orders.id, order.id));
-    if (returns.length > 0) {
-      const increments = sql.join(
-        returns.map(([goodsId, num]) => sql`WHEN ${goodsId} THEN ${num}`),
-        sql` `,
-      );
-      // One statement; ORDER BY id takes the row locks in id order.
-      await tx.execute(
-        sql`UPDATE ${goods} SET ${goods.stock} = ${goods.stock} + CASE ${goods.id} ${increments} END
-            WHERE ${inArray(goods.id, returns.map(([goodsId]) => goodsId))} ORDER BY ${goods.id}`,
-      );
-    }
-    return 'closed';
+  async runBatch({ tx, tasks }) {
+    const outcomes = await closeOrders(tx, tasks.map(({ payload: { orderSn } }) => orderSn));
+    // Two tasks for one order in a batch: the first closes it, the next finds it closed.
+    const seen = new Set<string>();
+    return tasks.map(({ payload: { orderSn } }) => {
+      const outcome = outcomes.get(orderSn);
+      if (seen.has(orderSn) && outcome === 'closed') return 'already closed';
+      seen.add(orderSn);
+      return outcome;
+    });
   },
 };

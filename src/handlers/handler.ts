@@ -45,10 +45,25 @@ interface BaseHandler<S extends TSchema> {
   check?(payload: Static<S>): string | undefined;
 }
 
+export interface DatabaseBatchContext<P> {
+  tx: Db;
+  conn: Connection;
+  /** Tasks of this handler's type due together, in id order. */
+  tasks: { task: Task; payload: P }[];
+  log: Logger;
+  now: number;
+}
+
 export interface DatabaseHandler<S extends TSchema = TSchema> extends BaseHandler<S> {
   effect: 'database';
   /** Returns a short word for the log (e.g. "closed", "already paid"). */
   run(ctx: DatabaseContext<Static<S>>): Promise<string | void>;
+  /**
+   * Optional: runs many due tasks in one go (fewer statements, locks taken in one fixed order).
+   * Answers one outcome per task, in order. If it throws, the tasks run again one by one through
+   * run(), each with its own savepoint, so only the faulty one fails.
+   */
+  runBatch?(ctx: DatabaseBatchContext<Static<S>>): Promise<(string | void)[]>;
 }
 
 export interface OutsideHandler<S extends TSchema = TSchema> extends BaseHandler<S> {

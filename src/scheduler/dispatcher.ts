@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Connection, Database, Db } from '../db/connection.js';
 import { isConnectionError, isLockConflict, loggable, rootMessage } from '../db/errors.js';
-import { type OutsideHandler, PermanentError } from '../handlers/handler.js';
+import { type DatabaseHandler, type OutsideHandler, PermanentError } from '../handlers/handler.js';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { Failure, Task, TaskStore } from '../store/task-store.js';
 import { Fifo, sleep, TimeoutError, withTimeout } from '../util/async.js';
@@ -58,7 +58,8 @@ const LEASE_MARGIN_MS = 30_000;
 
 /** A handler threw in the fast path: roll back, and run the batch again with savepoints. */
 class HandlerThrew extends Error {
-  constructor(readonly taskId: number, readonly error: unknown) {
+  /** `taskId` is undefined when a whole-batch call threw. */
+  constructor(readonly taskId: number | undefined, readonly error: unknown) {
     super('a handler threw');
   }
 }
@@ -195,7 +196,7 @@ export class Dispatcher {
         return;
       } catch (error) {
         if (error instanceof HandlerThrew) {
-          threw.set(error.taskId, error.error);
+          if (error.taskId !== undefined) threw.set(error.taskId, error.error);
           careful = true;
         } else if (error instanceof HandlerOverran) {
           await this.#failOverran(error, now);
@@ -208,7 +209,10 @@ export class Dispatcher {
           for (const task of pending) await this.#runDatabaseBatch([task]);
           return;
         } else if (isLockConflict(error)) {
-          await this.#failAfterConflicts(pending[0] as DueTask, error, now);
+          // Waiting for a lock someone else holds is not the task's failure: no attempt is used.
+          this.#o.log.warn({ taskId: pending[0]?.id, error: rootMessage(error) }, 'task waits for a lock held elsewhere; trying again');
+          this.#release([pending[0]!.id]);
+          this.#o.arm(pending[0]!.id, now + RECHECK_MS + Math.random() * RECHECK_MS, pending[0]!.type);
           return;
         } else {
           this.#later(pending, error);
@@ -218,6 +222,12 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * One try of a batch, inside its transaction: lock the due tasks, run them, record the
+   * outcomes. The fast path hands each type's tasks to its handler in one call (runBatch) or one
+   * by one without savepoints; the careful path gives every task a savepoint, so a failing one is
+   * rolled back alone.
+   */
   async #runLocked(
     tx: Db,
     conn: Connection,
@@ -226,41 +236,79 @@ export class Dispatcher {
     careful: boolean,
     threw: Map<number, unknown>,
   ): Promise<BatchResult> {
-    const { store, registry, log } = this.#o;
+    const { store, registry } = this.#o;
     const locked = await store.lockDue(tx, batch.map((task) => task.id), now);
     const result: BatchResult = { locked, done: [], failures: [] };
+    const runnable = new Map<DatabaseHandler, Task[]>();
     for (const task of locked) {
       const handler = registry.get(task.type);
       const problem = registry.payloadProblem(task.type, task.payload);
       if (handler === undefined || problem !== undefined || handler.effect !== 'database') {
         const error = handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : (problem ?? 'wrong queue');
         result.failures.push({ task, failure: { id: task.id, error, retryAt: null } });
-        continue;
-      }
-      if (threw.has(task.id)) {
+      } else if (threw.has(task.id)) {
         result.failures.push({ task, failure: this.#failure(task, task.attempts + 1, threw.get(task.id), now) });
-        continue;
+      } else {
+        runnable.set(handler, [...(runnable.get(handler) ?? []), task]);
       }
-      if (careful) await conn.query('SAVEPOINT task');
-      try {
-        const outcome = await withTimeout(
-          handler.run({ tx, conn, task, payload: task.payload, log, now }),
-          handler.timeoutMs,
-          () => this.#o.database.kill(conn),
-        );
-        if (careful) await conn.query('RELEASE SAVEPOINT task');
-        result.done.push({ task, outcome: outcome ?? 'done' });
-      } catch (error) {
-        if (error instanceof TimeoutError) throw new HandlerOverran(task, handler.timeoutMs);
-        if (isLockConflict(error) || isConnectionError(error)) throw error;
-        if (!careful) throw new HandlerThrew(task.id, error);
-        await conn.query('ROLLBACK TO SAVEPOINT task');
-        result.failures.push({ task, failure: this.#failure(task, task.attempts + 1, error, now) });
+    }
+    // Handlers in a fixed order (by type), so two batches take their locks in the same order.
+    const groups = [...runnable].sort(([a], [b]) => a.type.localeCompare(b.type));
+    for (const [handler, tasks] of groups) {
+      if (careful) {
+        for (const task of tasks) await this.#runWithSavepoint(tx, conn, handler, task, now, result);
+      } else {
+        await this.#runFast(tx, conn, handler, tasks, now, result);
       }
     }
     await store.markDone(tx, result.done.map(({ task }) => task.id), now);
     for (const { failure } of result.failures) await store.recordFailure(tx, failure, true, now);
     return result;
+  }
+
+  /** Runs `handler` with its time limit; an overrun kills the connection and its transaction. */
+  #limited<T>(conn: Connection, handler: DatabaseHandler, work: Promise<T>): Promise<T> {
+    return withTimeout(work, handler.timeoutMs, () => this.#o.database.kill(conn));
+  }
+
+  async #runFast(tx: Db, conn: Connection, handler: DatabaseHandler, tasks: Task[], now: number, result: BatchResult): Promise<void> {
+    const { log } = this.#o;
+    if (handler.runBatch !== undefined) {
+      let outcomes: (string | void)[];
+      try {
+        const items = tasks.map((task) => ({ task, payload: task.payload }));
+        outcomes = await this.#limited(conn, handler, handler.runBatch({ tx, conn, tasks: items, log, now }));
+      } catch (error) {
+        if (isLockConflict(error) || isConnectionError(error)) throw error;
+        throw new HandlerThrew(undefined, error); // which task is unknown: the careful path finds out
+      }
+      tasks.forEach((task, i) => result.done.push({ task, outcome: outcomes[i] || 'done' }));
+      return;
+    }
+    for (const task of tasks) {
+      try {
+        const outcome = await this.#limited(conn, handler, handler.run({ tx, conn, task, payload: task.payload, log, now }));
+        result.done.push({ task, outcome: outcome || 'done' });
+      } catch (error) {
+        if (error instanceof TimeoutError) throw new HandlerOverran(task, handler.timeoutMs);
+        if (isLockConflict(error) || isConnectionError(error)) throw error;
+        throw new HandlerThrew(task.id, error);
+      }
+    }
+  }
+
+  async #runWithSavepoint(tx: Db, conn: Connection, handler: DatabaseHandler, task: Task, now: number, result: BatchResult): Promise<void> {
+    await conn.query('SAVEPOINT task');
+    try {
+      const outcome = await this.#limited(conn, handler, handler.run({ tx, conn, task, payload: task.payload, log: this.#o.log, now }));
+      await conn.query('RELEASE SAVEPOINT task');
+      result.done.push({ task, outcome: outcome || 'done' });
+    } catch (error) {
+      if (error instanceof TimeoutError) throw new HandlerOverran(task, handler.timeoutMs);
+      if (isLockConflict(error) || isConnectionError(error)) throw error;
+      await conn.query('ROLLBACK TO SAVEPOINT task');
+      result.failures.push({ task, failure: this.#failure(task, task.attempts + 1, error, now) });
+    }
   }
 
   #failure(task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
@@ -322,21 +370,6 @@ export class Dispatcher {
     this.#logFailure(error.task, failure, now);
     this.#release([error.task.id]);
     if (failure.retryAt !== null) this.#o.arm(error.task.id, failure.retryAt, error.task.type);
-  }
-
-  /** A single task that kept hitting deadlocks or lock waits: that counts as a failed attempt. */
-  async #failAfterConflicts(due: DueTask, error: unknown, now: number): Promise<void> {
-    try {
-      const task = await this.#o.store.get(due.id);
-      if (task === undefined || task.status !== 'pending') return this.#release([due.id]);
-      const failure = this.#failure(task, task.attempts + 1, error, now);
-      await this.#o.store.recordFailure(this.#o.database.db, failure, true, this.#o.clock.now());
-      this.#logFailure(task, failure, now);
-      this.#release([due.id]);
-      if (failure.retryAt !== null) this.#o.arm(task.id, failure.retryAt, task.type);
-    } catch (cause) {
-      this.#later([due], cause);
-    }
   }
 
   /**

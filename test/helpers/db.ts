@@ -26,11 +26,16 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(label: string, options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+/**
+ * `create: false` only picks the name: the service under test must create the database itself.
+ */
+export async function createTestDatabase(label: string, options: { create?: boolean } = {}): Promise<TestDatabase> {
   const name = `punctual_test_${label.replace(/\W/g, '_')}_${Math.floor(Date.now() / 1000)}_${randomBytes(3).toString('hex')}`;
   const url = `${SERVER_URL.replace(/\/$/, '')}/${name}`;
-  await ensureDatabase(url, name);
-  if (options.migrate !== false) await migrateDatabase(url, name);
+  if (options.create !== false) {
+    await ensureDatabase(url, name);
+    await migrateDatabase(url, name);
+  }
   const pool = mysql.createPool({ uri: url, timezone: 'Z', connectionLimit: 8 });
   pool.pool.on('connection', (conn) => conn.query("SET time_zone = '+00:00'", () => undefined));
   return {

@@ -106,3 +106,19 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false>, ti
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** POSTs every body to /tasks, `parallel` at a time; answers the created tasks' ids in order. */
+export async function createTasks(server: ServerProcess, bodies: unknown[], parallel = 16): Promise<number[]> {
+  const ids: number[] = new Array(bodies.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < bodies.length) {
+      const index = next++;
+      const { status, body } = await server.request('POST', '/tasks', bodies[index]);
+      if (status !== 201) throw new Error(`POST /tasks answered ${status}: ${JSON.stringify(body)}`);
+      ids[index] = body.id;
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, worker));
+  return ids;
+}

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createTasks, startServer, waitFor, type ServerProcess } from '../helpers/server.js';
+import { checkShop, createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+
+let db: TestDatabase;
+const orders = makeOrders(2000);
+
+beforeAll(async () => {
+  db = await createTestDatabase('crash');
+  await createShop(db);
+  await insertOrders(db, orders);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('kill -9', () => {
+  it('loses nothing and closes no order twice when the process dies while tasks fire', async () => {
+    const env = { DATABASE_URL: db.url, CONCURRENCY: '4', BATCH_SIZE: '25' };
+    let server: ServerProcess = await startServer({ env });
+    // Far enough ahead that every task exists before the first one is due.
+    const due = Date.now() + 8000;
+    const ids = await createTasks(
+      server,
+      orders.map((order, i) => ({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due + Math.floor((i * 4000) / orders.length) })),
+      32,
+    );
+    expect(Date.now()).toBeLessThan(due);
+    const done = async () => {
+      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids]);
+      return Number(row.n);
+    };
+    const kills: number[] = [];
+    // Kill it three times while tasks are firing, restarting it each time.
+    for (const at of [due + 700, due + 2000, due + 3200]) {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
+      kills.push(await done());
+      expect(await server.stop('SIGKILL')).toBeNull();
+      server = await startServer({ env });
+    }
+    try {
+      await waitFor(async () => (await done()) === ids.length, 20_000, 'every task to run');
+      // Each kill happened mid-run: some done before it, some after.
+      expect(kills[0]).toBeGreaterThan(0);
+      expect(kills[2]).toBeLessThan(ids.length);
+      const check = await checkShop(db, orders);
+      expect(check).toMatchObject({ closed: orders.length, closedTwice: 0, stockMatches: true });
+      const [attempts] = await db.query<any[]>('SELECT MAX(attempts) AS most, MIN(attempts) AS least FROM tasks WHERE id IN (?)', [ids]);
+      expect([Number(attempts.least), Number(attempts.most)]).toEqual([1, 1]);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createTasks, startServer, waitFor } from '../helpers/server.js';
+import { checkShop, createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+
+let db: TestDatabase;
+const orders = makeOrders(2000);
+
+beforeAll(async () => {
+  db = await createTestDatabase('two_servers');
+  await createShop(db);
+  await insertOrders(db, orders);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('two server processes on one database', () => {
+  it('never run one task twice', async () => {
+    const env = { DATABASE_URL: db.url, REFILL_INTERVAL_MS: '200' };
+    const [a, b] = await Promise.all([startServer({ env }), startServer({ env })]);
+    try {
+      const due = Date.now() + 2500;
+      const bodies = orders.map((order, i) => ({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due + (i % 1000) * 2 }));
+      const ids = [
+        ...(await createTasks(a, bodies.slice(0, 1000))),
+        ...(await createTasks(b, bodies.slice(1000))),
+      ];
+      await waitFor(async () => {
+        const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids]);
+        return Number(row.n) === ids.length;
+      }, 20_000, 'every task to run');
+      const ran = (logs: typeof a.logs) => logs.filter((line) => line.msg === 'task done').length;
+      expect(ran(a.logs) + ran(b.logs)).toBe(ids.length);
+      expect(ran(a.logs)).toBeGreaterThan(0);
+      expect(ran(b.logs)).toBeGreaterThan(0);
+      const check = await checkShop(db, orders);
+      expect(check).toMatchObject({ closed: orders.length, closedTwice: 0, stockMatches: true });
+    } finally {
+      expect(await Promise.all([a.stop(), b.stop()])).toEqual([0, 0]);
+    }
+  });
+});

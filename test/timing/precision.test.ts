@@ -1,0 +1,87 @@
+/**
+ * Firing precision, measured on a quiet machine: this file runs alone, after every other test.
+ * Lateness is read from the database (orders.closed_at − tasks.run_at), the way a shop sees it.
+ */
+import { Temporal } from 'temporal-polyfill';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createTasks, startServer, waitFor } from '../helpers/server.js';
+import { createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+
+let db: TestDatabase;
+const orders = makeOrders(40);
+
+beforeAll(async () => {
+  db = await createTestDatabase('precision');
+  await createShop(db);
+  await insertOrders(db, orders);
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+async function lateness(ids: number[]): Promise<number[]> {
+  const rows = await db.query<any[]>(
+    `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late FROM tasks t
+       JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn')) WHERE t.id IN (?) ORDER BY t.id`,
+    [ids],
+  );
+  return rows.map((row) => Number(row.late));
+}
+
+describe('precision', () => {
+  it('runs tasks due in 200 ms within a few ms of their time, never early', async () => {
+    const server = await startServer({ env: { DATABASE_URL: db.url } });
+    try {
+      const ids: number[] = [];
+      // One at a time, each due 200 ms after it was created.
+      for (const order of orders.slice(0, 20)) {
+        const [id] = await createTasks(server, [{ type: 'close_order', payload: { orderSn: order.orderSn }, delayMs: 200 }]);
+        ids.push(id!);
+        await new Promise((resolve) => setTimeout(resolve, 60));
+      }
+      await waitFor(async () => (await lateness(ids)).every((late) => !Number.isNaN(late)), 5000, 'the tasks to run');
+      const late = (await lateness(ids)).sort((a, b) => a - b);
+      console.log(`lateness of 20 tasks due in 200 ms: min ${late[0]} ms, median ${late[10]} ms, max ${late[19]} ms`);
+      expect(late[0]).toBeGreaterThanOrEqual(0);
+      expect(late[10]).toBeLessThanOrEqual(5);
+      expect(late[19]).toBeLessThanOrEqual(20);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  it('gives the same results whatever the process TZ, the locale and MySQL\'s time_zone', async () => {
+    await db.execute("SET GLOBAL time_zone = '+08:00'");
+    try {
+      const server = await startServer({
+        env: { DATABASE_URL: db.url, TZ: 'America/Los_Angeles', LANG: 'de_DE.UTF-8', LC_ALL: 'de_DE.UTF-8', TIMEZONE: 'Asia/Shanghai' },
+      });
+      try {
+        // A naive Shanghai wall-clock time 1.5 s from now, read in the service's TIMEZONE.
+        const target = Temporal.Now.instant().add({ milliseconds: 1500 }).round({ smallestUnit: 'millisecond' });
+        const naive = target.toZonedDateTimeISO('Asia/Shanghai').toPlainDateTime().toString();
+        const { status, body } = await server.request('POST', '/tasks', {
+          type: 'close_order',
+          payload: { orderSn: orders[30]!.orderSn },
+          runAt: naive,
+        });
+        expect(status).toBe(201);
+        expect(body.runAt).toBe(target.toString({ fractionalSecondDigits: 3 }));
+        expect(body.runAtLocal).toBe(`${naive.padEnd(23, '0')}+08:00`.replace(/(\.\d{3})\d*/, '$1'));
+        const [row] = await db.query<any[]>('SELECT run_at, created_at FROM tasks WHERE id = ?', [body.id]);
+        expect(row.run_at.getTime()).toBe(target.epochMilliseconds);
+        expect(Math.abs(row.created_at.getTime() - Date.now())).toBeLessThan(5000);
+        await waitFor(async () => !Number.isNaN((await lateness([body.id]))[0]), 5000, 'the task to run');
+        const [late] = await lateness([body.id]);
+        expect(late).toBeGreaterThanOrEqual(0);
+        expect(late).toBeLessThanOrEqual(20);
+      } finally {
+        expect(await server.stop()).toBe(0);
+      }
+    } finally {
+      await db.execute('SET GLOBAL time_zone = SYSTEM');
+    }
+  });
+});
