@@ -92,9 +92,12 @@ export function toIsoUtc(ms: number): string {
   return new Date(ms).toISOString();
 }
 
-/** The same instant with `zone`'s offset: 2026-12-01T10:00:00.000+08:00. */
+/**
+ * The same instant with `zone`'s offset: 2026-12-01T10:00:00.000+08:00. A zone that is not one
+ * (a row someone inserted by hand) reads as UTC rather than failing the whole answer.
+ */
 export function toIsoLocal(ms: number, zone: string): string {
-  return Temporal.Instant.fromEpochMilliseconds(ms)
-    .toZonedDateTimeISO(zone)
-    .toString({ fractionalSecondDigits: 3, timeZoneName: 'never' });
+  const instant = Temporal.Instant.fromEpochMilliseconds(ms);
+  const zoned = canonicalZone(zone) === undefined ? instant.toZonedDateTimeISO('UTC') : instant.toZonedDateTimeISO(zone);
+  return zoned.toString({ fractionalSecondDigits: 3, timeZoneName: 'never' });
 }

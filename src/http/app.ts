@@ -27,7 +27,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 600 },
+    // A key is up to 191 characters, up to 12 URL-encoded characters each.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2400 },
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   installErrorHandler(app);

@@ -66,8 +66,9 @@ export class Scheduler {
   async boot(): Promise<void> {
     const { store, clock, log, horizonMs, misfireGraceMs } = this.#o;
     const started = clock.now();
-    const leases = await store.recoverExpiredLeases(started);
+    // Skip before recovering: a task that was mid-run when the process died did not misfire.
     const skipped = await store.skipMisfired(started - misfireGraceMs, started);
+    const leases = await store.recoverExpiredLeases(started);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
     this.#lastId = await store.maxId();
     this.#coveredUntil = started + horizonMs;

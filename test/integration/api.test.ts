@@ -331,6 +331,23 @@ describe('one task: read, cancel, reschedule, by id and by key', () => {
     expect(refused.body.task.status).toBe('cancelled');
   });
 
+  it('finds a task by a long key in any script', async () => {
+    const key = `订单:${'键'.repeat(185)}`;
+    expect(key.length).toBe(188);
+    const { status, body } = await call('POST', '/tasks', closeOrder({ key }));
+    expect(status).toBe(201);
+    expect((await call('GET', `/tasks/by-key/${encodeURIComponent(key)}`)).body.id).toBe(body.id);
+  });
+
+  it('shows a row someone inserted with a zone that is not one in UTC, instead of failing', async () => {
+    const result = await db.execute(
+      "INSERT INTO tasks (type, payload, run_at, timezone) VALUES ('close_order', '{\"orderSn\":\"x\"}', '2026-12-01 02:00:00', 'Mars/Base')",
+    );
+    const { status, body } = await call('GET', `/tasks/${result.insertId}`);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ timezone: 'Mars/Base', runAt: '2026-12-01T02:00:00.000Z', runAtLocal: '2026-12-01T02:00:00.000+00:00' });
+  });
+
   it('arms a task beyond the horizon only when it comes near', async () => {
     const far = Date.now() + 30 * 24 * 3600 * 1000;
     const { body: task } = await call('POST', '/tasks', closeOrder({ runAt: far }));

@@ -171,17 +171,39 @@ describe('webhook', () => {
     expect(answer).toMatchObject({ status: 400, body: { message: 'body/payload cannot be sent: webhooks are off until WEBHOOK_SECRET is set' } });
   });
 
+  /** A row as a crashed process leaves it: running, leased by someone gone, lease over. */
+  async function leftByACrash(path: string, misfire = 'run'): Promise<number> {
+    const [result] = await db.pool.query<import('mysql2').ResultSetHeader>(
+      `INSERT INTO tasks (type, payload, run_at, status, attempts, misfire, lease_owner, lease_until)
+       VALUES ('webhook', ?, UTC_TIMESTAMP(3) - INTERVAL 2 MINUTE, 'running', 1, ?, 'gone:1:dead', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND)`,
+      [JSON.stringify({ url: `${base}${path}` }), misfire],
+    );
+    return result.insertId;
+  }
+
   it('runs a webhook again when the process that claimed it died (its lease ran out)', async () => {
     await start();
-    // A row as a crashed process leaves it: running, leased by someone gone, lease over.
-    const [result] = await db.pool.query<import('mysql2').ResultSetHeader>(
-      `INSERT INTO tasks (type, payload, run_at, status, attempts, lease_owner, lease_until)
-       VALUES ('webhook', ?, UTC_TIMESTAMP(3) - INTERVAL 2 MINUTE, 'running', 1, 'gone:1:dead', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND)`,
-      [JSON.stringify({ url: `${base}/recovered` })],
-    );
+    const id = await leftByACrash('/recovered');
     await service!.scheduler.reconcile();
-    const done = await settled(result.insertId);
+    const done = await settled(id);
     expect(done).toMatchObject({ status: 'done', attempts: 2 });
     expect(received.map((r) => [r.path, r.headers['x-punctual-attempt']])).toEqual([['/recovered', '2']]);
+  });
+
+  it('recovers such a task at boot and runs it, even with misfire skip: it was running, not missed', async () => {
+    const id = await leftByACrash('/recovered-at-boot', 'skip');
+    await start();
+    expect(await settled(id)).toMatchObject({ status: 'done', attempts: 2 });
+    expect(received.map((r) => r.path)).toEqual(['/recovered-at-boot']);
+  });
+
+  it('fails such a task at boot when it has used all its attempts', async () => {
+    const id = await leftByACrash('/never');
+    await db.execute('UPDATE tasks SET max_attempts = 1 WHERE id = ?', [id]);
+    await start();
+    const [row] = await db.query<any[]>('SELECT status, last_error, lease_owner FROM tasks WHERE id = ?', [id]);
+    expect(row).toMatchObject({ status: 'failed', lease_owner: null });
+    expect(row.last_error).toContain('lease expired');
+    expect(received).toEqual([]);
   });
 });
