@@ -2,7 +2,7 @@
  * A shop's tables as the seeds describe them (orders, goods), with a trigger that logs every
  * close, so a test can tell "closed once" from "closed twice" even if the status check failed.
  */
-import type { TestDatabase } from './db.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
 
 export interface Order {
   orderSn: string;
@@ -71,4 +71,39 @@ export async function checkShop(db: TestDatabase, orders: Order[], goodsCount = 
   const actualStock = new Map(stockRows.map((row) => [Number(row.id), row.stock]));
   const stockMatches = [...expectedStock].every(([id, stock]) => actualStock.get(id) === stock);
   return { closed: closed.size, closedTwice: Number(twice[0]?.n ?? 0), stockMatches, expectedStock, actualStock };
+}
+
+/** A test database with the shop's tables and `orders` in it, unpaid. */
+export async function createShopDatabase(label: string, orders: Order[]): Promise<TestDatabase> {
+  const db = await createTestDatabase(label);
+  await createShop(db);
+  await insertOrders(db, orders);
+  return db;
+}
+
+export interface Lateness {
+  id: number;
+  runAt: number;
+  /** orders.closed_at − tasks.run_at in ms; NaN while the order is not closed. */
+  late: number;
+}
+
+/** How late each close_order task closed its order, from the database, in task id order. */
+export async function closeLateness(db: TestDatabase, ids: number[]): Promise<Lateness[]> {
+  const rows = await db.query<({ id: number; run_at: Date; late: string | null } & import('mysql2').RowDataPacket)[]>(
+    `SELECT t.id, t.run_at, TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late
+       FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
+      WHERE t.id IN (?) ORDER BY t.id`,
+    [ids],
+  );
+  return rows.map((row) => ({ id: Number(row.id), runAt: row.run_at.getTime(), late: row.late === null ? Number.NaN : Number(row.late) }));
+}
+
+/** How many of `ids` have `status`. */
+export async function countStatus(db: TestDatabase, status: string, ids: number[]): Promise<number> {
+  const [row] = await db.query<({ n: number } & import('mysql2').RowDataPacket)[]>(
+    'SELECT COUNT(*) AS n FROM tasks WHERE status = ? AND id IN (?)',
+    [status, ids],
+  );
+  return Number(row?.n ?? 0);
 }

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm';
-import { Type } from 'typebox';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type DatabaseHandler, PermanentError } from '../../src/handlers/handler.js';
+import { PermanentError } from '../../src/handlers/handler.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, sleep, type TestService } from '../helpers/service.js';
 import { checkShop, createShop, insertOrders, makeOrders, type Order } from '../helpers/shop.js';
@@ -14,44 +14,28 @@ const orders: Order[] = makeOrders(60);
 /** Runs of the test handlers: which task, which attempt, when. */
 const runs: { id: number; attempt: number; at: number }[] = [];
 
-const anyPayload = Type.Object({ n: Type.Optional(Type.Integer()) }, { additionalProperties: true });
-
 /** Writes a row in the task's transaction, then throws: the write must not survive. */
-const writeThenThrow: DatabaseHandler<typeof anyPayload> = {
-  type: 'write_then_throw',
-  effect: 'database',
-  payload: anyPayload,
-  timeoutMs: 5000,
-  async run({ tx, task }) {
-    runs.push({ id: task.id, attempt: task.attempts + 1, at: Date.now() });
-    await tx.execute(sql`INSERT INTO side_effects (task_id) VALUES (${task.id})`);
-    throw new Error('boom');
-  },
-};
+const writeThenThrow = testHandler('write_then_throw', async ({ tx, task }) => {
+  runs.push({ id: task.id, attempt: task.attempts + 1, at: Date.now() });
+  await tx.execute(sql`INSERT INTO side_effects (task_id) VALUES (${task.id})`);
+  throw new Error('boom');
+});
 
-const refuse: DatabaseHandler<typeof anyPayload> = {
-  type: 'refuse',
-  effect: 'database',
-  payload: anyPayload,
-  timeoutMs: 5000,
-  async run({ task }) {
-    runs.push({ id: task.id, attempt: task.attempts + 1, at: Date.now() });
-    throw new PermanentError('this order can never be closed');
-  },
-};
+const refuse = testHandler('refuse', async ({ task }) => {
+  runs.push({ id: task.id, attempt: task.attempts + 1, at: Date.now() });
+  throw new PermanentError('this order can never be closed');
+});
 
 /** Hangs past its timeout on the first attempt, then succeeds. */
-const slowFirst: DatabaseHandler<typeof anyPayload> = {
-  type: 'slow_first',
-  effect: 'database',
-  payload: anyPayload,
-  timeoutMs: 300,
-  async run({ tx, task }) {
+const slowFirst = testHandler(
+  'slow_first',
+  async ({ tx, task }) => {
     runs.push({ id: task.id, attempt: task.attempts + 1, at: Date.now() });
     if (task.attempts === 0) await tx.execute(sql`SELECT SLEEP(5)`);
     await tx.execute(sql`INSERT INTO side_effects (task_id) VALUES (${task.id})`);
   },
-};
+  300,
+);
 
 async function task(id: number) {
   return (await service!.call('GET', `/tasks/${id}`)).body;

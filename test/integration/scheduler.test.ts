@@ -1,10 +1,10 @@
-import { Type } from 'typebox';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseHandler } from '../../src/handlers/handler.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
 import { sleep, startTestService, type TestService } from '../helpers/service.js';
-import { checkShop, createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+import { checkShop, closeLateness, countStatus, createShopDatabase, makeOrders } from '../helpers/shop.js';
 
 let db: TestDatabase;
 const services: TestService[] = [];
@@ -16,15 +16,8 @@ async function start(env: Record<string, string> = {}, handlers: DatabaseHandler
   return service;
 }
 
-/** Lateness of each closed order: closed_at − run_at, from the database. */
 async function lateness(ids: number[]): Promise<number[]> {
-  const rows = await db.query<any[]>(
-    `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late
-       FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
-      WHERE t.id IN (?)`,
-    [ids],
-  );
-  return rows.map((row) => Number(row.late));
+  return (await closeLateness(db, ids)).map((row) => row.late);
 }
 
 async function statusOf(id: number): Promise<string> {
@@ -33,9 +26,7 @@ async function statusOf(id: number): Promise<string> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase('scheduler');
-  await createShop(db);
-  await insertOrders(db, orders);
+  db = await createShopDatabase('scheduler', orders);
 });
 
 afterEach(async () => {
@@ -142,19 +133,12 @@ describe('boot', () => {
 });
 
 describe('database trouble', () => {
-  const sideEffect = Type.Object({}, { additionalProperties: true });
   let sleeps = 0;
   /** Writes, then sleeps inside the task's transaction the first time, so a test can cut it there. */
-  const writeAndSleep: DatabaseHandler<typeof sideEffect> = {
-    type: 'write_and_sleep',
-    effect: 'database',
-    payload: sideEffect,
-    timeoutMs: 10_000,
-    async run({ conn, task }) {
-      await conn.query('INSERT INTO side_effects (task_id) VALUES (?)', [task.id]);
-      if (sleeps++ === 0) await conn.query('SELECT SLEEP(3)');
-    },
-  };
+  const writeAndSleep = testHandler('write_and_sleep', async ({ conn, task }) => {
+    await conn.query('INSERT INTO side_effects (task_id) VALUES (?)', [task.id]);
+    if (sleeps++ === 0) await conn.query('SELECT SLEEP(3)');
+  });
 
   it('a connection cut mid-transaction rolls the run back; the task runs again, once, without using an attempt', async () => {
     await db.execute('CREATE TABLE IF NOT EXISTS side_effects (task_id BIGINT NOT NULL)');
@@ -185,10 +169,7 @@ describe('database trouble', () => {
       const conns = await db.query<any[]>('SELECT id FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND id <> CONNECTION_ID()');
       for (const { id } of conns) await db.execute(`KILL CONNECTION ${Number(id)}`).catch(() => undefined);
     }
-    await waitFor(async () => {
-      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'done'", [ids]);
-      return Number(row.n) === ids.length;
-    }, 15_000, 'every task to run');
+    await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 15_000, 'every task to run');
     expect((await service.call('GET', '/readyz')).status).toBe(200);
     const check = await checkShop(db, orders);
     expect(check.closedTwice).toBe(0);
@@ -211,10 +192,7 @@ describe('two processes on one database', () => {
     }
     // Both arm every task: A armed its own, B finds A's through its refill, and the other way round.
     await waitFor(async () => a.timers.size + b.timers.size >= ids.length * 2 || Date.now() > due, 3000, 'both to arm');
-    await waitFor(async () => {
-      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'done'", [ids]);
-      return Number(row.n) === ids.length;
-    }, 15_000, 'every task to run');
+    await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 15_000, 'every task to run');
     const ranBy = (service: TestService) => service.logs.filter((line) => line.msg === 'task done' && ids.includes(line.taskId as number)).length;
     expect(ranBy(a) + ranBy(b)).toBe(ids.length);
     expect(ranBy(a)).toBeGreaterThan(0);
@@ -226,16 +204,9 @@ describe('two processes on one database', () => {
 });
 
 describe('stop', () => {
-  const slowPayload = Type.Object({}, { additionalProperties: true });
-  const slow: DatabaseHandler<typeof slowPayload> = {
-    type: 'slow',
-    effect: 'database',
-    payload: slowPayload,
-    timeoutMs: 10_000,
-    async run({ conn }) {
-      await conn.query('SELECT SLEEP(0.8)');
-    },
-  };
+  const slow = testHandler('slow', async ({ conn }) => {
+    await conn.query('SELECT SLEEP(0.8)');
+  });
 
   it('lets a running handler finish, then stops; calling stop twice is safe', async () => {
     const service = await start({}, [slow]);

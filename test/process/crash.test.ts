@@ -1,15 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
 import { createTasks, startServer, waitFor, type ServerProcess } from '../helpers/server.js';
-import { checkShop, createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+import { checkShop, countStatus, createShopDatabase, makeOrders } from '../helpers/shop.js';
 
 let db: TestDatabase;
 const orders = makeOrders(2000);
 
 beforeAll(async () => {
-  db = await createTestDatabase('crash');
-  await createShop(db);
-  await insertOrders(db, orders);
+  db = await createShopDatabase('crash', orders);
 });
 
 afterAll(async () => {
@@ -28,10 +26,7 @@ describe('kill -9', () => {
       32,
     );
     expect(Date.now()).toBeLessThan(due);
-    const done = async () => {
-      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids]);
-      return Number(row.n);
-    };
+    const done = () => countStatus(db, 'done', ids);
     const kills: number[] = [];
     // Kill it three times while tasks are firing, restarting it each time.
     for (const at of [due + 700, due + 2000, due + 3200]) {

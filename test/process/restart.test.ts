@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { createTasks, startServer, waitFor } from '../helpers/server.js';
-import { checkShop, createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+import { checkShop, closeLateness, countStatus, createShop, insertOrders, makeOrders } from '../helpers/shop.js';
 
 let db: TestDatabase;
 const orders = makeOrders(400);
@@ -15,10 +15,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function count(status: string, ids: number[]): Promise<number> {
-  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks WHERE status = ? AND id IN (?)', [status, ids]);
-  return Number(row.n);
-}
+const count = (status: string, ids: number[]) => countStatus(db, status, ids);
 
 describe('restart', () => {
   it('creates its database, and after a clean stop and a start runs every task once, on time', async () => {
@@ -53,15 +50,11 @@ describe('restart', () => {
       await waitFor(async () => (await count('done', [...onTime, runLate!])) === onTime.length + 1, 15_000, 'every task to run');
       expect(await count('skipped', [skip!])).toBe(1);
 
-      const late = await db.query<any[]>(
-        `SELECT t.run_at, TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late FROM tasks t
-           JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn')) WHERE t.id IN (?)`,
-        [onTime],
-      );
-      expect(Math.min(...late.map((row) => Number(row.late)))).toBeGreaterThanOrEqual(0); // never early
+      const late = await closeLateness(db, onTime);
+      expect(Math.min(...late.map((row) => row.late))).toBeGreaterThanOrEqual(0); // never early
       // Those due once the second process was up ran at their time (precision itself is measured
       // on a quiet machine by the timing tests; here other tests share the CPU).
-      const afterBoot = late.filter((row) => row.run_at.getTime() > readyAt).map((row) => Number(row.late)).sort((a, b) => a - b);
+      const afterBoot = late.filter((row) => row.runAt > readyAt).map((row) => row.late).sort((a, b) => a - b);
       expect(afterBoot.length).toBeGreaterThan(onTime.length / 2);
       expect(afterBoot[Math.floor(afterBoot.length * 0.99)]).toBeLessThan(500);
       const check = await checkShop(db, orders);

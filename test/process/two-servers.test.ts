@@ -1,15 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
 import { createTasks, startServer, waitFor } from '../helpers/server.js';
-import { checkShop, createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+import { checkShop, countStatus, createShopDatabase, makeOrders } from '../helpers/shop.js';
 
 let db: TestDatabase;
 const orders = makeOrders(2000);
 
 beforeAll(async () => {
-  db = await createTestDatabase('two_servers');
-  await createShop(db);
-  await insertOrders(db, orders);
+  db = await createShopDatabase('two_servers', orders);
 });
 
 afterAll(async () => {
@@ -27,10 +25,7 @@ describe('two server processes on one database', () => {
         ...(await createTasks(a, bodies.slice(0, 1000))),
         ...(await createTasks(b, bodies.slice(1000))),
       ];
-      await waitFor(async () => {
-        const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids]);
-        return Number(row.n) === ids.length;
-      }, 20_000, 'every task to run');
+      await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 20_000, 'every task to run');
       const ran = (logs: typeof a.logs) => logs.filter((line) => line.msg === 'task done').length;
       expect(ran(a.logs) + ran(b.logs)).toBe(ids.length);
       expect(ran(a.logs)).toBeGreaterThan(0);

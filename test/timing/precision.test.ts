@@ -4,17 +4,15 @@
  */
 import { Temporal } from 'temporal-polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
 import { createTasks, startServer, waitFor } from '../helpers/server.js';
-import { createShop, insertOrders, makeOrders } from '../helpers/shop.js';
+import { closeLateness, createShopDatabase, makeOrders } from '../helpers/shop.js';
 
 let db: TestDatabase;
 const orders = makeOrders(40);
 
 beforeAll(async () => {
-  db = await createTestDatabase('precision');
-  await createShop(db);
-  await insertOrders(db, orders);
+  db = await createShopDatabase('precision', orders);
 });
 
 afterAll(async () => {
@@ -22,12 +20,7 @@ afterAll(async () => {
 });
 
 async function lateness(ids: number[]): Promise<number[]> {
-  const rows = await db.query<any[]>(
-    `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late FROM tasks t
-       JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn')) WHERE t.id IN (?) ORDER BY t.id`,
-    [ids],
-  );
-  return rows.map((row) => Number(row.late));
+  return (await closeLateness(db, ids)).map((row) => row.late);
 }
 
 describe('precision', () => {
