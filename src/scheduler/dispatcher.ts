@@ -440,26 +440,31 @@ export class Dispatcher {
     const attempt = task.attempts + 1;
     const started = clock.now();
     const signal = AbortSignal.any([AbortSignal.timeout(handler.timeoutMs), this.#abort.signal]);
+    let outcome: string | void = undefined;
+    let failure: Failure | undefined;
     try {
-      const outcome = await withTimeout(
+      outcome = await withTimeout(
         handler.run({ task: { ...task, attempts: attempt }, payload: task.payload, log, now: started, signal, attempt }),
         handler.timeoutMs,
       );
-      const recorded = await this.#persist(() => store.completeLeased(task.id, owner, clock.now()));
-      if (!recorded) log.warn({ taskId: task.id, type: task.type, key: task.key }, 'task done, but its lease was lost meanwhile');
-      log.info(
-        { taskId: task.id, type: task.type, key: task.key, lateMs: claimedAt - task.runAt, durationMs: clock.now() - started, outcome: outcome ?? 'done' },
-        'task done',
-      );
     } catch (error) {
-      const failure = this.#failure(task, attempt, error, clock.now());
-      try {
+      failure = this.#failure(task, attempt, error, clock.now());
+    }
+    try {
+      if (failure === undefined) {
+        const recorded = await this.#persist(() => store.completeLeased(task.id, owner, clock.now()));
+        if (!recorded) log.warn({ taskId: task.id, type: task.type, key: task.key }, 'task done, but its lease was lost meanwhile');
+        log.info(
+          { taskId: task.id, type: task.type, key: task.key, lateMs: claimedAt - task.runAt, durationMs: clock.now() - started, outcome: outcome || 'done' },
+          'task done',
+        );
+      } else {
         await this.#persist(() => store.failLeased(failure, owner, clock.now()));
-      } catch {
-        return; // stopping with the database away: the lease will run out and the task runs again
+        this.#logFailure(task, failure, claimedAt);
+        if (failure.retryAt !== null) arm(task.id, failure.retryAt, task.type);
       }
-      this.#logFailure(task, failure, claimedAt);
-      if (failure.retryAt !== null) arm(task.id, failure.retryAt, task.type);
+    } catch {
+      // Stopping with the database away: the lease will run out and the task runs again.
     }
   }
 }
