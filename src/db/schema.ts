@@ -49,4 +49,3 @@ export const tasks = mysqlTable(
 );
 
 export type TaskRow = typeof tasks.$inferSelect;
-export type NewTaskRow = typeof tasks.$inferInsert;

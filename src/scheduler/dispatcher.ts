@@ -115,10 +115,7 @@ export class Dispatcher {
     return this.#busy.has(id);
   }
 
-  get queued(): number {
-    return this.#databaseQueue.length + this.#outsideQueue.length;
-  }
-
+  /** Batches and outside calls running now. */
   get running(): number {
     return this.#databaseRunning + this.#outsideRunning;
   }
