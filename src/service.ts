@@ -17,6 +17,7 @@ import { migrateDatabase } from './db/migrate.js';
 import { createRegistry, type HandlerRegistry } from './handlers/registry.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './log.js';
+import { Metrics } from './metrics.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { Timers } from './scheduler/timers.js';
@@ -37,6 +38,7 @@ export class Service {
   readonly scheduler: Scheduler;
   readonly app: FastifyInstance;
   readonly log: Logger;
+  readonly metrics: Metrics;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -51,6 +53,11 @@ export class Service {
     this.database = Database.fromConfig(config);
     this.store = new TaskStore(this.database);
     this.registry = options.registry ?? createRegistry(config);
+    this.metrics = new Metrics({
+      armed: () => this.timers.size,
+      pool: () => this.database.usage,
+      pendingByType: () => this.store.countPendingByType(),
+    });
     let scheduler: Scheduler | undefined;
     this.dispatcher = new Dispatcher({
       database: this.database,
@@ -62,9 +69,10 @@ export class Service {
       batchSize: config.batchSize,
       retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
       owner: this.owner,
-      arm: (id, at, type) => scheduler?.track(id, at, type),
+      metrics: this.metrics,
+      arm: (id, at) => scheduler?.track(id, at),
     });
-    this.timers = new Timers(clock, (id, runAt, type) => this.dispatcher.enqueue({ id, runAt, type }));
+    this.timers = new Timers(clock, (id) => this.dispatcher.enqueue(id));
     scheduler = new Scheduler({
       store: this.store,
       clock,
@@ -75,11 +83,13 @@ export class Service {
       refillIntervalMs: config.refillIntervalMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
       misfireGraceMs: config.misfireGraceMs,
+      metrics: this.metrics,
     });
     this.scheduler = scheduler;
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
+      metrics: this.metrics,
       tasks: {
         store: this.store,
         registry: this.registry,

@@ -78,6 +78,18 @@ export class Database {
     return new Database({ url: config.databaseUrl, poolSize: config.dbPoolSize, lockWaitTimeoutS: config.lockWaitTimeoutS });
   }
 
+  /** Connections open, checked out right now, and callers waiting for one. */
+  get usage(): { total: number; inUse: number; waiting: number } {
+    // mysql2 keeps these as queues on the callback pool; their lengths are the live figures.
+    const inner = this.pool.pool as unknown as {
+      _allConnections: { length: number };
+      _freeConnections: { length: number };
+      _connectionQueue: { length: number };
+    };
+    const total = inner._allConnections.length;
+    return { total, inUse: total - inner._freeConnections.length, waiting: inner._connectionQueue.length };
+  }
+
   drizzleOf(conn: Connection): Db {
     let db = this.#drizzleOf.get(conn);
     if (db === undefined) {

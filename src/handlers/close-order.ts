@@ -10,29 +10,10 @@
  *   orders(order_sn UNIQUE, status 'unpaid'|'paid'|'closed', items JSON [{goods_id, num}], closed_at DATETIME(3))
  *   goods(id, stock)
  */
-import { inArray, sql } from 'drizzle-orm';
-import { bigint, customType, datetime, int, mysqlTable, varchar } from 'drizzle-orm/mysql-core';
+import type mysql from 'mysql2/promise';
 import { Type } from 'typebox';
-import type { Db } from '../db/connection.js';
+import type { Connection } from '../db/connection.js';
 import { type DatabaseHandler, PermanentError } from './handler.js';
-
-const jsonText = customType<{ data: unknown; driverData: string | object }>({
-  dataType: () => 'json',
-  fromDriver: (value) => (typeof value === 'string' ? JSON.parse(value) : value),
-});
-
-export const orders = mysqlTable('orders', {
-  id: bigint('id', { mode: 'number', unsigned: true }).primaryKey(),
-  orderSn: varchar('order_sn', { length: 64 }).notNull(),
-  status: varchar('status', { length: 16 }).notNull(),
-  items: jsonText('items'),
-  closedAt: datetime('closed_at', { mode: 'date', fsp: 3 }),
-});
-
-export const goods = mysqlTable('goods', {
-  id: bigint('id', { mode: 'number', unsigned: true }).primaryKey(),
-  stock: int('stock').notNull(),
-});
 
 const payload = Type.Object(
   { orderSn: Type.String({ minLength: 1, maxLength: 64, description: 'orders.order_sn of the order to close' }) },
@@ -54,44 +35,47 @@ export function stockReturns(items: unknown): [goodsId: number, num: number][] {
   return [...totals.entries()].filter(([, num]) => num > 0).sort(([a], [b]) => a - b);
 }
 
+interface OrderRow extends mysql.RowDataPacket {
+  id: number;
+  order_sn: string;
+  status: string;
+  items: unknown;
+}
+
 /**
  * Closes the unpaid orders among `orderSns` and puts their items back in stock; answers what
  * happened to each order. Orders are locked in order_sn order, goods updated in id order: any
  * two closes take their locks in the same order, so they queue instead of deadlocking.
+ * Three statements, however many orders.
  */
-async function closeOrders(tx: Db, orderSns: string[]): Promise<Map<string, string>> {
+async function closeOrders(conn: Connection, orderSns: string[]): Promise<Map<string, string>> {
   const wanted = [...new Set(orderSns)].sort();
-  const rows = await tx
-    .select({ id: orders.id, orderSn: orders.orderSn, status: orders.status, items: orders.items })
-    .from(orders)
-    .where(inArray(orders.orderSn, wanted))
-    .orderBy(orders.orderSn)
-    .for('update');
+  const [rows] = await conn.query<OrderRow[]>(
+    'SELECT id, order_sn, status, items FROM orders WHERE order_sn IN (?) ORDER BY order_sn FOR UPDATE',
+    [wanted],
+  );
   const outcomes = new Map<string, string>(wanted.map((orderSn) => [orderSn, 'no such order']));
   const closing: number[] = [];
   const stock = new Map<number, number>();
   for (const row of rows) {
     // The status is read under the row lock: a payment cannot slip in between.
     if (row.status !== 'unpaid') {
-      outcomes.set(row.orderSn, `already ${row.status}`);
+      outcomes.set(row.order_sn, `already ${row.status}`);
       continue;
     }
-    for (const [goodsId, num] of stockReturns(row.items)) stock.set(goodsId, (stock.get(goodsId) ?? 0) + num);
+    const items = typeof row.items === 'string' ? JSON.parse(row.items) : row.items;
+    for (const [goodsId, num] of stockReturns(items)) stock.set(goodsId, (stock.get(goodsId) ?? 0) + num);
     closing.push(row.id);
-    outcomes.set(row.orderSn, 'closed');
+    outcomes.set(row.order_sn, 'closed');
   }
   if (closing.length === 0) return outcomes;
-  await tx.update(orders).set({ status: 'closed', closedAt: sql`NOW(3)` }).where(inArray(orders.id, closing));
+  await conn.query("UPDATE orders SET status = 'closed', closed_at = NOW(3) WHERE id IN (?)", [closing]);
   if (stock.size > 0) {
     const returns = [...stock].sort(([a], [b]) => a - b);
-    const increments = sql.join(
-      returns.map(([goodsId, num]) => sql`WHEN ${goodsId} THEN ${num}`),
-      sql` `,
-    );
     // One statement; ORDER BY id takes the row locks in id order.
-    await tx.execute(
-      sql`UPDATE ${goods} SET ${goods.stock} = ${goods.stock} + CASE ${goods.id} ${increments} END
-          WHERE ${inArray(goods.id, returns.map(([goodsId]) => goodsId))} ORDER BY ${goods.id}`,
+    await conn.query(
+      `UPDATE goods SET stock = stock + CASE id ${returns.map(() => 'WHEN ? THEN ?').join(' ')} END WHERE id IN (?) ORDER BY id`,
+      [...returns.flat(), returns.map(([goodsId]) => goodsId)],
     );
   }
   return outcomes;
@@ -103,12 +87,12 @@ export const closeOrder: DatabaseHandler<typeof payload> = {
   payload,
   timeoutMs: 30_000,
 
-  async run({ tx, payload: { orderSn } }) {
-    return (await closeOrders(tx, [orderSn])).get(orderSn);
+  async run({ conn, payload: { orderSn } }) {
+    return (await closeOrders(conn, [orderSn])).get(orderSn);
   },
 
-  async runBatch({ tx, tasks }) {
-    const outcomes = await closeOrders(tx, tasks.map(({ payload: { orderSn } }) => orderSn));
+  async runBatch({ conn, tasks }) {
+    const outcomes = await closeOrders(conn, tasks.map(({ payload: { orderSn } }) => orderSn));
     // Two tasks for one order in a batch: the first closes it, the next finds it closed.
     const seen = new Set<string>();
     return tasks.map(({ payload: { orderSn } }) => {

@@ -9,6 +9,8 @@ import { installAuth } from './auth.js';
 import { installErrorHandler } from './errors.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
 import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
+import { metricsRoutes } from './routes/metrics.js';
+import type { Metrics } from '../metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
 export const BODY_LIMIT_BYTES = 128 * 1024;
@@ -16,6 +18,7 @@ export const BODY_LIMIT_BYTES = 128 * 1024;
 export interface AppOptions {
   logger: Logger;
   apiToken: string | undefined;
+  metrics: Metrics;
   tasks: TaskRoutesOptions;
   health: HealthOptions;
 }
@@ -40,5 +43,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   });
   void app.register(healthRoutes, options.health);
   void app.register(taskRoutes, options.tasks);
+  void app.register(metricsRoutes, { metrics: options.metrics });
   return app;
 }

@@ -1,36 +1,33 @@
 /**
- * The dispatcher runs tasks whose timers fired, at most CONCURRENCY batches at a time.
+ * The dispatcher runs tasks whose timers fired: at most CONCURRENCY batches at a time, and
+ * CONCURRENCY outside calls besides.
  *
- * Database handlers: one transaction per batch locks the due tasks (`FOR UPDATE SKIP LOCKED`, so
- * two processes never run the same task), runs each handler on that transaction and marks the
- * tasks done before COMMIT. A crash at any point rolls all of it back and the tasks are simply
- * pending again. The fast path runs the batch without savepoints; when a handler throws, the
- * batch is rolled back and run again with a savepoint per task, so the others still commit.
+ * A batch is one transaction: it locks the due tasks among the fired ids
+ * (`FOR UPDATE SKIP LOCKED`, so two processes never run one task), runs every database handler
+ * on that transaction and marks its tasks done before COMMIT. A crash at any point rolls all of
+ * it back and the tasks are simply pending again. The fast path hands each type's tasks to its
+ * handler in one call, without savepoints; when a handler throws, the batch is rolled back and run
+ * again with a savepoint per task, so only the faulty one fails.
  *
- * Outside handlers (webhook): a short transaction claims the tasks with a lease
- * (status running, lease_until), the handler runs outside any transaction, and the completion is
- * written after. A process that dies mid-call leaves the lease to run out; the task runs again.
+ * Tasks of an outside handler (webhook) found in a batch wait for an outside slot; then a short
+ * transaction claims them with a lease (status running, lease_until), the handler runs outside any
+ * transaction, and the completion is written after. A process that dies mid-call leaves the lease
+ * to run out, and the task runs again.
  *
- * Deadlocks and lock-wait timeouts are retried transparently; a lost connection puts the tasks
- * back on their timers to try again shortly. Nothing here may throw out: the process never dies
- * on a task.
+ * Deadlocks and lock-wait timeouts are retried without using an attempt; a lost connection puts
+ * the tasks back on their timers to try again shortly. Nothing here may throw out: the process
+ * never dies on a task.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Connection, Database, Db } from '../db/connection.js';
+import type { Connection, Database } from '../db/connection.js';
 import { isConnectionError, isLockConflict, loggable, rootMessage } from '../db/errors.js';
 import { type DatabaseHandler, type OutsideHandler, PermanentError } from '../handlers/handler.js';
 import type { HandlerRegistry } from '../handlers/registry.js';
+import type { Metrics } from '../metrics.js';
 import type { Failure, Task, TaskStore } from '../store/task-store.js';
 import { Fifo, sleep, TimeoutError, withTimeout } from '../util/async.js';
 import { retryAt, type RetryPolicy } from './retry.js';
-
-/** A fired timer waiting for a dispatcher slot. */
-export interface DueTask {
-  id: number;
-  runAt: number;
-  type: string;
-}
 
 export interface DispatcherOptions {
   database: Database;
@@ -43,8 +40,9 @@ export interface DispatcherOptions {
   retry: RetryPolicy;
   /** This process's name in lease_owner. */
   owner: string;
+  metrics?: Metrics;
   /** Puts a task back on a timer in this process. */
-  arm: (id: number, at: number, type: string) => void;
+  arm: (id: number, at: number) => void;
 }
 
 /** How many times a batch is retried after a deadlock or lock-wait timeout before splitting it. */
@@ -75,18 +73,23 @@ interface BatchResult {
   locked: Task[];
   done: { task: Task; outcome: string }[];
   failures: { task: Task; failure: Failure }[];
+  /** Due tasks of outside handlers: not run here, they wait for an outside slot. */
+  outside: Task[];
 }
 
 export class Dispatcher {
   readonly #o: DispatcherOptions;
-  readonly #databaseQueue = new Fifo<DueTask>();
-  readonly #outsideQueue = new Fifo<DueTask>();
+  /** Ids whose timers fired. */
+  readonly #due = new Fifo<number>();
+  /** Due tasks of outside handlers, waiting for a slot. */
+  readonly #outsideWaiting = new Fifo<number>();
   /** Ids queued or running here: a timer for them is not armed again meanwhile. */
   readonly #busy = new Set<number>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #abort = new AbortController();
-  #databaseRunning = 0;
-  #outsideRunning = 0;
+  #batches = 0;
+  /** Outside tasks being claimed or run. */
+  #outside = 0;
   #pumpScheduled = false;
   #stopping = false;
   #troubles = 0;
@@ -96,19 +99,11 @@ export class Dispatcher {
   }
 
   /** A task's timer fired. */
-  enqueue(task: DueTask): void {
-    if (this.#stopping || this.#busy.has(task.id)) return;
-    this.#busy.add(task.id);
-    const outside = this.#o.registry.get(task.type)?.effect === 'outside';
-    (outside ? this.#outsideQueue : this.#databaseQueue).push(task);
-    if (!this.#pumpScheduled) {
-      // Timers that fire in the same loop turn end up in one batch.
-      this.#pumpScheduled = true;
-      setImmediate(() => {
-        this.#pumpScheduled = false;
-        this.#pump();
-      });
-    }
+  enqueue(id: number): void {
+    if (this.#stopping || this.#busy.has(id)) return;
+    this.#busy.add(id);
+    this.#due.push(id);
+    this.#schedulePump();
   }
 
   isBusy(id: number): boolean {
@@ -117,7 +112,7 @@ export class Dispatcher {
 
   /** Batches and outside calls running now. */
   get running(): number {
-    return this.#databaseRunning + this.#outsideRunning;
+    return this.#batches + this.#outside;
   }
 
   /**
@@ -133,6 +128,16 @@ export class Dispatcher {
     return finished;
   }
 
+  #schedulePump(): void {
+    if (this.#pumpScheduled) return;
+    // Timers that fire in the same loop turn end up in one batch.
+    this.#pumpScheduled = true;
+    setImmediate(() => {
+      this.#pumpScheduled = false;
+      this.#pump();
+    });
+  }
+
   #track(work: Promise<void>): void {
     const tracked = work.catch((error: unknown) => {
       this.#o.log.error({ err: loggable(error) }, 'dispatcher: unexpected error');
@@ -143,20 +148,19 @@ export class Dispatcher {
 
   #pump(): void {
     const { concurrency, batchSize } = this.#o;
-    while (!this.#stopping && this.#databaseRunning < concurrency && this.#databaseQueue.length > 0) {
-      const batch = this.#databaseQueue.take(batchSize);
-      this.#databaseRunning++;
+    while (!this.#stopping && this.#batches < concurrency && this.#due.length > 0) {
+      this.#batches++;
       this.#track(
-        this.#runDatabaseBatch(batch).finally(() => {
-          this.#databaseRunning--;
+        this.#runBatch(this.#due.take(batchSize)).finally(() => {
+          this.#batches--;
           this.#pump();
         }),
       );
     }
-    while (!this.#stopping && this.#outsideRunning < concurrency && this.#outsideQueue.length > 0) {
-      const batch = this.#outsideQueue.take(Math.min(batchSize, concurrency - this.#outsideRunning));
-      this.#outsideRunning += batch.length;
-      this.#track(this.#claimOutside(batch));
+    while (!this.#stopping && this.#outside < concurrency && this.#outsideWaiting.length > 0) {
+      const ids = this.#outsideWaiting.take(Math.min(batchSize, concurrency - this.#outside));
+      this.#outside += ids.length;
+      this.#track(this.#claimOutside(ids));
     }
   }
 
@@ -165,19 +169,19 @@ export class Dispatcher {
   }
 
   /** Puts tasks back on their timers after a database failure, with a growing delay. */
-  #later(tasks: DueTask[], error: unknown): void {
+  #later(ids: number[], error: unknown): void {
     const delay = DB_RETRY_MS[Math.min(this.#troubles, DB_RETRY_MS.length - 1)] ?? 1000;
     this.#troubles++;
     const level = isConnectionError(error) ? 'warn' : 'error';
-    this.#o.log[level]({ err: loggable(error), tasks: tasks.length, retryInMs: delay }, 'dispatcher: database failed, trying again');
-    this.#release(tasks.map((task) => task.id));
+    this.#o.log[level]({ err: loggable(error), tasks: ids.length, retryInMs: delay }, 'dispatcher: database failed, trying again');
+    this.#release(ids);
     const at = this.#o.clock.now() + delay;
-    for (const task of tasks) this.#o.arm(task.id, at, task.type);
+    for (const id of ids) this.#o.arm(id, at);
   }
 
-  // ── database handlers ─────────────────────────────────────────────────────────────────────
+  // ── batches ───────────────────────────────────────────────────────────────────────────────
 
-  async #runDatabaseBatch(batch: DueTask[]): Promise<void> {
+  async #runBatch(batch: number[]): Promise<void> {
     let pending = batch;
     let careful = false;
     let lockRound = 0;
@@ -186,7 +190,7 @@ export class Dispatcher {
     while (pending.length > 0) {
       const now = this.#o.clock.now();
       try {
-        const result = await this.#o.database.transaction((tx, conn) => this.#runLocked(tx, conn, pending, now, careful, threw));
+        const result = await this.#o.database.transaction((_tx, conn) => this.#runLocked(conn, pending, now, careful, threw));
         this.#troubles = 0;
         this.#settle(result, pending, now);
         await this.#recheckMissing(pending, result.locked, now);
@@ -197,19 +201,20 @@ export class Dispatcher {
           careful = true;
         } else if (error instanceof HandlerOverran) {
           await this.#failOverran(error, now);
-          pending = pending.filter((task) => task.id !== error.task.id);
+          pending = pending.filter((id) => id !== error.task.id);
         } else if (isLockConflict(error) && ++lockRound < LOCK_RETRIES) {
           this.#o.log.debug({ error: rootMessage(error), tasks: pending.length, round: lockRound }, 'dispatcher: lock conflict, retrying the batch');
           await sleep(20 * lockRound + Math.random() * 50);
         } else if (isLockConflict(error) && pending.length > 1) {
           // Run them one by one, so one contended task cannot hold back the others.
-          for (const task of pending) await this.#runDatabaseBatch([task]);
+          for (const id of pending) await this.#runBatch([id]);
           return;
         } else if (isLockConflict(error)) {
           // Waiting for a lock someone else holds is not the task's failure: no attempt is used.
-          this.#o.log.warn({ taskId: pending[0]?.id, error: rootMessage(error) }, 'task waits for a lock held elsewhere; trying again');
-          this.#release([pending[0]!.id]);
-          this.#o.arm(pending[0]!.id, now + RECHECK_MS + Math.random() * RECHECK_MS, pending[0]!.type);
+          const id = pending[0]!;
+          this.#o.log.warn({ taskId: id, error: rootMessage(error) }, 'task waits for a lock held elsewhere; trying again');
+          this.#release([id]);
+          this.#o.arm(id, now + RECHECK_MS + Math.random() * RECHECK_MS);
           return;
         } else {
           this.#later(pending, error);
@@ -225,24 +230,19 @@ export class Dispatcher {
    * by one without savepoints; the careful path gives every task a savepoint, so a failing one is
    * rolled back alone.
    */
-  async #runLocked(
-    tx: Db,
-    conn: Connection,
-    batch: DueTask[],
-    now: number,
-    careful: boolean,
-    threw: Map<number, unknown>,
-  ): Promise<BatchResult> {
+  async #runLocked(conn: Connection, batch: number[], now: number, careful: boolean, threw: Map<number, unknown>): Promise<BatchResult> {
     const { store, registry } = this.#o;
-    const locked = await store.lockDue(tx, batch.map((task) => task.id), now);
-    const result: BatchResult = { locked, done: [], failures: [] };
+    const locked = await store.lockDue(conn, batch, now);
+    const result: BatchResult = { locked, done: [], failures: [], outside: [] };
     const runnable = new Map<DatabaseHandler, Task[]>();
     for (const task of locked) {
       const handler = registry.get(task.type);
       const problem = registry.payloadProblem(task.type, task.payload);
-      if (handler === undefined || problem !== undefined || handler.effect !== 'database') {
-        const error = handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : (problem ?? 'wrong queue');
+      if (handler === undefined || problem !== undefined) {
+        const error = handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : problem!;
         result.failures.push({ task, failure: { id: task.id, error, retryAt: null } });
+      } else if (handler.effect === 'outside') {
+        result.outside.push(task);
       } else if (threw.has(task.id)) {
         result.failures.push({ task, failure: this.#failure(task, task.attempts + 1, threw.get(task.id), now) });
       } else {
@@ -253,13 +253,13 @@ export class Dispatcher {
     const groups = [...runnable].sort(([a], [b]) => a.type.localeCompare(b.type));
     for (const [handler, tasks] of groups) {
       if (careful) {
-        for (const task of tasks) await this.#runWithSavepoint(tx, conn, handler, task, now, result);
+        for (const task of tasks) await this.#runWithSavepoint(conn, handler, task, now, result);
       } else {
-        await this.#runFast(tx, conn, handler, tasks, now, result);
+        await this.#runFast(conn, handler, tasks, now, result);
       }
     }
-    await store.markDone(tx, result.done.map(({ task }) => task.id), now);
-    for (const { failure } of result.failures) await store.recordFailure(tx, failure, true, now);
+    await store.markDone(conn, result.done.map(({ task }) => task.id), now);
+    for (const { failure } of result.failures) await store.recordFailure(conn, failure, true, now);
     return result;
   }
 
@@ -268,8 +268,9 @@ export class Dispatcher {
     return withTimeout(work, handler.timeoutMs, () => this.#o.database.kill(conn));
   }
 
-  async #runFast(tx: Db, conn: Connection, handler: DatabaseHandler, tasks: Task[], now: number, result: BatchResult): Promise<void> {
-    const { log } = this.#o;
+  async #runFast(conn: Connection, handler: DatabaseHandler, tasks: Task[], now: number, result: BatchResult): Promise<void> {
+    const { log, database } = this.#o;
+    const tx = database.drizzleOf(conn);
     if (handler.runBatch !== undefined) {
       let outcomes: (string | void)[];
       try {
@@ -294,7 +295,8 @@ export class Dispatcher {
     }
   }
 
-  async #runWithSavepoint(tx: Db, conn: Connection, handler: DatabaseHandler, task: Task, now: number, result: BatchResult): Promise<void> {
+  async #runWithSavepoint(conn: Connection, handler: DatabaseHandler, task: Task, now: number, result: BatchResult): Promise<void> {
+    const tx = this.#o.database.drizzleOf(conn);
     await conn.query('SAVEPOINT task');
     try {
       const outcome = await this.#limited(conn, handler, handler.run({ tx, conn, task, payload: task.payload, log: this.#o.log, now }));
@@ -317,56 +319,62 @@ export class Dispatcher {
     };
   }
 
-  /** After COMMIT: log the runs and arm the retries. */
-  #settle(result: BatchResult, batch: DueTask[], now: number): void {
-    const { log, arm } = this.#o;
+  /** After COMMIT: log and count the runs, arm the retries, queue the outside tasks. */
+  #settle(result: BatchResult, batch: number[], now: number): void {
+    const { log, arm, metrics, clock } = this.#o;
+    const share = (clock.now() - now) / Math.max(1, result.done.length + result.failures.length);
     for (const { task, outcome } of result.done) {
       log.info({ taskId: task.id, type: task.type, key: task.key, lateMs: now - task.runAt, outcome }, 'task done');
+      metrics?.recordRun(task.type, 'done', task.runAt, now, share);
     }
-    for (const { task, failure } of result.failures) this.#logFailure(task, failure, now);
-    this.#release(batch.map((task) => task.id));
+    for (const { task, failure } of result.failures) this.#logFailure(task, failure, now, share);
+    const waiting = new Set(result.outside.map((task) => task.id));
+    this.#release(batch.filter((id) => !waiting.has(id)));
     for (const { task, failure } of result.failures) {
-      if (failure.retryAt !== null) arm(task.id, failure.retryAt, task.type);
+      if (failure.retryAt !== null) arm(task.id, failure.retryAt);
     }
+    for (const task of result.outside) this.#outsideWaiting.push(task.id);
+    if (result.outside.length > 0) this.#schedulePump();
   }
 
-  #logFailure(task: Task, failure: Failure, now: number): void {
+  #logFailure(task: Task, failure: Failure, startedAt: number, durationMs: number): void {
     this.#o.log.warn(
       {
         taskId: task.id,
         type: task.type,
         key: task.key,
-        lateMs: now - task.runAt,
+        lateMs: startedAt - task.runAt,
         error: failure.error,
         retryAt: failure.retryAt === null ? null : new Date(failure.retryAt).toISOString(),
       },
       failure.retryAt === null ? 'task failed' : 'task will be retried',
     );
+    this.#o.metrics?.recordRun(task.type, failure.retryAt === null ? 'failed' : 'retry', task.runAt, startedAt, durationMs);
   }
 
   /**
-   * Tasks of the batch that were not locked: done or cancelled (drop them), moved to a later time
-   * by someone else (arm the new time), or held by another transaction (look again shortly).
+   * Fired ids that were not locked: done or cancelled (drop them), moved to a later time by
+   * someone else (arm the new time), or held by another transaction (look again shortly).
    */
-  async #recheckMissing(batch: DueTask[], locked: Task[], now: number): Promise<void> {
+  async #recheckMissing(batch: number[], locked: Task[], now: number): Promise<void> {
     if (locked.length === batch.length) return;
     const lockedIds = new Set(locked.map((task) => task.id));
-    const missing = batch.filter((task) => !lockedIds.has(task.id));
+    const missing = batch.filter((id) => !lockedIds.has(id));
     try {
-      for (const task of await this.#o.store.pendingAmong(missing.map((task) => task.id))) {
-        this.#o.arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.type);
+      for (const task of await this.#o.store.pendingAmong(missing)) {
+        this.#o.arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS);
       }
     } catch {
-      for (const task of missing) this.#o.arm(task.id, now + RECHECK_MS, task.type);
+      for (const id of missing) this.#o.arm(id, now + RECHECK_MS);
     }
   }
 
   async #failOverran(error: HandlerOverran, now: number): Promise<void> {
     const failure = this.#failure(error.task, error.task.attempts + 1, error, now);
-    await this.#persist(() => this.#o.store.recordFailure(this.#o.database.db, failure, true, this.#o.clock.now()));
-    this.#logFailure(error.task, failure, now);
+    await this.#persist(() => this.#o.store.recordFailure(undefined, failure, true, this.#o.clock.now()));
+    this.#logFailure(error.task, failure, now, this.#o.clock.now() - now);
     this.#release([error.task.id]);
-    if (failure.retryAt !== null) this.#o.arm(error.task.id, failure.retryAt, error.task.type);
+    if (failure.retryAt !== null) this.#o.arm(error.task.id, failure.retryAt);
   }
 
   /**
@@ -389,42 +397,39 @@ export class Dispatcher {
 
   // ── outside handlers ──────────────────────────────────────────────────────────────────────
 
-  async #claimOutside(batch: DueTask[]): Promise<void> {
+  /** Claims due outside tasks with a lease, then runs each; `ids.length` slots are reserved. */
+  async #claimOutside(ids: number[]): Promise<void> {
     const { store, registry, database, owner, clock } = this.#o;
     const now = clock.now();
     let claimed: { task: Task; handler: OutsideHandler }[] = [];
-    let result: BatchResult;
+    let locked: Task[];
     try {
-      result = await database.transaction(async (tx) => {
-        const locked = await store.lockDue(tx, batch.map((task) => task.id), now);
-        const refused: { task: Task; failure: Failure }[] = [];
+      locked = await database.transaction(async (_tx, conn) => {
+        const rows = await store.lockDue(conn, ids, now);
         claimed = [];
-        for (const task of locked) {
+        for (const task of rows) {
           const handler = registry.get(task.type);
-          const problem = registry.payloadProblem(task.type, task.payload);
-          if (handler?.effect === 'outside' && problem === undefined) claimed.push({ task, handler });
-          else refused.push({ task, failure: { id: task.id, error: problem ?? 'wrong queue', retryAt: null } });
+          if (handler?.effect === 'outside') claimed.push({ task, handler });
         }
         const longest = Math.max(0, ...claimed.map(({ handler }) => handler.timeoutMs));
-        await store.markRunning(tx, claimed.map(({ task }) => task.id), owner, now + longest + LEASE_MARGIN_MS, now);
-        for (const { failure } of refused) await store.recordFailure(tx, failure, true, now);
-        return { locked, done: [], failures: refused };
+        await store.markRunning(conn, claimed.map(({ task }) => task.id), owner, now + longest + LEASE_MARGIN_MS, now);
+        return rows;
       });
       this.#troubles = 0;
     } catch (error) {
-      this.#outsideRunning -= batch.length;
-      this.#later(batch, isLockConflict(error) ? new Error('lock conflict while claiming') : error);
+      this.#outside -= ids.length;
+      this.#later(ids, error);
       return;
     }
     const claimedIds = new Set(claimed.map(({ task }) => task.id));
-    const unclaimed = batch.filter((task) => !claimedIds.has(task.id));
-    this.#outsideRunning -= unclaimed.length;
-    this.#settle(result, unclaimed, now);
-    await this.#recheckMissing(batch, result.locked, now);
+    const unclaimed = ids.filter((id) => !claimedIds.has(id));
+    this.#outside -= unclaimed.length;
+    this.#release(unclaimed);
+    await this.#recheckMissing(ids, locked, now);
     for (const { task, handler } of claimed) {
       this.#track(
         this.#runOutside(task, handler, now).finally(() => {
-          this.#outsideRunning--;
+          this.#outside--;
           this.#release([task.id]);
           this.#pump();
         }),
@@ -455,14 +460,15 @@ export class Dispatcher {
           { taskId: task.id, type: task.type, key: task.key, lateMs: claimedAt - task.runAt, durationMs: clock.now() - started, outcome: outcome || 'done' },
           'task done',
         );
+        this.#o.metrics?.recordRun(task.type, 'done', task.runAt, claimedAt, clock.now() - started);
       } else {
-        await this.#persist(() => store.failLeased(failure, owner, clock.now()));
-        this.#logFailure(task, failure, claimedAt);
-        if (failure.retryAt !== null) arm(task.id, failure.retryAt, task.type);
+        const failed = failure;
+        await this.#persist(() => store.failLeased(failed, owner, clock.now()));
+        this.#logFailure(task, failed, claimedAt, clock.now() - started);
+        if (failed.retryAt !== null) arm(task.id, failed.retryAt);
       }
     } catch {
       // Stopping with the database away: the lease will run out and the task runs again.
     }
   }
 }
-

@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { loggable } from '../db/errors.js';
 import type { RunAtCursor, TaskStore, TimerEntry } from '../store/task-store.js';
+import type { Metrics } from '../metrics.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Timers } from './timers.js';
 
@@ -28,9 +29,10 @@ export interface SchedulerOptions {
   refillIntervalMs: number;
   reconcileIntervalMs: number;
   misfireGraceMs: number;
+  metrics?: Metrics;
 }
 
-const PAGE = 5000;
+const PAGE = 10_000;
 /** Ids skipped by the id scan are looked at again for this long (their insert may commit late). */
 const HOLE_TTL_MS = 60_000;
 const MAX_HOLES = 10_000;
@@ -69,6 +71,7 @@ export class Scheduler {
     // Skip before recovering: a task that was mid-run when the process died did not misfire.
     const skipped = await store.skipMisfired(started - misfireGraceMs, started);
     const leases = await store.recoverExpiredLeases(started);
+    this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
     this.#lastId = await store.maxId();
     this.#coveredUntil = started + horizonMs;
@@ -86,10 +89,10 @@ export class Scheduler {
    * A task this process created, moved or put back after a run: armed now if it is within the
    * horizon, else left to the refill.
    */
-  track(id: number, runAt: number, type: string): void {
+  track(id: number, runAt: number): void {
     if (this.#stopped) return;
     if (runAt <= this.#coveredUntil) {
-      this.#o.timers.arm(id, runAt, type);
+      this.#o.timers.arm(id, runAt);
     } else {
       this.#o.timers.disarm(id);
     }
@@ -126,6 +129,7 @@ export class Scheduler {
     const started = clock.now();
     const leases = await store.recoverExpiredLeases(started);
     if (leases.recovered + leases.failed > 0) log.warn(leases, 'recovered tasks whose lease ran out');
+    this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     const seen = await this.#armDue(undefined, this.#coveredUntil);
     this.#lastReconcile = started;
     log.debug({ pending: seen, armed: this.armed, ms: clock.now() - started }, 'reconciled');
@@ -141,7 +145,7 @@ export class Scheduler {
 
   /** Arms a task read from the table, unless the dispatcher has it right now. */
   #arm(entry: TimerEntry): void {
-    if (!this.#o.dispatcher.isBusy(entry.id)) this.#o.timers.arm(entry.id, entry.runAt, entry.type);
+    if (!this.#o.dispatcher.isBusy(entry.id)) this.#o.timers.arm(entry.id, entry.runAt);
   }
 
   /** Arms the pending tasks due in (from, until], page by page; returns how many were read. */
@@ -168,7 +172,7 @@ export class Scheduler {
           for (let id = this.#lastId + 1; id < row.id && this.#holes.size < MAX_HOLES; id++) this.#holes.set(id, now);
         }
         this.#lastId = row.id;
-        if (row.status === 'pending' && row.runAt <= this.#coveredUntil && !this.#o.timers.has(row.id)) this.#arm(row);
+        if (row.pending && row.runAt <= this.#coveredUntil && !this.#o.timers.has(row.id)) this.#arm(row);
       }
       if (rows.length < PAGE) return;
     }
@@ -187,7 +191,9 @@ export class Scheduler {
   #scheduleRefill(): void {
     if (this.#stopped) return;
     this.#refillTimer = setTimeout(() => {
+      const stopTimer = this.#o.metrics?.refillDuration.startTimer();
       this.#refilling = this.refill()
+        .then(() => void stopTimer?.())
         .catch((error: unknown) => this.#o.log.warn({ err: loggable(error) }, 'refill failed; trying again next interval'))
         .finally(() => {
           this.#refilling = undefined;

@@ -1,5 +1,7 @@
 /**
- * One setTimeout per armed task. Two traps are handled here:
+ * One setTimeout per armed task, and nothing else per task: the timer carries the task's id as
+ * its argument and its runAt as a property, so an armed task costs a Map entry and a Timeout.
+ * Two traps are handled here:
  *
  * - setTimeout fires at once for delays above 2^31-1 ms (24.8 days), so the delay is clamped and
  *   a timer that wakes before its time simply sleeps again.
@@ -11,21 +13,15 @@ import type { Clock } from '../clock.js';
 
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
-/** What is kept per armed task: no payload, that is loaded when it fires. */
-class Armed {
-  timer: NodeJS.Timeout | undefined;
-  constructor(
-    readonly id: number,
-    readonly runAt: number,
-    readonly type: string,
-  ) {}
+interface ArmedTimer extends NodeJS.Timeout {
+  runAt: number;
 }
 
-export type DueCallback = (id: number, runAt: number, type: string) => void;
+export type DueCallback = (id: number) => void;
 
 export class Timers {
-  readonly #armed = new Map<number, Armed>();
-  readonly #onTimer = (entry: Armed): void => this.#fire(entry);
+  readonly #armed = new Map<number, ArmedTimer>();
+  readonly #onTimer = (id: number): void => this.#fire(id);
 
   constructor(
     private readonly clock: Clock,
@@ -33,27 +29,25 @@ export class Timers {
   ) {}
 
   /** Arms (or re-arms) task `id` for `runAt`. Arming again for the same time changes nothing. */
-  arm(id: number, runAt: number, type: string): void {
+  arm(id: number, runAt: number): void {
     const current = this.#armed.get(id);
     if (current !== undefined) {
       if (current.runAt === runAt) return;
-      clearTimeout(current.timer);
+      clearTimeout(current);
     }
-    const entry = new Armed(id, runAt, type);
-    this.#armed.set(id, entry);
-    this.#start(entry);
+    this.#start(id, runAt);
   }
 
   disarm(id: number): boolean {
-    const entry = this.#armed.get(id);
-    if (entry === undefined) return false;
-    clearTimeout(entry.timer);
+    const timer = this.#armed.get(id);
+    if (timer === undefined) return false;
+    clearTimeout(timer);
     this.#armed.delete(id);
     return true;
   }
 
   disarmAll(): void {
-    for (const entry of this.#armed.values()) clearTimeout(entry.timer);
+    for (const timer of this.#armed.values()) clearTimeout(timer);
     this.#armed.clear();
   }
 
@@ -70,19 +64,22 @@ export class Timers {
     return this.#armed.size;
   }
 
-  #start(entry: Armed): void {
-    const delay = Math.min(Math.max(entry.runAt - this.clock.now(), 0), MAX_TIMER_DELAY_MS);
-    entry.timer = setTimeout(this.#onTimer, delay, entry);
-    entry.timer.unref();
+  #start(id: number, runAt: number): void {
+    const delay = Math.min(Math.max(runAt - this.clock.now(), 0), MAX_TIMER_DELAY_MS);
+    const timer = setTimeout(this.#onTimer, delay, id) as ArmedTimer;
+    timer.runAt = runAt;
+    timer.unref();
+    this.#armed.set(id, timer);
   }
 
-  #fire(entry: Armed): void {
-    if (this.#armed.get(entry.id) !== entry) return; // re-armed or disarmed meanwhile
-    if (this.clock.now() < entry.runAt) {
-      this.#start(entry); // woke early by the wall clock, or clamped: sleep the rest
+  #fire(id: number): void {
+    const timer = this.#armed.get(id);
+    if (timer === undefined) return;
+    if (this.clock.now() < timer.runAt) {
+      this.#start(id, timer.runAt); // woke early by the wall clock, or clamped: sleep the rest
       return;
     }
-    this.#armed.delete(entry.id);
-    this.onDue(entry.id, entry.runAt, entry.type);
+    this.#armed.delete(id);
+    this.onDue(id);
   }
 }

@@ -1,11 +1,17 @@
 /**
  * The task store: every SQL statement about the tasks table lives here, named for what it does.
  * Statements that compare with "now" take it as a parameter, so tests can move time.
+ *
+ * The statements on the hot paths (claiming and completing, loading timers, intake) are written
+ * out by hand, with times converted to epoch milliseconds by the server, and their text built
+ * once; the rest use drizzle's query builder.
  */
-import { and, asc, eq, gt, inArray, lt, lte, or, sql, type SQL } from 'drizzle-orm';
-import type { Database, Db } from '../db/connection.js';
-import { isDuplicateKey } from '../db/errors.js';
+import { and, asc, eq, gt, lt, or, sql, type SQL } from 'drizzle-orm';
+import type mysql from 'mysql2/promise';
+import type { Connection, Database, Db } from '../db/connection.js';
+import { isDuplicateKey, isLockConflict } from '../db/errors.js';
 import { tasks, type MisfirePolicy, type TaskRow, type TaskStatus } from '../db/schema.js';
+import { Batcher, type Outcome } from '../util/batcher.js';
 
 /** A task as the service sees it; times are epoch milliseconds. */
 export interface Task {
@@ -37,11 +43,10 @@ export interface NewTask {
   misfire: MisfirePolicy;
 }
 
-/** What a timer needs: no payload, which is loaded when the task fires. */
+/** What a timer needs: the id and the time. The rest is read when the task fires. */
 export interface TimerEntry {
   id: number;
   runAt: number;
-  type: string;
 }
 
 /** Position in (runAt, id) order, for keyset pagination. */
@@ -60,8 +65,84 @@ export interface Failure {
 export type InsertResult = { created: true; task: Task } | { created: false; task: Task };
 
 const MAX_ERROR_LENGTH = 2000;
+/** Creates gathered into one transaction (one commit) at most, and such transactions at once. */
+const INSERT_BATCH = 200;
+const INSERT_BATCHES_RUNNING = 4;
 
-function toTask(row: TaskRow): Task {
+function clip(error: string): string {
+  return error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
+}
+
+// ── rows read by hand ───────────────────────────────────────────────────────────────────────
+
+/** A DATETIME(3) column as epoch milliseconds, computed by the server, whatever its time_zone. */
+const ms = (column: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${column}) DIV 1000`;
+
+const TASK_COLUMNS = [
+  'id',
+  'task_key',
+  'type',
+  'payload',
+  `${ms('run_at')} AS run_at`,
+  'timezone',
+  'status',
+  'attempts',
+  'max_attempts',
+  'misfire',
+  'lease_owner',
+  `${ms('lease_until')} AS lease_until`,
+  'last_error',
+  `${ms('created_at')} AS created_at`,
+  `${ms('updated_at')} AS updated_at`,
+  `${ms('finished_at')} AS finished_at`,
+].join(', ');
+
+interface RawTaskRow extends mysql.RowDataPacket {
+  id: number;
+  task_key: string | null;
+  type: string;
+  payload: unknown;
+  run_at: number;
+  timezone: string;
+  status: TaskStatus;
+  attempts: number;
+  max_attempts: number;
+  misfire: MisfirePolicy;
+  lease_owner: string | null;
+  lease_until: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+/** MariaDB answers JSON columns as text, MySQL parses them: the same value either way. */
+function json(value: unknown): unknown {
+  return typeof value === 'string' ? JSON.parse(value) : value;
+}
+
+function fromRaw(row: RawTaskRow): Task {
+  return {
+    id: Number(row.id),
+    key: row.task_key,
+    type: row.type,
+    payload: json(row.payload),
+    status: row.status,
+    runAt: Number(row.run_at),
+    timezone: row.timezone,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    misfire: row.misfire,
+    leaseOwner: row.lease_owner,
+    leaseUntil: row.lease_until === null ? null : Number(row.lease_until),
+    lastError: row.last_error,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    finishedAt: row.finished_at === null ? null : Number(row.finished_at),
+  };
+}
+
+function fromDrizzle(row: TaskRow): Task {
   return {
     id: row.id,
     key: row.key,
@@ -82,81 +163,135 @@ function toTask(row: TaskRow): Task {
   };
 }
 
-function clip(error: string): string {
-  return error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
+/** Rows of [id, runAt ms]: a timer's worth, without an object per row. */
+async function timerEntries(runner: mysql.Pool | Connection, text: string, values: unknown[]): Promise<TimerEntry[]> {
+  const [rows] = await runner.query<[number, number][] & mysql.RowDataPacket[]>({ sql: text, rowsAsArray: true }, values);
+  return rows.map(([id, runAt]) => ({ id: Number(id), runAt: Number(runAt) }));
 }
 
-/** (run_at, id) strictly after `cursor`; uses the (status, run_at) index, whose entries carry id. */
+// Statements written out once.
+const SQL_LOCK_DUE = `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED`;
+const SQL_MARK_DONE = `UPDATE tasks SET status = 'done', attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?)`;
+const SQL_MARK_RUNNING = `UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?)`;
+const SQL_INSERT = `INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const SQL_PENDING_AMONG = `SELECT id, ${ms('run_at')} FROM tasks WHERE id IN (?) AND status = 'pending'`;
+const SQL_INSERTED_AFTER = `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`;
+// The leading `run_at >= ?` gives the index range its start; the OR only breaks ties.
+const SQL_DUE_PAGE = (lower: boolean, cursor: boolean) =>
+  `SELECT id, ${ms('run_at')} FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
+  `${cursor ? ' AND run_at >= ? AND (run_at > ? OR id > ?)' : ''} ORDER BY run_at, id LIMIT ?`;
+
+/** (run_at, id) strictly after `cursor`, for drizzle's queries. */
 function after(cursor: RunAtCursor | undefined): SQL | undefined {
   if (cursor === undefined) return undefined;
   const at = new Date(cursor.runAt);
   return or(gt(tasks.runAt, at), and(eq(tasks.runAt, at), gt(tasks.id, cursor.id)));
 }
 
-const timerColumns = { id: tasks.id, runAt: tasks.runAt, type: tasks.type };
-
-function toTimerEntry(row: { id: number; runAt: Date; type: string }): TimerEntry {
-  return { id: row.id, runAt: row.runAt.getTime(), type: row.type };
-}
-
 export class TaskStore {
-  constructor(private readonly database: Database) {}
+  readonly #database: Database;
+  readonly #inserts: Batcher<{ task: NewTask; now: number }, InsertResult>;
+
+  constructor(database: Database) {
+    this.#database = database;
+    this.#inserts = new Batcher((items) => this.#insertBatch(items), INSERT_BATCH, INSERT_BATCHES_RUNNING);
+  }
 
   private get db(): Db {
-    return this.database.db;
+    return this.#database.db;
+  }
+
+  private get pool(): mysql.Pool {
+    return this.#database.pool;
   }
 
   // ── the shop's requests ────────────────────────────────────────────────────────────────────
 
   /**
-   * Inserts a task; committed when this returns (autocommit). A repeated `key` does not insert:
-   * the existing task comes back with `created: false` for the caller to compare.
+   * Inserts a task; committed when this resolves. Creates arriving together share one
+   * transaction (one commit). A repeated `key` does not insert: the existing task comes back
+   * with `created: false` for the caller to compare.
    */
-  async insert(task: NewTask, now: number): Promise<InsertResult> {
-    const at = new Date(now);
-    try {
-      const [result] = await this.db.insert(tasks).values({
-        key: task.key,
-        type: task.type,
-        payload: task.payload,
-        runAt: new Date(task.runAt),
-        timezone: task.timezone,
-        maxAttempts: task.maxAttempts,
-        misfire: task.misfire,
-        createdAt: at,
-        updatedAt: at,
-      });
-      return {
-        created: true,
-        task: {
-          ...task,
-          id: result.insertId,
-          status: 'pending',
-          attempts: 0,
-          leaseOwner: null,
-          leaseUntil: null,
-          lastError: null,
-          createdAt: now,
-          updatedAt: now,
-          finishedAt: null,
-        },
-      };
-    } catch (error) {
-      if (task.key === null || !isDuplicateKey(error)) throw error;
-      const existing = await this.getByKey(task.key);
-      if (existing === undefined) throw error;
-      return { created: false, task: existing };
+  insert(task: NewTask, now: number): Promise<InsertResult> {
+    return this.#inserts.add({ task, now });
+  }
+
+  async #insertBatch(items: { task: NewTask; now: number }[]): Promise<Outcome<InsertResult>[]> {
+    for (let round = 1; ; round++) {
+      try {
+        return await this.#insertOnce(items);
+      } catch (error) {
+        // Two batches racing on the same keys in opposite orders can deadlock; the loser's
+        // transaction is rolled back whole, so it is simply run again.
+        if (!isLockConflict(error) || round >= 3) throw error;
+      }
     }
+  }
+
+  async #insertOnce(items: { task: NewTask; now: number }[]): Promise<Outcome<InsertResult>[]> {
+    const conn = await this.pool.getConnection();
+    const outcomes: Outcome<InsertResult>[] = [];
+    const duplicates: number[] = [];
+    try {
+      await conn.query('BEGIN');
+      for (const [i, { task, now }] of items.entries()) {
+        const at = new Date(now);
+        try {
+          const [result] = await conn.query<mysql.ResultSetHeader>(SQL_INSERT, [
+            task.key,
+            task.type,
+            JSON.stringify(task.payload),
+            new Date(task.runAt),
+            task.timezone,
+            task.maxAttempts,
+            task.misfire,
+            at,
+            at,
+          ]);
+          outcomes.push({ ok: true, value: { created: true, task: this.#created(task, result.insertId, now) } });
+        } catch (error) {
+          // A duplicate key fails its own statement only: the transaction goes on without it.
+          if (task.key === null || !isDuplicateKey(error)) throw error;
+          outcomes.push({ ok: false, error });
+          duplicates.push(i);
+        }
+      }
+      await conn.query('COMMIT');
+      conn.release();
+    } catch (error) {
+      await this.#database.abandon(conn, error);
+      throw error;
+    }
+    for (const i of duplicates) {
+      const existing = await this.getByKey(items[i]!.task.key!);
+      if (existing !== undefined) outcomes[i] = { ok: true, value: { created: false, task: existing } };
+    }
+    return outcomes;
+  }
+
+  #created(task: NewTask, id: number, now: number): Task {
+    return {
+      ...task,
+      id,
+      status: 'pending',
+      attempts: 0,
+      leaseOwner: null,
+      leaseUntil: null,
+      lastError: null,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    };
   }
 
   async get(id: number): Promise<Task | undefined> {
     const rows = await this.db.select().from(tasks).where(eq(tasks.id, id));
-    return rows[0] === undefined ? undefined : toTask(rows[0]);
+    return rows[0] === undefined ? undefined : fromDrizzle(rows[0]);
   }
 
   async getByKey(key: string): Promise<Task | undefined> {
     const rows = await this.db.select().from(tasks).where(eq(tasks.key, key));
-    return rows[0] === undefined ? undefined : toTask(rows[0]);
+    return rows[0] === undefined ? undefined : fromDrizzle(rows[0]);
   }
 
   /** Pending tasks in (runAt, id) order, strictly after `cursor`. */
@@ -173,7 +308,7 @@ export class TaskStore {
       )
       .orderBy(asc(tasks.runAt), asc(tasks.id))
       .limit(options.limit);
-    return rows.map(toTask);
+    return rows.map(fromDrizzle);
   }
 
   /** pending → cancelled. False when the task is not pending (or does not exist). */
@@ -235,48 +370,40 @@ export class TaskStore {
   /**
    * One page of pending tasks due in (from, until], in (runAt, id) order after `cursor`.
    * `from` undefined means from the beginning of time (the boot load and the reconcile).
+   * Read from the (status, run_at) index alone.
    */
-  async pendingDueBetween(
-    from: number | undefined,
-    until: number,
-    cursor: RunAtCursor | undefined,
-    limit: number,
-  ): Promise<TimerEntry[]> {
-    const rows = await this.db
-      .select(timerColumns)
-      .from(tasks)
-      .where(
-        and(
-          eq(tasks.status, 'pending'),
-          from === undefined ? undefined : gt(tasks.runAt, new Date(from)),
-          lte(tasks.runAt, new Date(until)),
-          after(cursor),
-        ),
-      )
-      .orderBy(asc(tasks.runAt), asc(tasks.id))
-      .limit(limit);
-    return rows.map(toTimerEntry);
+  pendingDueBetween(from: number | undefined, until: number, cursor: RunAtCursor | undefined, limit: number): Promise<TimerEntry[]> {
+    const values: unknown[] = [];
+    if (from !== undefined) values.push(new Date(from));
+    values.push(new Date(until));
+    if (cursor !== undefined) values.push(new Date(cursor.runAt), new Date(cursor.runAt), cursor.id);
+    values.push(limit);
+    return timerEntries(this.pool, SQL_DUE_PAGE(from !== undefined, cursor !== undefined), values);
   }
 
   /** Rows with id above `afterId`, any status, in id order: the refill's view of new inserts. */
-  async insertedAfter(afterId: number, limit: number): Promise<(TimerEntry & { status: TaskStatus })[]> {
-    const rows = await this.db
-      .select({ ...timerColumns, status: tasks.status })
-      .from(tasks)
-      .where(gt(tasks.id, afterId))
-      .orderBy(asc(tasks.id))
-      .limit(limit);
-    return rows.map((row) => ({ ...toTimerEntry(row), status: row.status }));
+  async insertedAfter(afterId: number, limit: number): Promise<(TimerEntry & { pending: boolean })[]> {
+    const [rows] = await this.pool.query<[number, number, number][] & mysql.RowDataPacket[]>(
+      { sql: SQL_INSERTED_AFTER, rowsAsArray: true },
+      [afterId, limit],
+    );
+    return rows.map(([id, runAt, pending]) => ({ id: Number(id), runAt: Number(runAt), pending: Number(pending) === 1 }));
   }
 
   /** The pending ones among `ids`, read without locks. */
-  async pendingAmong(ids: number[]): Promise<TimerEntry[]> {
-    if (ids.length === 0) return [];
+  pendingAmong(ids: number[]): Promise<TimerEntry[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return timerEntries(this.pool, SQL_PENDING_AMONG, [ids]);
+  }
+
+  /** Pending tasks per type, in the whole table. */
+  async countPendingByType(): Promise<Map<string, number>> {
     const rows = await this.db
-      .select(timerColumns)
+      .select({ type: tasks.type, count: sql<number>`COUNT(*)`.mapWith(Number) })
       .from(tasks)
-      .where(and(inArray(tasks.id, ids), eq(tasks.status, 'pending')));
-    return rows.map(toTimerEntry);
+      .where(eq(tasks.status, 'pending'))
+      .groupBy(tasks.type);
+    return new Map(rows.map((row) => [row.type, row.count]));
   }
 
   async maxId(): Promise<number> {
@@ -290,78 +417,63 @@ export class TaskStore {
    * Locks the tasks among `ids` that are pending and due, in id order. Rows another transaction
    * holds are skipped, not waited for: that transaction is running them.
    */
-  async lockDue(tx: Db, ids: number[], now: number): Promise<Task[]> {
-    const rows = await tx
-      .select()
-      .from(tasks)
-      .where(and(inArray(tasks.id, ids), eq(tasks.status, 'pending'), lte(tasks.runAt, new Date(now))))
-      .orderBy(asc(tasks.id))
-      .for('update', { skipLocked: true });
-    return rows.map(toTask);
+  async lockDue(conn: Connection, ids: number[], now: number): Promise<Task[]> {
+    const [rows] = await conn.query<RawTaskRow[]>(SQL_LOCK_DUE, [ids, new Date(now)]);
+    return rows.map(fromRaw);
   }
 
   /** Completes tasks run in this transaction: one attempt used, done. */
-  async markDone(tx: Db, ids: number[], now: number): Promise<void> {
+  async markDone(conn: Connection, ids: number[], now: number): Promise<void> {
     if (ids.length === 0) return;
     const at = new Date(now);
-    await tx
-      .update(tasks)
-      .set({ status: 'done', attempts: sql`${tasks.attempts} + 1`, finishedAt: at, updatedAt: at })
-      .where(inArray(tasks.id, ids));
+    await conn.query(SQL_MARK_DONE, [at, at, ids]);
   }
 
   /** Claims tasks for an outside handler: running, with a lease that ends at `leaseUntil`. */
-  async markRunning(tx: Db, ids: number[], owner: string, leaseUntil: number, now: number): Promise<void> {
+  async markRunning(conn: Connection, ids: number[], owner: string, leaseUntil: number, now: number): Promise<void> {
     if (ids.length === 0) return;
-    await tx
-      .update(tasks)
-      .set({
-        status: 'running',
-        attempts: sql`${tasks.attempts} + 1`,
-        leaseOwner: owner,
-        leaseUntil: new Date(leaseUntil),
-        updatedAt: new Date(now),
-      })
-      .where(inArray(tasks.id, ids));
+    await conn.query(SQL_MARK_RUNNING, [owner, new Date(leaseUntil), new Date(now), ids]);
   }
 
   /**
    * Records a failed run: the error, and either pending again at `retryAt` or failed.
-   * `countAttempt` is false when the attempt was already counted by the claim.
+   * `countAttempt` is false when the attempt was already counted by the claim; with `owner`,
+   * only while this process still holds the task's lease.
    */
-  async recordFailure(tx: Db, failure: Failure, countAttempt: boolean, now: number, owner?: string): Promise<boolean> {
+  async recordFailure(runner: Connection | undefined, failure: Failure, countAttempt: boolean, now: number, owner?: string): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await tx
-      .update(tasks)
-      .set({
-        status: failure.retryAt === null ? 'failed' : 'pending',
-        runAt: failure.retryAt === null ? undefined : new Date(failure.retryAt),
-        finishedAt: failure.retryAt === null ? at : null,
-        attempts: countAttempt ? sql`${tasks.attempts} + 1` : undefined,
-        lastError: clip(failure.error),
-        leaseOwner: null,
-        leaseUntil: null,
-        updatedAt: at,
-      })
-      .where(
-        owner === undefined
-          ? eq(tasks.id, failure.id)
-          : and(eq(tasks.id, failure.id), eq(tasks.status, 'running'), eq(tasks.leaseOwner, owner)),
-      );
+    const retry = failure.retryAt !== null;
+    const [result] = await (runner ?? this.pool).query<mysql.ResultSetHeader>(
+      `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + ?,
+         last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+       WHERE id = ?${owner === undefined ? '' : " AND status = 'running' AND lease_owner = ?"}`,
+      [
+        retry ? 'pending' : 'failed',
+        retry ? new Date(failure.retryAt!) : null,
+        retry ? null : at,
+        countAttempt ? 1 : 0,
+        clip(failure.error),
+        at,
+        failure.id,
+        ...(owner === undefined ? [] : [owner]),
+      ],
+    );
     return result.affectedRows === 1;
   }
 
   /** Completes a task an outside handler ran, if this process still holds its lease. */
   async completeLeased(id: number, owner: string, now: number): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await this.db
-      .update(tasks)
-      .set({ status: 'done', finishedAt: at, updatedAt: at, leaseOwner: null, leaseUntil: null })
-      .where(and(eq(tasks.id, id), eq(tasks.status, 'running'), eq(tasks.leaseOwner, owner)));
+    const [result] = await this.pool.query<mysql.ResultSetHeader>(
+      `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+        WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+      [at, at, id, owner],
+    );
     return result.affectedRows === 1;
   }
 
   failLeased(failure: Failure, owner: string, now: number): Promise<boolean> {
-    return this.recordFailure(this.db, failure, false, now, owner);
+    return this.recordFailure(undefined, failure, false, now, owner);
   }
 }
+

@@ -205,7 +205,7 @@ describe('lock conflicts are retried transparently', () => {
       // The close locks the order, then waits for the goods row the shop holds…
       await waitFor(async () => {
         const waiting = await db.query<any[]>(
-          "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE `goods`%'",
+          "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE goods%'",
         );
         return Number(waiting[0].n) > 0;
       }, 5000, 'the close to wait for the goods lock');

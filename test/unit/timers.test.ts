@@ -22,7 +22,7 @@ describe('timers', () => {
 
   it('fires a task at its time, not before', () => {
     const runAt = Date.now() + 200;
-    timers.arm(1, runAt, 'close_order');
+    timers.arm(1, runAt);
     vi.advanceTimersByTime(199);
     expect(fired).toEqual([]);
     vi.advanceTimersByTime(1);
@@ -33,7 +33,7 @@ describe('timers', () => {
   it('does not fire a task due in 30 days early (setTimeout fires at once above 2^31-1 ms)', () => {
     const runAt = Date.now() + 30 * DAY;
     expect(30 * DAY).toBeGreaterThan(MAX_TIMER_DELAY_MS);
-    timers.arm(7, runAt, 'close_order');
+    timers.arm(7, runAt);
     vi.advanceTimersByTime(0);
     expect(fired).toEqual([]);
     vi.advanceTimersByTime(MAX_TIMER_DELAY_MS); // 24.8 days: the clamped timer wakes and sleeps again
@@ -46,7 +46,7 @@ describe('timers', () => {
 
   it('sleeps again when the wall clock is behind the monotonic timer', () => {
     const runAt = Date.now() + 1000;
-    timers.arm(3, runAt, 'close_order');
+    timers.arm(3, runAt);
     // The wall clock is set back 300 ms (NTP step) while the timer waits.
     vi.setSystemTime(Date.now() - 300);
     vi.advanceTimersByTime(1000);
@@ -56,17 +56,17 @@ describe('timers', () => {
   });
 
   it('fires a task whose time has passed at once', () => {
-    timers.arm(4, Date.now() - 60_000, 'close_order');
+    timers.arm(4, Date.now() - 60_000);
     vi.advanceTimersByTime(0);
     expect(fired.map((f) => f.id)).toEqual([4]);
   });
 
   it('re-arming moves the timer; disarming removes it', () => {
     const now = Date.now();
-    timers.arm(5, now + 100, 'close_order');
-    timers.arm(5, now + 500, 'close_order');
+    timers.arm(5, now + 100);
+    timers.arm(5, now + 500);
     expect(timers.runAtOf(5)).toBe(now + 500);
-    timers.arm(6, now + 100, 'close_order');
+    timers.arm(6, now + 100);
     expect(timers.disarm(6)).toBe(true);
     expect(timers.disarm(6)).toBe(false);
     vi.advanceTimersByTime(499);
@@ -76,7 +76,7 @@ describe('timers', () => {
   });
 
   it('disarmAll leaves nothing to fire', () => {
-    for (let id = 1; id <= 100; id++) timers.arm(id, Date.now() + id, 'close_order');
+    for (let id = 1; id <= 100; id++) timers.arm(id, Date.now() + id);
     expect(timers.size).toBe(100);
     timers.disarmAll();
     vi.advanceTimersByTime(1000);

@@ -28,7 +28,7 @@ export const MAX_PAYLOAD_BYTES = 64 * 1024;
 
 /** What the routes need from the scheduler: arm or disarm a task this process changed. */
 export interface Tracker {
-  track(id: number, runAt: number, type: string): void;
+  track(id: number, runAt: number): void;
   untrack(id: number): void;
 }
 
@@ -139,7 +139,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         now,
       );
       if (result.created) {
-        tracker.track(result.task.id, result.task.runAt, result.task.type);
+        tracker.track(result.task.id, result.task.runAt);
         return reply.status(201).send(present(result.task));
       }
       // The key exists. The same request again (a retry) gets the task; anything else is a conflict.
@@ -186,7 +186,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         const current = await byId(task.id);
         throw conflict(`task ${task.id} is ${current.status}; only a pending task can be rescheduled`, present(current));
       }
-      tracker.track(task.id, runAt, task.type);
+      tracker.track(task.id, runAt);
       return present(await byId(task.id));
     },
   );

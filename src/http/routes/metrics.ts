@@ -1,0 +1,10 @@
+/** GET /metrics: the Prometheus text format. */
+import type { FastifyPluginAsync } from 'fastify';
+import type { Metrics } from '../../metrics.js';
+
+export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+};

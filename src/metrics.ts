@@ -1,0 +1,116 @@
+/**
+ * Prometheus metrics: what an operator watches (the backlog, how late tasks run, how long
+ * handlers take, how often crash recovery steps in) plus Node's own process metrics.
+ * One registry per service, so two services in one process (tests) do not mix their numbers.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Seconds, from 1 ms to 60 s. */
+const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** Outcome of one run of a task. */
+export type RunOutcome = 'done' | 'retry' | 'failed';
+
+export interface MetricSources {
+  armed: () => number;
+  pool: () => { inUse: number; waiting: number; total: number };
+  /** Pending tasks per type; called at most every PENDING_REFRESH_MS. */
+  pendingByType: () => Promise<Map<string, number>>;
+}
+
+/** Counting the backlog reads an index range: at most this often. */
+const PENDING_REFRESH_MS = 15_000;
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly runs = new Counter({
+    name: 'punctual_task_runs_total',
+    help: 'Task runs by type and outcome (done, retry: failed and will run again, failed: for good).',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly lateness = new Histogram({
+    name: 'punctual_task_lateness_seconds',
+    help: 'How late a run started: run start − runAt.',
+    labelNames: ['type'] as const,
+    buckets: LATENESS_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly duration = new Histogram({
+    name: 'punctual_handler_duration_seconds',
+    help: 'How long a handler ran (for a batch, its time divided among its tasks).',
+    labelNames: ['type'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly retries = new Counter({
+    name: 'punctual_task_retries_total',
+    help: 'Failed runs that will be tried again.',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly leaseRecoveries = new Counter({
+    name: 'punctual_lease_recoveries_total',
+    help: 'Running tasks whose lease ran out (their process died) and were recovered. Should stay 0.',
+    registers: [this.registry],
+  });
+
+  readonly refillDuration = new Histogram({
+    name: 'punctual_refill_duration_seconds',
+    help: 'How long one refill (arming newly near and newly inserted tasks) took.',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  constructor(sources: MetricSources) {
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 5 });
+    new Gauge({
+      name: 'punctual_armed_timers',
+      help: 'Tasks with a timer in this process (those due within the horizon).',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.armed());
+      },
+    });
+    const pool = (field: 'inUse' | 'waiting' | 'total') =>
+      function (this: Gauge) {
+        this.set(sources.pool()[field]);
+      };
+    new Gauge({ name: 'punctual_db_pool_in_use', help: 'Database connections checked out.', registers: [this.registry], collect: pool('inUse') });
+    new Gauge({ name: 'punctual_db_pool_waiting', help: 'Callers waiting for a database connection.', registers: [this.registry], collect: pool('waiting') });
+    new Gauge({ name: 'punctual_db_pool_open', help: 'Database connections open.', registers: [this.registry], collect: pool('total') });
+
+    let counted: { at: number; byType: Map<string, number> } | undefined;
+    new Gauge({
+      name: 'punctual_pending_tasks',
+      help: `Pending tasks by type, in the whole table (counted at most every ${PENDING_REFRESH_MS / 1000} s).`,
+      labelNames: ['type'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (counted === undefined || Date.now() - counted.at > PENDING_REFRESH_MS) {
+          try {
+            counted = { at: Date.now(), byType: await sources.pendingByType() };
+          } catch {
+            return; // the database is away: keep the last count
+          }
+        }
+        this.reset();
+        for (const [type, count] of counted.byType) this.set({ type }, count);
+      },
+    });
+  }
+
+  /** Records one run that started at `startedAt` for a task due at `runAt`. */
+  recordRun(type: string, outcome: RunOutcome, runAt: number, startedAt: number, durationMs: number): void {
+    this.runs.inc({ type, outcome });
+    this.lateness.observe({ type }, Math.max(0, startedAt - runAt) / 1000);
+    this.duration.observe({ type }, durationMs / 1000);
+    if (outcome === 'retry') this.retries.inc({ type });
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * What the benchmarks share: a database of their own, the shop's tables, fast seeding, the real
+ * server as a child process (only HTTP and the database between them), and small statistics.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import mysql from 'mysql2/promise';
+import WebSocket from 'ws';
+import { migrateDatabase } from '../../src/db/migrate.js';
+
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+export const SERVER_URL = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+// ── the database ──────────────────────────────────────────────────────────────────────────
+
+export class BenchDb {
+  readonly url: string;
+  pool: mysql.Pool;
+  #mariadb = false;
+
+  private constructor(readonly name: string) {
+    this.url = `${SERVER_URL.replace(/\/$/, '')}/${name}`;
+    this.pool = this.#newPool();
+  }
+
+  static async create(): Promise<BenchDb> {
+    const db = new BenchDb(`punctual_bench_${Math.floor(Date.now() / 1000)}_${randomBytes(3).toString('hex')}`);
+    await db.reset();
+    return db;
+  }
+
+  #newPool(): mysql.Pool {
+    const pool = mysql.createPool({ uri: this.url, timezone: 'Z', connectionLimit: 60, multipleStatements: false });
+    pool.pool.on('connection', (conn) => conn.query("SET time_zone = '+00:00'", () => undefined));
+    return pool;
+  }
+
+  async #server<T>(fn: (conn: mysql.Connection) => Promise<T>): Promise<T> {
+    const conn = await mysql.createConnection({ uri: SERVER_URL });
+    try {
+      return await fn(conn);
+    } finally {
+      await conn.end();
+    }
+  }
+
+  /**
+   * A fresh, empty database: the shop's tables, and punctual's (migrated here, as the server
+   * would at start, so tasks can be inserted before a server runs).
+   */
+  async reset(goodsCount = 100): Promise<void> {
+    await this.pool.end().catch(() => undefined);
+    await this.#server(async (conn) => {
+      await conn.query(`DROP DATABASE IF EXISTS \`${this.name}\``);
+      await conn.query(`CREATE DATABASE \`${this.name}\` CHARACTER SET utf8mb4`);
+      const [[version]] = await conn.query<mysql.RowDataPacket[]>('SELECT VERSION() AS v');
+      this.#mariadb = String(version?.v).includes('MariaDB');
+    });
+    this.pool = this.#newPool();
+    await migrateDatabase(this.url, this.name);
+    await this.exec('CREATE TABLE goods (id BIGINT UNSIGNED PRIMARY KEY, stock INT NOT NULL)');
+    await this.exec(`CREATE TABLE orders (
+      id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, order_sn VARCHAR(64) NOT NULL UNIQUE,
+      status VARCHAR(16) NOT NULL DEFAULT 'unpaid', items JSON NOT NULL, closed_at DATETIME(3) NULL)`);
+    await this.exec(`INSERT INTO goods (id, stock) SELECT seq, 0 FROM ${this.numbers(goodsCount)}`);
+  }
+
+  async drop(): Promise<void> {
+    await this.pool.end().catch(() => undefined);
+    await this.#server((conn) => conn.query(`DROP DATABASE IF EXISTS \`${this.name}\``));
+  }
+
+  /** A derived table of integers 1..n in a column `seq`. */
+  numbers(n: number, from = 1): string {
+    if (this.#mariadb) return `seq_${from}_to_${from + n - 1} AS numbers`;
+    // MySQL: digits cross-joined, enough for 10^7.
+    const digits = '(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
+    const parts = Array.from({ length: 7 }, (_, i) => `${digits} d${i}`).join(' CROSS JOIN ');
+    const value = Array.from({ length: 7 }, (_, i) => `d${i}.d * ${10 ** i}`).join(' + ');
+    return `(SELECT ${from} + ${value} AS seq FROM ${parts} HAVING seq < ${from + n}) AS numbers`;
+  }
+
+  async exec(sql: string, values?: unknown[]): Promise<mysql.ResultSetHeader> {
+    const [result] = await this.pool.query<mysql.ResultSetHeader>(sql, values);
+    return result;
+  }
+
+  async rows<T = any>(sql: string, values?: unknown[]): Promise<T[]> {
+    const [rows] = await this.pool.query<mysql.RowDataPacket[]>(sql, values);
+    return rows as T[];
+  }
+
+  /** Unpaid orders B<from>..B<from+n-1>, each with one to three items over the goods. */
+  async seedOrders(n: number, from = 1, goodsCount = 100): Promise<void> {
+    for (let start = from; start < from + n; start += 500_000) {
+      const size = Math.min(500_000, from + n - start);
+      await this.exec(
+        `INSERT INTO orders (order_sn, items)
+         SELECT CONCAT('B', seq), IF(seq % 3 = 0,
+           JSON_ARRAY(JSON_OBJECT('goods_id', 1 + seq % ${goodsCount}, 'num', 1 + seq % 5)),
+           JSON_ARRAY(JSON_OBJECT('goods_id', 1 + seq % ${goodsCount}, 'num', 1 + seq % 5),
+                      JSON_OBJECT('goods_id', 1 + (seq * 7) % ${goodsCount}, 'num', 2)))
+         FROM ${this.numbers(size, start)}`,
+      );
+    }
+  }
+
+  /**
+   * close_order tasks for orders B<from>.., inserted straight into the table the way a shop may,
+   * due at `runAtSql` (an SQL expression over `seq`, in UTC).
+   */
+  async seedTasks(n: number, runAtSql: string, from = 1): Promise<void> {
+    for (let start = from; start < from + n; start += 500_000) {
+      const size = Math.min(500_000, from + n - start);
+      await this.exec(
+        `INSERT INTO tasks (type, payload, run_at)
+         SELECT 'close_order', JSON_OBJECT('orderSn', CONCAT('B', seq)), ${runAtSql}
+         FROM ${this.numbers(size, start)}`,
+      );
+    }
+  }
+
+  async count(sql: string, values?: unknown[]): Promise<number> {
+    const [row] = await this.rows<{ n: number }>(sql, values);
+    return Number(row?.n ?? 0);
+  }
+
+  /** Lateness of closed orders in ms (closed_at − run_at), sorted. */
+  async closeLateness(): Promise<number[]> {
+    const rows = await this.rows<{ late: string }>(
+      `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late
+         FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
+        WHERE o.closed_at IS NOT NULL`,
+    );
+    return rows.map((row) => Number(row.late)).sort((a, b) => a - b);
+  }
+
+  /** Stock must equal the items of the closed orders, counted once. */
+  async stockAddsUp(): Promise<boolean> {
+    const [row] = await this.rows<{ expected: string; actual: string }>(
+      `SELECT
+         (SELECT COALESCE(SUM(jt.num), 0) FROM orders o,
+            JSON_TABLE(o.items, '$[*]' COLUMNS (num INT PATH '$.num')) jt WHERE o.status = 'closed') AS expected,
+         (SELECT COALESCE(SUM(stock), 0) FROM goods) AS actual`,
+    );
+    return Number(row?.expected) === Number(row?.actual);
+  }
+}
+
+// ── the server ────────────────────────────────────────────────────────────────────────────
+
+export interface Server {
+  child: ChildProcess;
+  baseUrl: string;
+  /** ms from spawn to "punctual is ready". */
+  readyMs: number;
+  inspectorUrl?: string;
+  stop(): Promise<number | null>;
+}
+
+/** Starts dist/main.js with its defaults (but the database and a free port). */
+export async function startServer(db: BenchDb, options: { inspect?: boolean; env?: Record<string, string> } = {}): Promise<Server> {
+  const started = performance.now();
+  const args = options.inspect ? ['--inspect=127.0.0.1:0', MAIN] : [MAIN];
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PORT: '0', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let inspectorUrl: string | undefined;
+  const errors: string[] = [];
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    const match = /Debugger listening on (ws:\/\/\S+)/.exec(line);
+    if (match) inspectorUrl = match[1];
+    else errors.push(line);
+  });
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      if (!line.includes('punctual is ready')) return;
+      resolve(String(JSON.parse(line).address));
+    });
+    void exited.then((code) => reject(new Error(`server exited with ${code}: ${errors.join('\n')}`)));
+  });
+  const readyMs = performance.now() - started;
+  return {
+    child,
+    baseUrl,
+    readyMs,
+    inspectorUrl,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** Peak and current resident memory of a process, in MB (Linux). */
+export function memoryOf(pid: number): { peakMb: number; rssMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { peakMb: kb('VmHWM') / 1024, rssMb: kb('VmRSS') / 1024 };
+}
+
+/** The server's metrics, parsed: name{labels} → value. */
+export async function scrape(server: Server): Promise<Map<string, number>> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  const values = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line.trim() === '') continue;
+    const cut = line.lastIndexOf(' ');
+    values.set(line.slice(0, cut), Number(line.slice(cut + 1)));
+  }
+  return values;
+}
+
+/** V8 heap in use after a full GC, through the inspector (the server must run with inspect). */
+export async function heapAfterGc(server: Server): Promise<number> {
+  if (server.inspectorUrl === undefined) throw new Error('the server was not started with the inspector');
+  const socket = new WebSocket(server.inspectorUrl);
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  let id = 0;
+  const call = (method: string) =>
+    new Promise<any>((resolve) => {
+      const mine = ++id;
+      const onMessage = (data: WebSocket.RawData) => {
+        const message = JSON.parse(data.toString());
+        if (message.id !== mine) return;
+        socket.off('message', onMessage);
+        resolve(message.result);
+      };
+      socket.on('message', onMessage);
+      socket.send(JSON.stringify({ id: mine, method }));
+    });
+  await call('HeapProfiler.collectGarbage');
+  await call('HeapProfiler.collectGarbage');
+  const usage = await call('Runtime.getHeapUsage');
+  socket.close();
+  return usage.usedSize as number;
+}
+
+// ── numbers ───────────────────────────────────────────────────────────────────────────────
+
+/** The q-quantile (0..1) of sorted values. */
+export function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string, everyMs = 200): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** SQL for the UTC DATETIME of epoch milliseconds `ms` plus `extraSql` (an expression, in ms). */
+export function utcSql(ms: number, extraSql = '0'): string {
+  return `TIMESTAMP'1970-01-01 00:00:00' + INTERVAL (${ms} + ${extraSql}) * 1000 MICROSECOND`;
+}
