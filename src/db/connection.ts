@@ -15,6 +15,13 @@ import * as schema from './schema.js';
 export type Db = MySql2Database<typeof schema>;
 export type Connection = mysql.PoolConnection;
 
+/**
+ * How a multi-row INSERT tells the id of each row: MariaDB answers them (INSERT … RETURNING);
+ * MySQL hands out consecutive ids when innodb_autoinc_lock_mode ≤ 1 and the increment is 1;
+ * otherwise rows are inserted one statement each.
+ */
+export type InsertIds = 'returning' | 'consecutive' | 'one-by-one';
+
 export interface DatabaseOptions {
   url: string;
   poolSize: number;
@@ -49,6 +56,7 @@ export class Database {
   readonly db: Db;
   readonly #drizzleOf = new WeakMap<Connection, Db>();
   #closing: Promise<void> | undefined;
+  #insertIds: Promise<InsertIds> | undefined;
 
   constructor(options: DatabaseOptions) {
     this.pool = mysql.createPool({
@@ -64,6 +72,8 @@ export class Database {
       supportBigNumbers: true,
       bigNumberStrings: false,
       multipleStatements: false,
+      // Capturing a stack trace for every query costs more than the query on the hot paths.
+      trace: false,
     });
     const sessionSetup = `SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${options.lockWaitTimeoutS}`;
     // Runs before anything else on the new connection: commands on a connection run in order.
@@ -88,6 +98,22 @@ export class Database {
     };
     const total = inner._allConnections.length;
     return { total, inUse: total - inner._freeConnections.length, waiting: inner._connectionQueue.length };
+  }
+
+  /** What this server offers for learning the ids of a multi-row INSERT; asked once. */
+  insertIds(): Promise<InsertIds> {
+    this.#insertIds ??= this.pool
+      .query<mysql.RowDataPacket[]>('SELECT VERSION() AS version, @@innodb_autoinc_lock_mode AS mode, @@auto_increment_increment AS step')
+      .then(([[row]]) => {
+        const mariadb = /^(\d+)\.(\d+).*MariaDB/i.exec(String(row?.version));
+        if (mariadb !== null && Number(mariadb[1]) * 100 + Number(mariadb[2]) >= 1005) return 'returning';
+        return Number(row?.mode) <= 1 && Number(row?.step) === 1 ? 'consecutive' : 'one-by-one';
+      })
+      .catch((error: unknown) => {
+        this.#insertIds = undefined;
+        throw error;
+      });
+    return this.#insertIds;
   }
 
   drizzleOf(conn: Connection): Db {

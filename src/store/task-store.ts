@@ -173,7 +173,8 @@ async function timerEntries(runner: mysql.Pool | Connection, text: string, value
 const SQL_LOCK_DUE = `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED`;
 const SQL_MARK_DONE = `UPDATE tasks SET status = 'done', attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?)`;
 const SQL_MARK_RUNNING = `UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?)`;
-const SQL_INSERT = `INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const SQL_INSERT_ROWS = 'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, created_at, updated_at) VALUES';
+const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const SQL_PENDING_AMONG = `SELECT id, ${ms('run_at')} FROM tasks WHERE id IN (?) AND status = 'pending'`;
 const SQL_INSERTED_AFTER = `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`;
 // The leading `run_at >= ?` gives the index range its start; the OR only breaks ties.
@@ -208,8 +209,8 @@ export class TaskStore {
   // ── the shop's requests ────────────────────────────────────────────────────────────────────
 
   /**
-   * Inserts a task; committed when this resolves. Creates arriving together share one
-   * transaction (one commit). A repeated `key` does not insert: the existing task comes back
+   * Inserts a task; committed when this resolves. Creates arriving together are written by one
+   * statement (or one transaction), so they share a commit. A repeated `key` does not insert: the existing task comes back
    * with `created: false` for the caller to compare.
    */
   insert(task: NewTask, now: number): Promise<InsertResult> {
@@ -229,25 +230,37 @@ export class TaskStore {
   }
 
   async #insertOnce(items: { task: NewTask; now: number }[]): Promise<Outcome<InsertResult>[]> {
+    const ids = await this.#database.insertIds();
+    if (ids !== 'one-by-one' && items.length > 1) {
+      try {
+        return await this.#insertAll(items, ids);
+      } catch (error) {
+        // A key already taken fails the whole statement: then one statement per row sorts it out.
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+    return this.#insertOneByOne(items);
+  }
+
+  /** One multi-row INSERT, committed on its own. */
+  async #insertAll(items: { task: NewTask; now: number }[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
+    const values = items.map(({ task, now }) => this.#row(task, now));
+    const text = `${SQL_INSERT_ROWS} ${items.map(() => ROW_PLACEHOLDERS).join(', ')}${ids === 'returning' ? ' RETURNING id' : ''}`;
+    const [result] = await this.pool.query<mysql.ResultSetHeader & { id: number }[]>(text, values.flat());
+    const idOf = (i: number) => (ids === 'returning' ? Number(result[i]!.id) : result.insertId + i);
+    return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: this.#created(task, idOf(i), now) } }));
+  }
+
+  /** One statement per row in one transaction: a taken key fails its own row only. */
+  async #insertOneByOne(items: { task: NewTask; now: number }[]): Promise<Outcome<InsertResult>[]> {
     const conn = await this.pool.getConnection();
     const outcomes: Outcome<InsertResult>[] = [];
     const duplicates: number[] = [];
     try {
       await conn.query('BEGIN');
       for (const [i, { task, now }] of items.entries()) {
-        const at = new Date(now);
         try {
-          const [result] = await conn.query<mysql.ResultSetHeader>(SQL_INSERT, [
-            task.key,
-            task.type,
-            JSON.stringify(task.payload),
-            new Date(task.runAt),
-            task.timezone,
-            task.maxAttempts,
-            task.misfire,
-            at,
-            at,
-          ]);
+          const [result] = await conn.query<mysql.ResultSetHeader>(`${SQL_INSERT_ROWS} ${ROW_PLACEHOLDERS}`, this.#row(task, now));
           outcomes.push({ ok: true, value: { created: true, task: this.#created(task, result.insertId, now) } });
         } catch (error) {
           // A duplicate key fails its own statement only: the transaction goes on without it.
@@ -267,6 +280,11 @@ export class TaskStore {
       if (existing !== undefined) outcomes[i] = { ok: true, value: { created: false, task: existing } };
     }
     return outcomes;
+  }
+
+  #row(task: NewTask, now: number): unknown[] {
+    const at = new Date(now);
+    return [task.key, task.type, JSON.stringify(task.payload), new Date(task.runAt), task.timezone, task.maxAttempts, task.misfire, at, at];
   }
 
   #created(task: NewTask, id: number, now: number): Task {
