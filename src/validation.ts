@@ -29,3 +29,27 @@ export function describeErrors(errors: readonly SchemaError[], prefix: string): 
   }
   return `${prefix}${path} ${message}`;
 }
+
+/**
+ * What a JSON value from a request must not have before anything walks or stores it: more
+ * than `maxDepth` levels of nesting (stack overflows; MySQL's JSON stops at 100, MariaDB's at 32),
+ * or a string with a lone surrogate (not Unicode: the database refuses it). Iterative, so depth
+ * itself cannot hurt. Answers the problem, or undefined.
+ */
+export function jsonProblem(value: unknown, maxDepth: number): string | undefined {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (typeof current === 'string') {
+      if (!current.isWellFormed()) return 'must not contain a string that is not valid Unicode (a lone surrogate)';
+      continue;
+    }
+    if (current === null || typeof current !== 'object') continue;
+    if (depth >= maxDepth) return `must not nest more than ${maxDepth} levels deep`;
+    for (const [name, child] of Object.entries(current)) {
+      if (!name.isWellFormed()) return 'must not contain a name that is not valid Unicode (a lone surrogate)';
+      stack.push([child, depth + 1]);
+    }
+  }
+  return undefined;
+}

@@ -16,6 +16,13 @@ async function rowCount(): Promise<number> {
 const call = (method: string, url: string, body?: unknown, headers: Record<string, string> = auth) =>
   service.call(method, url, body, headers);
 
+/** Arrays in arrays, `levels` deep. */
+function nested(levels: number): unknown {
+  let value: unknown = 'bottom';
+  for (let i = 0; i < levels; i++) value = [value];
+  return value;
+}
+
 const closeOrder = (extra: Record<string, unknown> = {}) => ({
   type: 'close_order',
   payload: { orderSn: 'SN000001' },
@@ -185,6 +192,9 @@ describe('POST /tasks', () => {
       ['webhook host not allowed', { type: 'webhook', payload: { url: 'https://evil.example.net/x' }, delayMs: 0 }, 400, 'body/payload/url host evil.example.net is not in WEBHOOK_ALLOWED_HOSTS'],
       ['webhook not http', { type: 'webhook', payload: { url: 'file:///etc/passwd' }, delayMs: 0 }, 400, 'body/payload/url must be http or https'],
       ['oversized body', closeOrder({ payload: { orderSn: long } }), 413, 'Request body is too large'],
+      ['payload nested too deep', { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: nested(40) }, delayMs: 0 }, 400, 'body/payload must not nest more than 32 levels deep'],
+      ['payload with a lone surrogate', { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: 'a\ud800' }, delayMs: 0 }, 400, 'body/payload must not contain a string that is not valid Unicode'],
+      ['key with a lone surrogate', closeOrder({ key: 'k\udc00' }), 400, 'body/key must not contain a lone surrogate'],
     ])('%s', async (_, body, status, message) => {
       const answer = await call('POST', '/tasks', body);
       expect(answer.status).toBe(status);

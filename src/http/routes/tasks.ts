@@ -8,6 +8,7 @@ import type { Clock } from '../../clock.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
 import { canonicalZone, parseRunAt, TimeInputError } from '../../time.js';
+import { jsonProblem } from '../../validation.js';
 import { badRequest, conflict, HttpError, notFound } from '../errors.js';
 import { present } from '../present.js';
 import {
@@ -25,6 +26,8 @@ import {
 
 /** Payloads are kept small: a task names its work, it does not carry it. */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/** Deeper JSON is refused before anything walks it (MariaDB's JSON functions stop at 32 levels). */
+export const MAX_PAYLOAD_DEPTH = 32;
 
 /** What the routes need from the scheduler: arm or disarm a task this process changed. */
 export interface Tracker {
@@ -117,9 +120,14 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       if (registry.get(body.type) === undefined) {
         throw badRequest('body/type', `is not a known task type: ${JSON.stringify(body.type)} (known: ${registry.types.join(', ')})`);
       }
+      const payload = body.payload ?? {};
+      const unfit = jsonProblem(payload, MAX_PAYLOAD_DEPTH);
+      if (unfit !== undefined) throw badRequest('body/payload', unfit);
+      if (body.key !== undefined && !body.key.isWellFormed()) {
+        throw badRequest('body/key', 'must not contain a lone surrogate (it is not valid Unicode)');
+      }
       const zone = zoneOf(body.timezone, options.timezone);
       const runAt = instantOf(body, zone, now);
-      const payload = body.payload ?? {};
       const problem = registry.payloadProblem(body.type, payload, 'body/payload');
       if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
       if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
