@@ -24,6 +24,7 @@ export interface Config {
   misfireGraceMs: number;
   logLevel: string;
   webhookSecret: string | undefined;
+  webhookSecretNext: string | undefined;
   webhookAllowedHosts: string[];
   webhookTimeoutMs: number;
 }
@@ -134,6 +135,11 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`HORIZON_MS (${horizonMs}) must be longer than REFILL_INTERVAL_MS (${refillIntervalMs})`);
   }
   const retryBaseMs = integer(env, 'RETRY_BASE_MS', 2000, 1, MAX_TIMER_MS);
+  const webhookSecret = text(env, 'WEBHOOK_SECRET');
+  const webhookSecretNext = text(env, 'WEBHOOK_SECRET_NEXT');
+  if (webhookSecretNext !== undefined && webhookSecret === undefined) {
+    throw new ConfigError('WEBHOOK_SECRET_NEXT is the key that will replace WEBHOOK_SECRET: set WEBHOOK_SECRET too');
+  }
 
   return {
     databaseUrl,
@@ -155,7 +161,8 @@ export function loadConfig(env: Env = process.env): Config {
     retryMaxMs: Math.max(retryBaseMs, integer(env, 'RETRY_MAX_MS', 3600_000, 1, MAX_TIMER_MS)),
     misfireGraceMs: integer(env, 'MISFIRE_GRACE_MS', 60_000, 0, MAX_TIMER_MS),
     logLevel,
-    webhookSecret: text(env, 'WEBHOOK_SECRET'),
+    webhookSecret,
+    webhookSecretNext,
     webhookAllowedHosts: allowedHosts(text(env, 'WEBHOOK_ALLOWED_HOSTS')),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
   };

@@ -51,6 +51,7 @@ export function createRegistry(config: Config): HandlerRegistry {
   const registry = new HandlerRegistry().register(closeOrder);
   registry.register(webhook({
     secret: config.webhookSecret,
+    nextSecret: config.webhookSecretNext,
     allowedHosts: config.webhookAllowedHosts,
     timeoutMs: config.webhookTimeoutMs,
   }));

@@ -4,11 +4,14 @@
  * `Idempotency-Key` for a task across all its attempts, and receivers drop repeats.
  *
  * Every request is signed: `X-Punctual-Signature: t=<epoch ms>,v1=<hex HMAC-SHA256 of
- * "<t>.<body>" with WEBHOOK_SECRET>`. Only hosts listed in WEBHOOK_ALLOWED_HOSTS are called,
+ * "<t>.<body>" with WEBHOOK_SECRET>`, plus a second `v1=` with WEBHOOK_SECRET_NEXT while a key
+ * rotation is under way. Only hosts listed in WEBHOOK_ALLOWED_HOSTS are called (see egress.ts),
  * redirects are not followed, and the response body read is bounded.
  */
 import { createHmac } from 'node:crypto';
 import { Type } from 'typebox';
+import { fetch } from 'undici';
+import { Egress } from './egress.js';
 import { type OutsideHandler, PermanentError } from './handler.js';
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -37,15 +40,20 @@ const payload = Type.Object(
 
 export interface WebhookOptions {
   secret: string | undefined;
+  /** The key that will replace `secret`: calls carry a signature with each while both are set. */
+  nextSecret?: string | undefined;
   /** `host` (any port) or `host:port`, lower case. */
   allowedHosts: string[];
   timeoutMs: number;
 }
 
-/** The signature header value for `body` sent at `timestamp`. Receivers recompute it to verify. */
-export function sign(secret: string, timestamp: number, body: string): string {
-  const digest = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
-  return `t=${timestamp},v1=${digest}`;
+/**
+ * The signature header value for `body` sent at `timestamp`, one `v1=` per secret. Receivers
+ * recompute it with the secret they know and accept the call if any `v1=` matches.
+ */
+export function sign(secrets: string[], timestamp: number, body: string): string {
+  const digests = secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`);
+  return `t=${timestamp},${digests.join(',')}`;
 }
 
 /** The key a receiver uses to drop repeats: the same for every attempt of a task. */
@@ -53,27 +61,7 @@ export function idempotencyKey(task: { id: number; createdAt: number }): string 
   return `punctual-${task.id}-${task.createdAt}`;
 }
 
-function defaultPort(protocol: string): string {
-  return protocol === 'https:' ? '443' : '80';
-}
-
-/** Why `url` may not be called, or undefined when it may. */
-export function refusedUrl(url: string, allowedHosts: string[]): string | undefined {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'is not a URL';
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'must be http or https';
-  if (parsed.username !== '' || parsed.password !== '') return 'must not carry credentials; use headers';
-  const host = parsed.hostname.toLowerCase();
-  const port = parsed.port === '' ? defaultPort(parsed.protocol) : parsed.port;
-  const allowed = allowedHosts.some((entry) => entry === host || entry === `${host}:${port}`);
-  return allowed ? undefined : `host ${parsed.host} is not in WEBHOOK_ALLOWED_HOSTS`;
-}
-
-async function readBounded(response: Response): Promise<string> {
+async function readBounded(response: Awaited<ReturnType<typeof fetch>>): Promise<string> {
   if (response.body === null) return '';
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -91,7 +79,19 @@ async function readBounded(response: Response): Promise<string> {
   return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8');
 }
 
+/** The network error under fetch's "fetch failed", as the task's lastError. */
+function callError(error: unknown): Error {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  if (cause?.code === 'EPUNCTUALREFUSED') return new PermanentError(`refused: ${cause.message}`);
+  if (cause?.message !== undefined && error instanceof Error && error.message === 'fetch failed') {
+    return new Error(`${cause.code ?? 'network error'}: ${cause.message}`);
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}
+
 export function webhook(options: WebhookOptions): OutsideHandler<typeof payload> {
+  const egress = new Egress(options.allowedHosts);
+  const secrets = [options.secret, options.nextSecret].filter((secret): secret is string => secret !== undefined);
   return {
     type: 'webhook',
     effect: 'outside',
@@ -100,7 +100,7 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
 
     check({ url, headers }) {
       if (options.secret === undefined) return 'cannot be sent: webhooks are off until WEBHOOK_SECRET is set';
-      const refused = refusedUrl(url, options.allowedHosts);
+      const refused = egress.refusal(url);
       if (refused !== undefined) return `/url ${refused}`;
       const reserved = Object.keys(headers ?? {}).find(
         (name) => RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('x-punctual-'),
@@ -109,9 +109,8 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
     },
 
     async run({ task, payload: { url, method = 'POST', headers = {}, body }, signal, attempt, now }) {
-      const secret = options.secret;
-      if (secret === undefined) throw new PermanentError('webhooks are off until WEBHOOK_SECRET is set');
-      const refused = refusedUrl(url, options.allowedHosts);
+      if (secrets.length === 0) throw new PermanentError('webhooks are off until WEBHOOK_SECRET is set');
+      const refused = egress.refusal(url);
       if (refused !== undefined) throw new PermanentError(`url ${refused}`);
 
       const text = body === undefined || method === 'GET' ? '' : JSON.stringify(body);
@@ -119,15 +118,18 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
         method,
         redirect: 'manual',
         signal,
+        dispatcher: egress.dispatcher,
         headers: {
           ...headers,
           ...(text === '' ? {} : { 'content-type': 'application/json' }),
           'idempotency-key': idempotencyKey(task),
           'x-punctual-task-id': String(task.id),
           'x-punctual-attempt': String(attempt),
-          'x-punctual-signature': sign(secret, now, text),
+          'x-punctual-signature': sign(secrets, now, text),
         },
         body: text === '' ? undefined : text,
+      }).catch((error: unknown) => {
+        throw callError(error);
       });
       const answer = await readBounded(response);
       if (response.status >= 300 && response.status < 400) {

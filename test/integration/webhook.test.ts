@@ -80,12 +80,13 @@ function settled(id: number) {
   }, 10_000, `task ${id} to settle`);
 }
 
-/** What a receiver does to check a call: recompute the HMAC over "<t>.<body>". */
+/** What a receiver does to check a call: recompute the HMAC over "<t>.<body>"; any v1 may match. */
 function verify(headers: IncomingHttpHeaders, body: string, secret: string): boolean {
-  const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(headers['x-punctual-signature']));
-  if (match === null) return false;
-  const expected = createHmac('sha256', secret).update(`${match[1]}.${body}`).digest('hex');
-  return expected === match[2];
+  const [stamp, ...signatures] = String(headers['x-punctual-signature']).split(',');
+  const t = /^t=(\d+)$/.exec(stamp ?? '')?.[1];
+  if (t === undefined) return false;
+  const expected = `v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
+  return signatures.includes(expected);
 }
 
 describe('webhook', () => {
@@ -163,6 +164,58 @@ describe('webhook', () => {
     }
     const allowed = await service!.call('POST', '/tasks', { type: 'webhook', payload: { url: 'https://hooks.example.com:8443/x' }, delayMs: 60_000 });
     expect(allowed.status).toBe(201);
+  });
+
+  it('refuses a listed name that resolves to an internal address not listed itself (DNS rebinding)', async () => {
+    const port = new URL(base).port;
+    await start({ WEBHOOK_ALLOWED_HOSTS: 'localhost' });
+    const t = await create({ url: `http://localhost:${port}/rebound` });
+    const failed = await settled(t.id);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(failed.lastError).toContain('address 127.0.0.1 is internal');
+    expect(received).toEqual([]);
+    await service!.stop();
+    // Listing the address too lets it through.
+    await start({ WEBHOOK_ALLOWED_HOSTS: 'localhost,127.0.0.1' });
+    const allowed = await create({ url: `http://localhost:${port}/allowed` });
+    expect(await settled(allowed.id)).toMatchObject({ status: 'done' });
+    expect(received.map((r) => r.path)).toEqual(['/allowed']);
+  });
+
+  it('reads at most 64 KiB of an answer, however much the receiver sends', async () => {
+    await start();
+    let sent = 0;
+    script.set('/firehose', [
+      (res) => {
+        res.writeHead(500);
+        const chunk = Buffer.alloc(64 * 1024, 'x');
+        const pump = () => {
+          while (sent < 200 * 1024 * 1024 && res.write(chunk)) sent += chunk.length;
+          if (sent < 200 * 1024 * 1024) res.once('drain', pump);
+          else res.end();
+        };
+        res.on('close', () => undefined);
+        pump();
+      },
+    ]);
+    const started = Date.now();
+    const t = await create({ url: `${base}/firehose` }, { maxAttempts: 1 });
+    const failed = await settled(t.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.lastError).toMatch(/^answered 500: x{500}$/);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(sent).toBeLessThan(50 * 1024 * 1024); // the reader hung up long before the 200 MB
+  });
+
+  it('signs with both keys while one replaces the other, so receivers can switch at their pace', async () => {
+    await start({ WEBHOOK_SECRET: 'old-secret', WEBHOOK_SECRET_NEXT: 'new-secret' });
+    const t = await create({ url: `${base}/rotating`, body: { n: 1 } });
+    await settled(t.id);
+    const call = received[0]!;
+    expect(String(call.headers['x-punctual-signature'])).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    expect(verify(call.headers, call.body, 'old-secret')).toBe(true);
+    expect(verify(call.headers, call.body, 'new-secret')).toBe(true);
+    expect(verify(call.headers, call.body, 'other-secret')).toBe(false);
   });
 
   it('is off until WEBHOOK_SECRET is set', async () => {
