@@ -82,8 +82,18 @@ export class Metrics {
       function (this: Gauge) {
         this.set(sources.pool()[field]);
       };
-    new Gauge({ name: 'punctual_db_pool_in_use', help: 'Database connections checked out.', registers: [this.registry], collect: pool('inUse') });
-    new Gauge({ name: 'punctual_db_pool_waiting', help: 'Callers waiting for a database connection.', registers: [this.registry], collect: pool('waiting') });
+    new Gauge({
+      name: 'punctual_db_pool_in_use',
+      help: 'Database connections checked out.',
+      registers: [this.registry],
+      collect: pool('inUse'),
+    });
+    new Gauge({
+      name: 'punctual_db_pool_waiting',
+      help: 'Callers waiting for a database connection.',
+      registers: [this.registry],
+      collect: pool('waiting'),
+    });
     new Gauge({ name: 'punctual_db_pool_open', help: 'Database connections open.', registers: [this.registry], collect: pool('total') });
 
     let counted: { at: number; byType: Map<string, number> } | undefined;

@@ -32,10 +32,7 @@ export function canonicalZone(name: string): string | undefined {
 
 /** Latest instant a task may be scheduled for: ten calendar years after `now`. */
 export function latestRunAt(now: number): number {
-  return Temporal.Instant.fromEpochMilliseconds(now)
-    .toZonedDateTimeISO('UTC')
-    .add({ years: MAX_YEARS_AHEAD })
-    .epochMilliseconds;
+  return Temporal.Instant.fromEpochMilliseconds(now).toZonedDateTimeISO('UTC').add({ years: MAX_YEARS_AHEAD }).epochMilliseconds;
 }
 
 /**

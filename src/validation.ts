@@ -20,7 +20,9 @@ export function describeErrors(errors: readonly SchemaError[], prefix: string): 
   let message = first.message ?? 'is invalid';
   if (union !== undefined) {
     const branches = useful.filter((error) => error.instancePath === path && error.keyword !== 'anyOf');
-    const constants = branches.filter((error) => error.keyword === 'const').map((error) => JSON.stringify((error.params as { allowedValue?: unknown }).allowedValue));
+    const constants = branches
+      .filter((error) => error.keyword === 'const')
+      .map((error) => JSON.stringify((error.params as { allowedValue?: unknown }).allowedValue));
     const types = branches.filter((error) => error.keyword === 'type').map((error) => (error.params as { type?: string }).type);
     if (constants.length > 0) message = `must be one of ${constants.join(', ')}`;
     else if (types.length > 0) message = `must be ${types.join(' or ')}`;

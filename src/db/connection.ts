@@ -9,6 +9,7 @@
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql from 'mysql2/promise';
 import type { Config } from '../config.js';
+import { TimeoutError, withTimeout } from '../util/async.js';
 import { isConnectionError } from './errors.js';
 import * as schema from './schema.js';
 
@@ -21,6 +22,17 @@ export type Connection = mysql.PoolConnection;
  * otherwise rows are inserted one statement each.
  */
 export type InsertIds = 'returning' | 'consecutive' | 'one-by-one';
+
+/** No statement of punctual's holds a connection this long unless its peer stopped answering. */
+const DEFAULT_DEADLINE_MS = 30_000;
+
+/** A connection error (so callers retry) for a connection that stopped answering. */
+function connectionStalled(deadlineMs: number): Error {
+  return Object.assign(new Error(`the database connection did not answer for ${deadlineMs} ms and was dropped`), {
+    code: 'PROTOCOL_SEQUENCE_TIMEOUT',
+    fatal: true,
+  });
+}
 
 export interface DatabaseOptions {
   url: string;
@@ -126,26 +138,51 @@ export class Database {
   }
 
   /**
-   * BEGIN … COMMIT on one connection. On any error the transaction is rolled back; a connection
-   * that broke (or whose state is unknown) is destroyed instead of going back to the pool.
+   * Runs `fn` on one connection of the pool. A connection held past `deadlineMs` is killed and
+   * dropped: a peer that stopped answering (a connection a network device swallowed without a
+   * reset) can hold nothing up for longer than that.
    */
-  async transaction<T>(fn: (tx: Db, conn: Connection) => Promise<T>): Promise<T> {
+  async withConnection<T>(fn: (conn: Connection) => PromiseLike<T>, deadlineMs = DEFAULT_DEADLINE_MS): Promise<T> {
     const conn = await this.pool.getConnection();
     try {
-      await conn.query('BEGIN');
-      const result = await fn(this.drizzleOf(conn), conn);
-      await conn.query('COMMIT');
+      const result = await withTimeout(fn(conn), deadlineMs, () => this.kill(conn));
+      conn.release();
+      return result;
+    } catch (error) {
+      if (error instanceof TimeoutError || isConnectionError(error)) conn.destroy();
+      else conn.release();
+      throw error instanceof TimeoutError ? connectionStalled(deadlineMs) : error;
+    }
+  }
+
+  /**
+   * BEGIN … COMMIT on one connection. On any error the transaction is rolled back; a connection
+   * that broke, or that stayed past `deadlineMs`, is destroyed instead of going back to the pool.
+   */
+  async transaction<T>(fn: (tx: Db, conn: Connection) => Promise<T>, deadlineMs = DEFAULT_DEADLINE_MS): Promise<T> {
+    const conn = await this.pool.getConnection();
+    try {
+      const result = await withTimeout(
+        (async () => {
+          await conn.query('BEGIN');
+          const value = await fn(this.drizzleOf(conn), conn);
+          await conn.query('COMMIT');
+          return value;
+        })(),
+        deadlineMs,
+        () => this.kill(conn),
+      );
       conn.release();
       return result;
     } catch (error) {
       await this.abandon(conn, error);
-      throw error;
+      throw error instanceof TimeoutError ? connectionStalled(deadlineMs) : error;
     }
   }
 
   /** Rolls back and releases `conn`, or destroys it when it can no longer be trusted. */
   async abandon(conn: Connection, error: unknown): Promise<void> {
-    if (isConnectionError(error)) {
+    if (isConnectionError(error) || error instanceof TimeoutError) {
       conn.destroy();
       return;
     }

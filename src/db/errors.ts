@@ -43,14 +43,7 @@ const CONNECTION_CODES = new Set([
   'ER_CLIENT_INTERACTION_TIMEOUT',
 ]);
 
-const CONNECTION_MESSAGES = [
-  'Pool is closed',
-  'closed state',
-  'Connection lost',
-  'connect ETIMEDOUT',
-  'gone away',
-  'Lost connection',
-];
+const CONNECTION_MESSAGES = ['Pool is closed', 'closed state', 'Connection lost', 'connect ETIMEDOUT', 'gone away', 'Lost connection'];
 
 /**
  * The connection broke or could not be made: the statement's outcome may be unknown, the

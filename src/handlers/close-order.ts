@@ -92,7 +92,10 @@ export const closeOrder: DatabaseHandler<typeof payload> = {
   },
 
   async runBatch({ conn, tasks }) {
-    const outcomes = await closeOrders(conn, tasks.map(({ payload: { orderSn } }) => orderSn));
+    const outcomes = await closeOrders(
+      conn,
+      tasks.map(({ payload: { orderSn } }) => orderSn),
+    );
     // Two tasks for one order in a batch: the first closes it, the next finds it closed.
     const seen = new Set<string>();
     return tasks.map(({ payload: { orderSn } }) => {

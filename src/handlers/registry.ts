@@ -49,11 +49,13 @@ export class HandlerRegistry {
 /** The handlers this configuration enables. */
 export function createRegistry(config: Config): HandlerRegistry {
   const registry = new HandlerRegistry().register(closeOrder);
-  registry.register(webhook({
-    secret: config.webhookSecret,
-    nextSecret: config.webhookSecretNext,
-    allowedHosts: config.webhookAllowedHosts,
-    timeoutMs: config.webhookTimeoutMs,
-  }));
+  registry.register(
+    webhook({
+      secret: config.webhookSecret,
+      nextSecret: config.webhookSecretNext,
+      allowedHosts: config.webhookAllowedHosts,
+      timeoutMs: config.webhookTimeoutMs,
+    }),
+  );
   return registry;
 }

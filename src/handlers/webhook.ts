@@ -15,23 +15,22 @@ import { Egress } from './egress.js';
 import { type OutsideHandler, PermanentError } from './handler.js';
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'content-type',
-  'transfer-encoding',
-  'connection',
-  'idempotency-key',
-]);
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'idempotency-key']);
 
 const payload = Type.Object(
   {
     url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL on a host listed in WEBHOOK_ALLOWED_HOSTS' }),
-    method: Type.Optional(Type.Union([Type.Literal('POST'), Type.Literal('PUT'), Type.Literal('PATCH'), Type.Literal('DELETE'), Type.Literal('GET')])),
+    method: Type.Optional(
+      Type.Union([Type.Literal('POST'), Type.Literal('PUT'), Type.Literal('PATCH'), Type.Literal('DELETE'), Type.Literal('GET')]),
+    ),
     headers: Type.Optional(
-      Type.Record(Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" }), Type.String({ maxLength: 1024, pattern: '^[\\x20-\\x7e]*$' }), {
-        maxProperties: 32,
-      }),
+      Type.Record(
+        Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" }),
+        Type.String({ maxLength: 1024, pattern: '^[\\x20-\\x7e]*$' }),
+        {
+          maxProperties: 32,
+        },
+      ),
     ),
     body: Type.Optional(Type.Unknown({ description: 'sent as JSON' })),
   },

@@ -13,13 +13,13 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
 
 export const TaskJson = Type.Object(
   {
-    id: Type.Integer({ description: 'punctual\'s id for the task' }),
-    key: Nullable(Type.String({ description: 'the caller\'s dedup key' })),
+    id: Type.Integer({ description: "punctual's id for the task" }),
+    key: Nullable(Type.String({ description: "the caller's dedup key" })),
     type: Type.String(),
     payload: Type.Unknown(),
     status: Type.Enum([...TASK_STATUSES]),
     runAt: Type.String({ description: 'ISO-8601 UTC with milliseconds', examples: ['2026-12-01T02:00:00.000Z'] }),
-    runAtLocal: Type.String({ description: 'the same instant with the task zone\'s offset', examples: ['2026-12-01T10:00:00.000+08:00'] }),
+    runAtLocal: Type.String({ description: "the same instant with the task zone's offset", examples: ['2026-12-01T10:00:00.000+08:00'] }),
     timezone: Type.String({ description: 'IANA zone the task was read in' }),
     attempts: Type.Integer(),
     maxAttempts: Type.Integer(),
@@ -38,18 +38,22 @@ const RunAt = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Int
     'ISO-8601 with offset (2026-12-01T10:00:00+08:00), naive local (2026-12-01 10:00:00, read in timezone), or epoch milliseconds',
 });
 const DelayMs = Type.Integer({ minimum: 0, maximum: TEN_YEARS_MS, description: 'run this many ms from now (instead of runAt)' });
-const Timezone = Type.String({ minLength: 1, maxLength: 64, description: 'IANA zone for a naive runAt; default the service\'s TIMEZONE' });
+const Timezone = Type.String({ minLength: 1, maxLength: 64, description: "IANA zone for a naive runAt; default the service's TIMEZONE" });
 
 export const CreateTaskBody = Type.Object(
   {
     type: Type.String({ minLength: 1, maxLength: 64, description: 'a registered handler: close_order, webhook' }),
-    payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'the handler\'s input' })),
+    payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: "the handler's input" })),
     runAt: Type.Optional(RunAt),
     delayMs: Type.Optional(DelayMs),
     timezone: Type.Optional(Timezone),
-    key: Type.Optional(Type.String({ minLength: 1, maxLength: 191, description: 'dedup key: a repeated create never makes a second task' })),
+    key: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 191, description: 'dedup key: a repeated create never makes a second task' }),
+    ),
     maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
-    misfire: Type.Optional(Type.Union([Type.Literal('run'), Type.Literal('skip')], { description: 'what to do if the time passed while punctual was down' })),
+    misfire: Type.Optional(
+      Type.Union([Type.Literal('run'), Type.Literal('skip')], { description: 'what to do if the time passed while punctual was down' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -57,14 +57,20 @@ const LEASE_MARGIN_MS = 30_000;
 /** A handler threw in the fast path: roll back, and run the batch again with savepoints. */
 class HandlerThrew extends Error {
   /** `taskId` is undefined when a whole-batch call threw. */
-  constructor(readonly taskId: number | undefined, readonly error: unknown) {
+  constructor(
+    readonly taskId: number | undefined,
+    readonly error: unknown,
+  ) {
     super('a handler threw');
   }
 }
 
 /** A handler overran its time; its connection was killed. */
 class HandlerOverran extends Error {
-  constructor(readonly task: Task, timeoutMs: number) {
+  constructor(
+    readonly task: Task,
+    timeoutMs: number,
+  ) {
     super(`handler timed out after ${timeoutMs} ms`);
   }
 }
@@ -203,7 +209,10 @@ export class Dispatcher {
           await this.#failOverran(error, now);
           pending = pending.filter((id) => id !== error.task.id);
         } else if (isLockConflict(error) && ++lockRound < LOCK_RETRIES) {
-          this.#o.log.debug({ error: rootMessage(error), tasks: pending.length, round: lockRound }, 'dispatcher: lock conflict, retrying the batch');
+          this.#o.log.debug(
+            { error: rootMessage(error), tasks: pending.length, round: lockRound },
+            'dispatcher: lock conflict, retrying the batch',
+          );
           await sleep(20 * lockRound + Math.random() * 50);
         } else if (isLockConflict(error) && pending.length > 1) {
           // Run them one by one, so one contended task cannot hold back the others.
@@ -258,7 +267,11 @@ export class Dispatcher {
         await this.#runFast(conn, handler, tasks, now, result);
       }
     }
-    await store.markDone(conn, result.done.map(({ task }) => task.id), now);
+    await store.markDone(
+      conn,
+      result.done.map(({ task }) => task.id),
+      now,
+    );
     for (const { failure } of result.failures) await store.recordFailure(conn, failure, true, now);
     return result;
   }
@@ -412,7 +425,13 @@ export class Dispatcher {
           if (handler?.effect === 'outside') claimed.push({ task, handler });
         }
         const longest = Math.max(0, ...claimed.map(({ handler }) => handler.timeoutMs));
-        await store.markRunning(conn, claimed.map(({ task }) => task.id), owner, now + longest + LEASE_MARGIN_MS, now);
+        await store.markRunning(
+          conn,
+          claimed.map(({ task }) => task.id),
+          owner,
+          now + longest + LEASE_MARGIN_MS,
+          now,
+        );
         return rows;
       });
       this.#troubles = 0;
@@ -457,7 +476,14 @@ export class Dispatcher {
         const recorded = await this.#persist(() => store.completeLeased(task.id, owner, clock.now()));
         if (!recorded) log.warn({ taskId: task.id, type: task.type, key: task.key }, 'task done, but its lease was lost meanwhile');
         log.info(
-          { taskId: task.id, type: task.type, key: task.key, lateMs: claimedAt - task.runAt, durationMs: clock.now() - started, outcome: outcome || 'done' },
+          {
+            taskId: task.id,
+            type: task.type,
+            key: task.key,
+            lateMs: claimedAt - task.runAt,
+            durationMs: clock.now() - started,
+            outcome: outcome || 'done',
+          },
           'task done',
         );
         this.#o.metrics?.recordRun(task.type, 'done', task.runAt, claimedAt, clock.now() - started);

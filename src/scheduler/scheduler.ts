@@ -78,10 +78,7 @@ export class Scheduler {
     const armed = await this.#armDue(undefined, this.#coveredUntil);
     this.#lastReconcile = clock.now();
     this.#booted = true;
-    log.info(
-      { armed, recovered: leases.recovered, failedLeases: leases.failed, skipped, ms: clock.now() - started },
-      'boot load armed',
-    );
+    log.info({ armed, recovered: leases.recovered, failedLeases: leases.failed, skipped, ms: clock.now() - started }, 'boot load armed');
     this.#scheduleRefill();
   }
 

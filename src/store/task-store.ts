@@ -163,9 +163,8 @@ function fromDrizzle(row: TaskRow): Task {
   };
 }
 
-/** Rows of [id, runAt ms]: a timer's worth, without an object per row. */
-async function timerEntries(runner: mysql.Pool | Connection, text: string, values: unknown[]): Promise<TimerEntry[]> {
-  const [rows] = await runner.query<[number, number][] & mysql.RowDataPacket[]>({ sql: text, rowsAsArray: true }, values);
+/** Rows of [id, runAt ms] (a timer's worth) as entries. */
+function toEntries(rows: [number, number][]): TimerEntry[] {
   return rows.map(([id, runAt]) => ({ id: Number(id), runAt: Number(runAt) }));
 }
 
@@ -173,7 +172,8 @@ async function timerEntries(runner: mysql.Pool | Connection, text: string, value
 const SQL_LOCK_DUE = `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED`;
 const SQL_MARK_DONE = `UPDATE tasks SET status = 'done', attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?)`;
 const SQL_MARK_RUNNING = `UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?)`;
-const SQL_INSERT_ROWS = 'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, created_at, updated_at) VALUES';
+const SQL_INSERT_ROWS =
+  'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, created_at, updated_at) VALUES';
 const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const SQL_PENDING_AMONG = `SELECT id, ${ms('run_at')} FROM tasks WHERE id IN (?) AND status = 'pending'`;
 const SQL_INSERTED_AFTER = `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`;
@@ -198,12 +198,20 @@ export class TaskStore {
     this.#inserts = new Batcher((items) => this.#insertBatch(items), INSERT_BATCH, INSERT_BATCHES_RUNNING);
   }
 
-  private get db(): Db {
-    return this.#database.db;
+  /** drizzle on a connection of its own, under the database's deadline. */
+  #drizzle<T>(fn: (db: Db) => PromiseLike<T>): Promise<T> {
+    return this.#database.withConnection((conn) => fn(this.#database.drizzleOf(conn)));
   }
 
-  private get pool(): mysql.Pool {
-    return this.#database.pool;
+  /** One statement on a connection of its own, under the database's deadline. */
+  async #query<T extends mysql.RowDataPacket[] | mysql.ResultSetHeader>(
+    options: string | mysql.QueryOptions,
+    values: unknown[],
+  ): Promise<T> {
+    return this.#database.withConnection(async (conn) => {
+      const [result] = await conn.query<T>(options as mysql.QueryOptions, values);
+      return result;
+    });
   }
 
   // ── the shop's requests ────────────────────────────────────────────────────────────────────
@@ -246,35 +254,29 @@ export class TaskStore {
   async #insertAll(items: { task: NewTask; now: number }[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
     const values = items.map(({ task, now }) => this.#row(task, now));
     const text = `${SQL_INSERT_ROWS} ${items.map(() => ROW_PLACEHOLDERS).join(', ')}${ids === 'returning' ? ' RETURNING id' : ''}`;
-    const [result] = await this.pool.query<mysql.ResultSetHeader & { id: number }[]>(text, values.flat());
+    const result = await this.#query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(text, values.flat());
     const idOf = (i: number) => (ids === 'returning' ? Number(result[i]!.id) : result.insertId + i);
     return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: this.#created(task, idOf(i), now) } }));
   }
 
   /** One statement per row in one transaction: a taken key fails its own row only. */
   async #insertOneByOne(items: { task: NewTask; now: number }[]): Promise<Outcome<InsertResult>[]> {
-    const conn = await this.pool.getConnection();
-    const outcomes: Outcome<InsertResult>[] = [];
     const duplicates: number[] = [];
-    try {
-      await conn.query('BEGIN');
+    const outcomes = await this.#database.transaction(async (_tx, conn) => {
+      const written: Outcome<InsertResult>[] = [];
       for (const [i, { task, now }] of items.entries()) {
         try {
           const [result] = await conn.query<mysql.ResultSetHeader>(`${SQL_INSERT_ROWS} ${ROW_PLACEHOLDERS}`, this.#row(task, now));
-          outcomes.push({ ok: true, value: { created: true, task: this.#created(task, result.insertId, now) } });
+          written.push({ ok: true, value: { created: true, task: this.#created(task, result.insertId, now) } });
         } catch (error) {
           // A duplicate key fails its own statement only: the transaction goes on without it.
           if (task.key === null || !isDuplicateKey(error)) throw error;
-          outcomes.push({ ok: false, error });
+          written.push({ ok: false, error });
           duplicates.push(i);
         }
       }
-      await conn.query('COMMIT');
-      conn.release();
-    } catch (error) {
-      await this.#database.abandon(conn, error);
-      throw error;
-    }
+      return written;
+    });
     for (const i of duplicates) {
       const existing = await this.getByKey(items[i]!.task.key!);
       if (existing !== undefined) outcomes[i] = { ok: true, value: { created: false, task: existing } };
@@ -303,48 +305,50 @@ export class TaskStore {
   }
 
   async get(id: number): Promise<Task | undefined> {
-    const rows = await this.db.select().from(tasks).where(eq(tasks.id, id));
+    const rows = await this.#drizzle((db) => db.select().from(tasks).where(eq(tasks.id, id)));
     return rows[0] === undefined ? undefined : fromDrizzle(rows[0]);
   }
 
   async getByKey(key: string): Promise<Task | undefined> {
-    const rows = await this.db.select().from(tasks).where(eq(tasks.key, key));
+    const rows = await this.#drizzle((db) => db.select().from(tasks).where(eq(tasks.key, key)));
     return rows[0] === undefined ? undefined : fromDrizzle(rows[0]);
   }
 
   /** Pending tasks in (runAt, id) order, strictly after `cursor`. */
   async listPending(options: { type?: string; limit: number; after?: RunAtCursor }): Promise<Task[]> {
-    const rows = await this.db
-      .select()
-      .from(tasks)
-      .where(
-        and(
-          eq(tasks.status, 'pending'),
-          options.type === undefined ? undefined : eq(tasks.type, options.type),
-          after(options.after),
-        ),
-      )
-      .orderBy(asc(tasks.runAt), asc(tasks.id))
-      .limit(options.limit);
+    const rows = await this.#drizzle((db) =>
+      db
+        .select()
+        .from(tasks)
+        .where(
+          and(eq(tasks.status, 'pending'), options.type === undefined ? undefined : eq(tasks.type, options.type), after(options.after)),
+        )
+        .orderBy(asc(tasks.runAt), asc(tasks.id))
+        .limit(options.limit),
+    );
     return rows.map(fromDrizzle);
   }
 
   /** pending → cancelled. False when the task is not pending (or does not exist). */
   async cancel(id: number, now: number): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await this.db
-      .update(tasks)
-      .set({ status: 'cancelled', finishedAt: at, updatedAt: at })
-      .where(and(eq(tasks.id, id), eq(tasks.status, 'pending')));
+    const [result] = await this.#drizzle((db) =>
+      db
+        .update(tasks)
+        .set({ status: 'cancelled', finishedAt: at, updatedAt: at })
+        .where(and(eq(tasks.id, id), eq(tasks.status, 'pending'))),
+    );
     return result.affectedRows === 1;
   }
 
   /** Moves a pending task to `runAt` (read in `timezone`). False when it is not pending. */
   async reschedule(id: number, runAt: number, timezone: string, now: number): Promise<boolean> {
-    const [result] = await this.db
-      .update(tasks)
-      .set({ runAt: new Date(runAt), timezone, updatedAt: new Date(now) })
-      .where(and(eq(tasks.id, id), eq(tasks.status, 'pending')));
+    const [result] = await this.#drizzle((db) =>
+      db
+        .update(tasks)
+        .set({ runAt: new Date(runAt), timezone, updatedAt: new Date(now) })
+        .where(and(eq(tasks.id, id), eq(tasks.status, 'pending'))),
+    );
     return result.affectedRows === 1;
   }
 
@@ -353,10 +357,12 @@ export class TaskStore {
   /** Pending tasks with misfire 'skip' whose time passed before `before` become skipped. */
   async skipMisfired(before: number, now: number): Promise<number> {
     const at = new Date(now);
-    const [result] = await this.db
-      .update(tasks)
-      .set({ status: 'skipped', finishedAt: at, updatedAt: at, lastError: 'skipped: its time passed while punctual was down' })
-      .where(and(eq(tasks.status, 'pending'), lt(tasks.runAt, new Date(before)), eq(tasks.misfire, 'skip')));
+    const [result] = await this.#drizzle((db) =>
+      db
+        .update(tasks)
+        .set({ status: 'skipped', finishedAt: at, updatedAt: at, lastError: 'skipped: its time passed while punctual was down' })
+        .where(and(eq(tasks.status, 'pending'), lt(tasks.runAt, new Date(before)), eq(tasks.misfire, 'skip'))),
+    );
     return result.affectedRows;
   }
 
@@ -367,21 +373,22 @@ export class TaskStore {
   async recoverExpiredLeases(now: number): Promise<{ recovered: number; failed: number }> {
     const at = new Date(now);
     const expired = and(eq(tasks.status, 'running'), lt(tasks.leaseUntil, at));
-    const [failed] = await this.db
-      .update(tasks)
-      .set({
-        status: 'failed',
-        leaseOwner: null,
-        leaseUntil: null,
-        finishedAt: at,
-        updatedAt: at,
-        lastError: sql`CONCAT('lease expired on its last attempt; ', COALESCE(${tasks.lastError}, ''))`,
-      })
-      .where(and(expired, sql`${tasks.attempts} >= ${tasks.maxAttempts}`));
-    const [recovered] = await this.db
-      .update(tasks)
-      .set({ status: 'pending', leaseOwner: null, leaseUntil: null, updatedAt: at })
-      .where(expired);
+    const [failed] = await this.#drizzle((db) =>
+      db
+        .update(tasks)
+        .set({
+          status: 'failed',
+          leaseOwner: null,
+          leaseUntil: null,
+          finishedAt: at,
+          updatedAt: at,
+          lastError: sql`CONCAT('lease expired on its last attempt; ', COALESCE(${tasks.lastError}, ''))`,
+        })
+        .where(and(expired, sql`${tasks.attempts} >= ${tasks.maxAttempts}`)),
+    );
+    const [recovered] = await this.#drizzle((db) =>
+      db.update(tasks).set({ status: 'pending', leaseOwner: null, leaseUntil: null, updatedAt: at }).where(expired),
+    );
     return { recovered: recovered.affectedRows, failed: failed.affectedRows };
   }
 
@@ -396,36 +403,41 @@ export class TaskStore {
     values.push(new Date(until));
     if (cursor !== undefined) values.push(new Date(cursor.runAt), new Date(cursor.runAt), cursor.id);
     values.push(limit);
-    return timerEntries(this.pool, SQL_DUE_PAGE(from !== undefined, cursor !== undefined), values);
+    return this.#query<[number, number][] & mysql.RowDataPacket[]>(
+      { sql: SQL_DUE_PAGE(from !== undefined, cursor !== undefined), rowsAsArray: true },
+      values,
+    ).then(toEntries);
   }
 
   /** Rows with id above `afterId`, any status, in id order: the refill's view of new inserts. */
   async insertedAfter(afterId: number, limit: number): Promise<(TimerEntry & { pending: boolean })[]> {
-    const [rows] = await this.pool.query<[number, number, number][] & mysql.RowDataPacket[]>(
-      { sql: SQL_INSERTED_AFTER, rowsAsArray: true },
-      [afterId, limit],
-    );
+    const rows = await this.#query<[number, number, number][] & mysql.RowDataPacket[]>({ sql: SQL_INSERTED_AFTER, rowsAsArray: true }, [
+      afterId,
+      limit,
+    ]);
     return rows.map(([id, runAt, pending]) => ({ id: Number(id), runAt: Number(runAt), pending: Number(pending) === 1 }));
   }
 
   /** The pending ones among `ids`, read without locks. */
   pendingAmong(ids: number[]): Promise<TimerEntry[]> {
     if (ids.length === 0) return Promise.resolve([]);
-    return timerEntries(this.pool, SQL_PENDING_AMONG, [ids]);
+    return this.#query<[number, number][] & mysql.RowDataPacket[]>({ sql: SQL_PENDING_AMONG, rowsAsArray: true }, [ids]).then(toEntries);
   }
 
   /** Pending tasks per type, in the whole table. */
   async countPendingByType(): Promise<Map<string, number>> {
-    const rows = await this.db
-      .select({ type: tasks.type, count: sql<number>`COUNT(*)`.mapWith(Number) })
-      .from(tasks)
-      .where(eq(tasks.status, 'pending'))
-      .groupBy(tasks.type);
+    const rows = await this.#drizzle((db) =>
+      db
+        .select({ type: tasks.type, count: sql<number>`COUNT(*)`.mapWith(Number) })
+        .from(tasks)
+        .where(eq(tasks.status, 'pending'))
+        .groupBy(tasks.type),
+    );
     return new Map(rows.map((row) => [row.type, row.count]));
   }
 
   async maxId(): Promise<number> {
-    const rows = await this.db.select({ max: sql<number | null>`MAX(${tasks.id})`.mapWith(Number) }).from(tasks);
+    const rows = await this.#drizzle((db) => db.select({ max: sql<number | null>`MAX(${tasks.id})`.mapWith(Number) }).from(tasks));
     return rows[0]?.max ?? 0;
   }
 
@@ -458,31 +470,39 @@ export class TaskStore {
    * `countAttempt` is false when the attempt was already counted by the claim; with `owner`,
    * only while this process still holds the task's lease.
    */
-  async recordFailure(runner: Connection | undefined, failure: Failure, countAttempt: boolean, now: number, owner?: string): Promise<boolean> {
+  async recordFailure(
+    runner: Connection | undefined,
+    failure: Failure,
+    countAttempt: boolean,
+    now: number,
+    owner?: string,
+  ): Promise<boolean> {
     const at = new Date(now);
     const retry = failure.retryAt !== null;
-    const [result] = await (runner ?? this.pool).query<mysql.ResultSetHeader>(
-      `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + ?,
+    const text = `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + ?,
          last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
-       WHERE id = ?${owner === undefined ? '' : " AND status = 'running' AND lease_owner = ?"}`,
-      [
-        retry ? 'pending' : 'failed',
-        retry ? new Date(failure.retryAt!) : null,
-        retry ? null : at,
-        countAttempt ? 1 : 0,
-        clip(failure.error),
-        at,
-        failure.id,
-        ...(owner === undefined ? [] : [owner]),
-      ],
-    );
+       WHERE id = ?${owner === undefined ? '' : " AND status = 'running' AND lease_owner = ?"}`;
+    const values = [
+      retry ? 'pending' : 'failed',
+      retry ? new Date(failure.retryAt!) : null,
+      retry ? null : at,
+      countAttempt ? 1 : 0,
+      clip(failure.error),
+      at,
+      failure.id,
+      ...(owner === undefined ? [] : [owner]),
+    ];
+    const result =
+      runner === undefined
+        ? await this.#query<mysql.ResultSetHeader>(text, values)
+        : (await runner.query<mysql.ResultSetHeader>(text, values))[0];
     return result.affectedRows === 1;
   }
 
   /** Completes a task an outside handler ran, if this process still holds its lease. */
   async completeLeased(id: number, owner: string, now: number): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await this.pool.query<mysql.ResultSetHeader>(
+    const result = await this.#query<mysql.ResultSetHeader>(
       `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
         WHERE id = ? AND status = 'running' AND lease_owner = ?`,
       [at, at, id, owner],
@@ -494,4 +514,3 @@ export class TaskStore {
     return this.recordFailure(undefined, failure, false, now, owner);
   }
 }
-

@@ -11,9 +11,11 @@ export function sleep(ms: number): Promise<void> {
 
 /**
  * `work`, or a TimeoutError after `ms` (calling `onTimeout` first). A late rejection of `work`
- * is swallowed: whoever timed it out has already moved on.
+ * is swallowed: whoever timed it out has already moved on. `work` is adopted once: a lazy
+ * thenable (a drizzle query runs on every then/catch) runs once.
  */
-export function withTimeout<T>(work: Promise<T>, ms: number, onTimeout?: () => void): Promise<T> {
+export function withTimeout<T>(work: PromiseLike<T>, ms: number, onTimeout?: () => void): Promise<T> {
+  const promise = Promise.resolve(work);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -21,8 +23,8 @@ export function withTimeout<T>(work: Promise<T>, ms: number, onTimeout?: () => v
       reject(new TimeoutError(`timed out after ${ms} ms`));
     }, ms);
   });
-  work.catch(() => undefined);
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+  promise.catch(() => undefined);
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** A first-in first-out queue with O(1) push and shift. */

@@ -79,7 +79,8 @@ export class BenchDb {
   numbers(n: number, from = 1): string {
     if (this.#mariadb) return `seq_${from}_to_${from + n - 1} AS numbers`;
     // MySQL: digits cross-joined, enough for 10^7.
-    const digits = '(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
+    const digits =
+      '(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
     const parts = Array.from({ length: 7 }, (_, i) => `${digits} d${i}`).join(' CROSS JOIN ');
     const value = Array.from({ length: 7 }, (_, i) => `d${i}.d * ${10 ** i}`).join(' + ');
     return `(SELECT ${from} + ${value} AS seq FROM ${parts} HAVING seq < ${from + n}) AS numbers`;

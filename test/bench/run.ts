@@ -8,18 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
-import {
-  BenchDb,
-  heapAfterGc,
-  memoryOf,
-  quantile,
-  scrape,
-  type Server,
-  sleep,
-  startServer,
-  utcSql,
-  waitUntil,
-} from './lib.js';
+import { BenchDb, heapAfterGc, memoryOf, quantile, scrape, type Server, sleep, startServer, utcSql, waitUntil } from './lib.js';
 
 interface Row {
   scenario: string;
@@ -95,7 +84,9 @@ async function plainLoop(db: BenchDb, from: number, count: number, connections: 
         while (next < from + count) {
           const orderSn = `B${next++}`;
           await conn.query('BEGIN');
-          const [[order]] = await conn.query<mysql.RowDataPacket[]>('SELECT id, status, items FROM orders WHERE order_sn = ? FOR UPDATE', [orderSn]);
+          const [[order]] = await conn.query<mysql.RowDataPacket[]>('SELECT id, status, items FROM orders WHERE order_sn = ? FOR UPDATE', [
+            orderSn,
+          ]);
           if (order !== undefined && order.status === 'unpaid') {
             await conn.query("UPDATE orders SET status = 'closed', closed_at = NOW(3) WHERE id = ?", [order.id]);
             const items = (typeof order.items === 'string' ? JSON.parse(order.items) : order.items) as { goods_id: number; num: number }[];
@@ -283,7 +274,10 @@ async function herd(db: BenchDb): Promise<void> {
     await prober;
     latencies.sort((a, b) => a - b);
     const [closed] = await db.rows<{ n: number }>("SELECT COUNT(*) AS n FROM orders WHERE status = 'closed'");
-    record(S, 'orders closed once', Number(closed!.n), 'orders', { text: `= ${N}`, ok: Number(closed!.n) === N && (await db.stockAddsUp()) });
+    record(S, 'orders closed once', Number(closed!.n), 'orders', {
+      text: `= ${N}`,
+      ok: Number(closed!.n) === N && (await db.stockAddsUp()),
+    });
     const [span] = await db.rows<{ last: Date }>("SELECT MAX(closed_at) AS last FROM orders WHERE status = 'closed'");
     record(S, 'herd drained in', (span!.last.getTime() - at) / 1000, 's');
     record(S, '/healthz p99 during herd', quantile(latencies, 0.99), 'ms', { text: '≤ 50 ms', ok: quantile(latencies, 0.99) <= 50 });
@@ -306,8 +300,11 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).map((name) => name.toUpperCase());
   const names = wanted.length > 0 ? wanted : Object.keys(SCENARIOS);
-  for (const name of names) if (!(name in SCENARIOS)) throw new Error(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(' ')}`);
-  console.log(`punctual bench: ${names.join(' ')} on ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  for (const name of names)
+    if (!(name in SCENARIOS)) throw new Error(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(' ')}`);
+  console.log(
+    `punctual bench: ${names.join(' ')} on ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+  );
   const db = await BenchDb.create();
   try {
     for (const name of names) {

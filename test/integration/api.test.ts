@@ -88,7 +88,11 @@ describe('POST /tasks', () => {
 
   it('takes epoch milliseconds and delayMs, and echoes the zone for every form', async () => {
     const epoch = await call('POST', '/tasks', closeOrder({ runAt: Date.parse('2026-12-01T02:00:00Z'), timezone: 'Europe/Paris' }));
-    expect(epoch.body).toMatchObject({ runAt: '2026-12-01T02:00:00.000Z', runAtLocal: '2026-12-01T03:00:00.000+01:00', timezone: 'Europe/Paris' });
+    expect(epoch.body).toMatchObject({
+      runAt: '2026-12-01T02:00:00.000Z',
+      runAtLocal: '2026-12-01T03:00:00.000+01:00',
+      timezone: 'Europe/Paris',
+    });
     const before = Date.now();
     const delayed = await call('POST', '/tasks', { type: 'close_order', payload: { orderSn: 'SN2' }, delayMs: 3_600_000 });
     expect(delayed.status).toBe(201);
@@ -170,9 +174,24 @@ describe('POST /tasks', () => {
       ['missing type', { payload: { orderSn: 'a' }, delayMs: 0 }, 400, 'body must have required properties type'],
       ['unknown type', { type: 'launch_rocket', payload: {}, delayMs: 0 }, 400, 'body/type is not a known task type: "launch_rocket"'],
       ['type of the wrong kind', { type: 42, payload: {}, delayMs: 0 }, 400, 'body/type must be string'],
-      ['payload missing a field', { type: 'close_order', payload: {}, delayMs: 0 }, 400, 'body/payload must have required properties orderSn'],
-      ['payload field of the wrong kind', { type: 'close_order', payload: { orderSn: 5 }, delayMs: 0 }, 400, 'body/payload/orderSn must be string'],
-      ['payload with an unknown field', { type: 'close_order', payload: { orderSn: 'a', extra: 1 }, delayMs: 0 }, 400, 'body/payload must not have additional properties (extra)'],
+      [
+        'payload missing a field',
+        { type: 'close_order', payload: {}, delayMs: 0 },
+        400,
+        'body/payload must have required properties orderSn',
+      ],
+      [
+        'payload field of the wrong kind',
+        { type: 'close_order', payload: { orderSn: 5 }, delayMs: 0 },
+        400,
+        'body/payload/orderSn must be string',
+      ],
+      [
+        'payload with an unknown field',
+        { type: 'close_order', payload: { orderSn: 'a', extra: 1 }, delayMs: 0 },
+        400,
+        'body/payload must not have additional properties (extra)',
+      ],
       ['payload not an object', { type: 'close_order', payload: ['a'], delayMs: 0 }, 400, 'body/payload must be object'],
       ['runAt not a date', closeOrder({ runAt: 'next tuesday' }), 400, 'body/runAt "next tuesday" is not an ISO-8601 date-time'],
       ['runAt impossible date', closeOrder({ runAt: '2026-02-30 10:00:00' }), 400, 'body/runAt'],
@@ -189,11 +208,31 @@ describe('POST /tasks', () => {
       ['maxAttempts zero', closeOrder({ maxAttempts: 0 }), 400, 'body/maxAttempts must be >= 1'],
       ['misfire unknown', closeOrder({ misfire: 'later' }), 400, 'body/misfire must be one of "run", "skip"'],
       ['an unknown field', closeOrder({ priority: 1 }), 400, 'body must not have additional properties (priority)'],
-      ['webhook host not allowed', { type: 'webhook', payload: { url: 'https://evil.example.net/x' }, delayMs: 0 }, 400, 'body/payload/url host evil.example.net is not in WEBHOOK_ALLOWED_HOSTS'],
-      ['webhook not http', { type: 'webhook', payload: { url: 'file:///etc/passwd' }, delayMs: 0 }, 400, 'body/payload/url must be http or https'],
+      [
+        'webhook host not allowed',
+        { type: 'webhook', payload: { url: 'https://evil.example.net/x' }, delayMs: 0 },
+        400,
+        'body/payload/url host evil.example.net is not in WEBHOOK_ALLOWED_HOSTS',
+      ],
+      [
+        'webhook not http',
+        { type: 'webhook', payload: { url: 'file:///etc/passwd' }, delayMs: 0 },
+        400,
+        'body/payload/url must be http or https',
+      ],
       ['oversized body', closeOrder({ payload: { orderSn: long } }), 413, 'Request body is too large'],
-      ['payload nested too deep', { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: nested(40) }, delayMs: 0 }, 400, 'body/payload must not nest more than 32 levels deep'],
-      ['payload with a lone surrogate', { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: 'a\ud800' }, delayMs: 0 }, 400, 'body/payload must not contain a string that is not valid Unicode'],
+      [
+        'payload nested too deep',
+        { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: nested(40) }, delayMs: 0 },
+        400,
+        'body/payload must not nest more than 32 levels deep',
+      ],
+      [
+        'payload with a lone surrogate',
+        { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: 'a\ud800' }, delayMs: 0 },
+        400,
+        'body/payload must not contain a string that is not valid Unicode',
+      ],
       ['key with a lone surrogate', closeOrder({ key: 'k\udc00' }), 400, 'body/key must not contain a lone surrogate'],
     ])('%s', async (_, body, status, message) => {
       const answer = await call('POST', '/tasks', body);
@@ -208,7 +247,12 @@ describe('POST /tasks', () => {
     it('refuses a body that is not JSON', async () => {
       const broken = await call('POST', '/tasks', '{"type": "close_order",', { ...auth, 'content-type': 'application/json' });
       expect(broken.status).toBe(400);
-      const xml = await service.app.inject({ method: 'POST', url: '/tasks', headers: { ...auth, 'content-type': 'application/xml' }, payload: '<task/>' });
+      const xml = await service.app.inject({
+        method: 'POST',
+        url: '/tasks',
+        headers: { ...auth, 'content-type': 'application/xml' },
+        payload: '<task/>',
+      });
       expect(xml.statusCode).toBe(415);
       const text = await call('POST', '/tasks', 'hello', { ...auth, 'content-type': 'text/plain' });
       expect(text.body).toMatchObject({ statusCode: 400, message: 'body must be object' });
@@ -216,7 +260,11 @@ describe('POST /tasks', () => {
     });
 
     it('refuses a payload over 64 KiB that fits the body limit', async () => {
-      const answer = await call('POST', '/tasks', { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: 'y'.repeat(70 * 1024) }, delayMs: 0 });
+      const answer = await call('POST', '/tasks', {
+        type: 'webhook',
+        payload: { url: 'https://hooks.example.com/x', body: 'y'.repeat(70 * 1024) },
+        delayMs: 0,
+      });
       expect(answer.status).toBe(400);
       expect(answer.body.message).toBe('body/payload must not be larger than 65536 bytes as JSON');
       expect(await rowCount()).toBe(0);
@@ -231,7 +279,21 @@ describe('auth', () => {
       expect(answer.status).toBe(401);
       expect(answer.body).toMatchObject({ statusCode: 401, error: 'Unauthorized', code: 'PUNCTUAL_UNAUTHORIZED' });
     }
-    for (const url of ['/tasks/pending', '/tasks/1', '/tasks/by-key/x']) expect((await call('GET', url, undefined, {})).status).toBe(401);
+    const routes = [
+      ['GET', '/tasks/pending'],
+      ['GET', '/tasks/1'],
+      ['POST', '/tasks/1/cancel'],
+      ['POST', '/tasks/1/reschedule'],
+      ['GET', '/tasks/by-key/x'],
+      ['POST', '/tasks/by-key/x/cancel'],
+      ['GET', '/metrics'],
+    ] as const;
+    for (const [method, url] of routes) {
+      for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: `Basic ${TOKEN}` }] as Record<string, string>[]) {
+        const answer = await call(method, url, method === 'POST' ? { delayMs: 1 } : undefined, headers);
+        expect(answer.status, `${method} ${url}`).toBe(401);
+      }
+    }
     expect(await rowCount()).toBe(0);
   });
 
@@ -270,7 +332,8 @@ describe('GET /tasks/pending', () => {
   });
 
   it('filters by type and defaults to 100 a page', async () => {
-    for (let i = 0; i < 3; i++) await call('POST', '/tasks', { type: 'webhook', payload: { url: 'https://hooks.example.com/a' }, delayMs: 60_000 });
+    for (let i = 0; i < 3; i++)
+      await call('POST', '/tasks', { type: 'webhook', payload: { url: 'https://hooks.example.com/a' }, delayMs: 60_000 });
     await call('POST', '/tasks', closeOrder());
     const { body } = await call('GET', '/tasks/pending?type=webhook');
     expect(body.tasks).toHaveLength(3);
@@ -296,7 +359,10 @@ describe('one task: read, cancel, reschedule, by id and by key', () => {
     expect((await call('GET', `/tasks/${task.id}`)).body).toEqual(task);
     expect((await call('GET', `/tasks/by-key/${encodeURIComponent('close_order:SN/1 x')}`)).body).toEqual(task);
     expect((await call('GET', '/tasks/999999')).status).toBe(404);
-    expect((await call('GET', '/tasks/by-key/nope')).body).toMatchObject({ statusCode: 404, message: 'task with key "nope" does not exist' });
+    expect((await call('GET', '/tasks/by-key/nope')).body).toMatchObject({
+      statusCode: 404,
+      message: 'task with key "nope" does not exist',
+    });
     expect((await call('GET', '/tasks/abc')).body).toMatchObject({ statusCode: 400, message: 'params/id must be integer' });
   });
 
@@ -326,7 +392,11 @@ describe('one task: read, cancel, reschedule, by id and by key', () => {
     const { body: task } = await call('POST', '/tasks', closeOrder({ runAt: Date.now() + 60_000 }));
     const moved = await call('POST', `/tasks/${task.id}/reschedule`, { runAt: '2026-12-24 20:00:00', timezone: 'Europe/Berlin' });
     expect(moved.status).toBe(200);
-    expect(moved.body).toMatchObject({ runAt: '2026-12-24T19:00:00.000Z', runAtLocal: '2026-12-24T20:00:00.000+01:00', timezone: 'Europe/Berlin' });
+    expect(moved.body).toMatchObject({
+      runAt: '2026-12-24T19:00:00.000Z',
+      runAtLocal: '2026-12-24T20:00:00.000+01:00',
+      timezone: 'Europe/Berlin',
+    });
     // Beyond the horizon now: disarmed until the refill brings it near.
     expect(service.timers.has(task.id)).toBe(false);
 

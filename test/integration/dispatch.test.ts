@@ -48,10 +48,14 @@ async function create(body: Record<string, unknown>) {
 }
 
 function settled(id: number, statuses = ['done', 'failed']) {
-  return waitFor(async () => {
-    const t = await task(id);
-    return statuses.includes(t.status) ? t : undefined;
-  }, 15_000, `task ${id} to settle`);
+  return waitFor(
+    async () => {
+      const t = await task(id);
+      return statuses.includes(t.status) ? t : undefined;
+    },
+    15_000,
+    `task ${id} to settle`,
+  );
 }
 
 beforeAll(async () => {
@@ -113,7 +117,7 @@ describe('close_order', () => {
 });
 
 describe('failures', () => {
-  it('rolls back a failing handler\'s writes; the rest of its batch still commits', async () => {
+  it("rolls back a failing handler's writes; the rest of its batch still commits", async () => {
     service = await startTestService(db, { MAX_ATTEMPTS: '1' }, { handlers: [writeThenThrow] });
     const due = Date.now() + 300;
     const failing = await create({ type: 'write_then_throw', payload: {}, runAt: due });
@@ -151,9 +155,13 @@ describe('failures', () => {
 
   it('fails a row someone inserted with an unknown type or a bad payload, without running anything', async () => {
     service = await startTestService(db, { REFILL_INTERVAL_MS: '100' });
-    await db.execute(`INSERT INTO tasks (type, payload, run_at) VALUES ('no_such_type', '{}', UTC_TIMESTAMP(3)), ('close_order', '{"orderSn": 7}', UTC_TIMESTAMP(3))`);
+    await db.execute(
+      `INSERT INTO tasks (type, payload, run_at) VALUES ('no_such_type', '{}', UTC_TIMESTAMP(3)), ('close_order', '{"orderSn": 7}', UTC_TIMESTAMP(3))`,
+    );
     const rows = await waitFor(async () => {
-      const found = await db.query<any[]>("SELECT type, status, last_error FROM tasks WHERE type IN ('no_such_type', 'close_order') AND status = 'failed' ORDER BY id");
+      const found = await db.query<any[]>(
+        "SELECT type, status, last_error FROM tasks WHERE type IN ('no_such_type', 'close_order') AND status = 'failed' ORDER BY id",
+      );
       return found.length === 2 ? found : undefined;
     });
     expect(rows[0]).toMatchObject({ status: 'failed', last_error: 'no handler for type "no_such_type"' });
@@ -203,12 +211,16 @@ describe('lock conflicts are retried transparently', () => {
       await shop.query('SELECT stock FROM goods WHERE id = ? FOR UPDATE', [goodsId]);
       const t = await create({ type: 'close_order', payload: { orderSn: order.orderSn }, delayMs: 0 });
       // The close locks the order, then waits for the goods row the shop holds…
-      await waitFor(async () => {
-        const waiting = await db.query<any[]>(
-          "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE goods%'",
-        );
-        return Number(waiting[0].n) > 0;
-      }, 5000, 'the close to wait for the goods lock');
+      await waitFor(
+        async () => {
+          const waiting = await db.query<any[]>(
+            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE goods%'",
+          );
+          return Number(waiting[0].n) > 0;
+        },
+        5000,
+        'the close to wait for the goods lock',
+      );
       // …and the shop now wants the order: a deadlock.
       await shop.query('SELECT status FROM orders WHERE order_sn = ? FOR UPDATE', [order.orderSn]);
       await shop.query('COMMIT');

@@ -195,7 +195,13 @@ describe('fuzzing', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.uint8Array({ maxLength: 2000 }),
-        fc.constantFrom('application/json', 'application/json; charset=latin1', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data'),
+        fc.constantFrom(
+          'application/json',
+          'application/json; charset=latin1',
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data',
+        ),
         async (bytes, type) => expectAnswer(await send('POST', '/tasks', Buffer.from(bytes), type)),
       ),
       { numRuns: Math.ceil(RUNS / 4) },
@@ -205,10 +211,24 @@ describe('fuzzing', () => {
 
   it('the other routes answer any id, key, query and body with a 2xx or a 4xx', async () => {
     const before = await rows();
-    const segment = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.integer().map(String), fc.constantFrom('0', '-1', '1e3', '9007199254740993', '%00', '..', 'null'));
+    const segment = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.integer().map(String),
+      fc.constantFrom('0', '-1', '1e3', '9007199254740993', '%00', '..', 'null'),
+    );
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('GET /tasks/:x', 'POST /tasks/:x/cancel', 'POST /tasks/:x/reschedule', 'GET /tasks/by-key/:x', 'POST /tasks/by-key/:x/cancel', 'GET /tasks/pending?limit=:x', 'GET /tasks/pending?cursor=:x', 'GET /tasks/pending?type=:x'),
+        fc.constantFrom(
+          'GET /tasks/:x',
+          'POST /tasks/:x/cancel',
+          'POST /tasks/:x/reschedule',
+          'GET /tasks/by-key/:x',
+          'POST /tasks/by-key/:x/cancel',
+          'GET /tasks/pending?limit=:x',
+          'GET /tasks/pending?cursor=:x',
+          'GET /tasks/pending?type=:x',
+        ),
         segment,
         anyBody,
         async (route, value, body) => {

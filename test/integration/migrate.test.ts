@@ -18,16 +18,22 @@ describe('migrations', () => {
     await ensureDatabase(db.url, db.name);
     await Promise.all([1, 2, 3, 4].map(() => migrateDatabase(db.url, db.name)));
     const applied = await db.query<any[]>(`SELECT hash FROM ${MIGRATIONS_TABLE}`);
-    const files = await import('node:fs').then((fs) => fs.readdirSync(new URL('../../drizzle', import.meta.url)).filter((f) => f.endsWith('.sql')));
+    const files = await import('node:fs').then((fs) =>
+      fs.readdirSync(new URL('../../drizzle', import.meta.url)).filter((f) => f.endsWith('.sql')),
+    );
     expect(applied).toHaveLength(files.length);
     const tables = await db.query<any[]>('SHOW TABLES');
     expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual([MIGRATIONS_TABLE, 'tasks']);
   });
 
-  it('create only punctual\'s own tables, in utf8mb4 with case-sensitive keys', async () => {
-    const [table] = await db.query<any[]>("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'tasks'");
+  it("create only punctual's own tables, in utf8mb4 with case-sensitive keys", async () => {
+    const [table] = await db.query<any[]>(
+      "SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'tasks'",
+    );
     expect(table.TABLE_COLLATION).toBe('utf8mb4_bin');
-    await db.execute(`INSERT INTO tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'SN1'), ('close_order', '{}', UTC_TIMESTAMP(3), 'sn1')`);
+    await db.execute(
+      `INSERT INTO tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'SN1'), ('close_order', '{}', UTC_TIMESTAMP(3), 'sn1')`,
+    );
     const indexes = await db.query<any[]>("SHOW INDEX FROM tasks WHERE Key_name = 'tasks_status_run_at'");
     expect(indexes.map((row) => row.Column_name)).toEqual(['status', 'run_at']);
   });

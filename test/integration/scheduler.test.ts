@@ -144,10 +144,16 @@ describe('database trouble', () => {
     await db.execute('CREATE TABLE IF NOT EXISTS side_effects (task_id BIGINT NOT NULL)');
     const service = await start({}, [writeAndSleep]);
     const { body } = await service.call('POST', '/tasks', { type: 'write_and_sleep', payload: {}, delayMs: 0 });
-    const [sleeper] = await waitFor(async () => {
-      const found = await db.query<any[]>("SELECT id FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'SELECT SLEEP%'");
-      return found.length > 0 ? found : undefined;
-    }, 5000, 'the handler to sleep');
+    const [sleeper] = await waitFor(
+      async () => {
+        const found = await db.query<any[]>(
+          "SELECT id FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'SELECT SLEEP%'",
+        );
+        return found.length > 0 ? found : undefined;
+      },
+      5000,
+      'the handler to sleep',
+    );
     await db.execute(`KILL CONNECTION ${Number(sleeper.id)}`);
     await waitFor(async () => (await statusOf(body.id)) === 'done', 5000, 'the task to run again');
     const [row] = await db.query<any[]>('SELECT attempts, last_error FROM tasks WHERE id = ?', [body.id]);
@@ -162,7 +168,9 @@ describe('database trouble', () => {
     const first = Date.now() + 500;
     const ids: number[] = [];
     for (const [i, order] of batch.entries()) {
-      ids.push((await service.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: order.orderSn }, runAt: first + i * 5 })).body.id);
+      ids.push(
+        (await service.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: order.orderSn }, runAt: first + i * 5 })).body.id,
+      );
     }
     for (let round = 0; round < 10; round++) {
       await sleep(150);
@@ -188,12 +196,16 @@ describe('two processes on one database', () => {
     const ids: number[] = [];
     for (const [i, order] of batch.entries()) {
       const via = i % 2 === 0 ? a : b;
-      ids.push((await via.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due + (i % 400) * 2 })).body.id);
+      ids.push(
+        (await via.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due + (i % 400) * 2 })).body
+          .id,
+      );
     }
     // Both arm every task: A armed its own, B finds A's through its refill, and the other way round.
     await waitFor(async () => a.timers.size + b.timers.size >= ids.length * 2 || Date.now() > due, 3000, 'both to arm');
     await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 15_000, 'every task to run');
-    const ranBy = (service: TestService) => service.logs.filter((line) => line.msg === 'task done' && ids.includes(line.taskId as number)).length;
+    const ranBy = (service: TestService) =>
+      service.logs.filter((line) => line.msg === 'task done' && ids.includes(line.taskId as number)).length;
     expect(ranBy(a) + ranBy(b)).toBe(ids.length);
     expect(ranBy(a)).toBeGreaterThan(0);
     expect(ranBy(b)).toBeGreaterThan(0);

@@ -74,10 +74,14 @@ async function create(payload: Record<string, unknown>, extra: Record<string, un
 }
 
 function settled(id: number) {
-  return waitFor(async () => {
-    const t = (await service!.call('GET', `/tasks/${id}`)).body;
-    return ['done', 'failed'].includes(t.status) ? t : undefined;
-  }, 10_000, `task ${id} to settle`);
+  return waitFor(
+    async () => {
+      const t = (await service!.call('GET', `/tasks/${id}`)).body;
+      return ['done', 'failed'].includes(t.status) ? t : undefined;
+    },
+    10_000,
+    `task ${id} to settle`,
+  );
 }
 
 /** What a receiver does to check a call: recompute the HMAC over "<t>.<body>"; any v1 may match. */
@@ -153,8 +157,14 @@ describe('webhook', () => {
       [{ url: `${base}/x` }, 'body/payload/url host 127.0.0.1:'],
       [{ url: 'https://hooks.example.com/x' }, 'body/payload/url host hooks.example.com is not in WEBHOOK_ALLOWED_HOSTS'],
       [{ url: 'https://user:pw@hooks.example.com:8443/x' }, 'body/payload/url must not carry credentials'],
-      [{ url: 'https://hooks.example.com:8443/x', headers: { 'Idempotency-Key': 'mine' } }, 'body/payload/headers may not set Idempotency-Key'],
-      [{ url: 'https://hooks.example.com:8443/x', headers: { 'X-Punctual-Signature': 'forged' } }, 'body/payload/headers may not set X-Punctual-Signature'],
+      [
+        { url: 'https://hooks.example.com:8443/x', headers: { 'Idempotency-Key': 'mine' } },
+        'body/payload/headers may not set Idempotency-Key',
+      ],
+      [
+        { url: 'https://hooks.example.com:8443/x', headers: { 'X-Punctual-Signature': 'forged' } },
+        'body/payload/headers may not set X-Punctual-Signature',
+      ],
       [{ url: 'https://hooks.example.com:8443/x', method: 'TRACE' }, 'body/payload/method must be one of'],
     ];
     for (const [payload, message] of cases) {
@@ -162,7 +172,11 @@ describe('webhook', () => {
       expect(answer.status, JSON.stringify(payload)).toBe(400);
       expect(answer.body.message).toContain(message);
     }
-    const allowed = await service!.call('POST', '/tasks', { type: 'webhook', payload: { url: 'https://hooks.example.com:8443/x' }, delayMs: 60_000 });
+    const allowed = await service!.call('POST', '/tasks', {
+      type: 'webhook',
+      payload: { url: 'https://hooks.example.com:8443/x' },
+      delayMs: 60_000,
+    });
     expect(allowed.status).toBe(201);
   });
 
@@ -221,7 +235,10 @@ describe('webhook', () => {
   it('is off until WEBHOOK_SECRET is set', async () => {
     service = await startTestService(db, { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' });
     const answer = await service.call('POST', '/tasks', { type: 'webhook', payload: { url: `${base}/x` }, delayMs: 0 });
-    expect(answer).toMatchObject({ status: 400, body: { message: 'body/payload cannot be sent: webhooks are off until WEBHOOK_SECRET is set' } });
+    expect(answer).toMatchObject({
+      status: 400,
+      body: { message: 'body/payload cannot be sent: webhooks are off until WEBHOOK_SECRET is set' },
+    });
   });
 
   /** A row as a crashed process leaves it: running, leased by someone gone, lease over. */

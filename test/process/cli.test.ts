@@ -24,8 +24,14 @@ afterAll(async () => {
 describe('start-up', () => {
   it.each([
     [{ PORT: 'abc' }, 'punctual: bad configuration: PORT must be an integer between 0 and 65535, got "abc"'],
-    [{ TIMEZONE: 'Asia/Beijing' }, 'punctual: bad configuration: TIMEZONE must be an IANA time zone such as Asia/Shanghai or UTC, got "Asia/Beijing"'],
-    [{ HOST: '0.0.0.0' }, 'punctual: bad configuration: HOST 0.0.0.0 is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1'],
+    [
+      { TIMEZONE: 'Asia/Beijing' },
+      'punctual: bad configuration: TIMEZONE must be an IANA time zone such as Asia/Shanghai or UTC, got "Asia/Beijing"',
+    ],
+    [
+      { HOST: '0.0.0.0' },
+      'punctual: bad configuration: HOST 0.0.0.0 is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1',
+    ],
   ])('refuses %j with one clear line and exit code 1', (env, message) => {
     const { code, stderr, stdout } = run(env);
     expect(code).toBe(1);
@@ -36,7 +42,11 @@ describe('start-up', () => {
   it('exits 1 with a clear log line when the database does not answer', () => {
     const { code, stdout } = run({ DATABASE_URL: 'mysql://root@127.0.0.1:1/punctual_nowhere', LOG_LEVEL: 'info' });
     expect(code).toBe(1);
-    const fatal = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line)).find((line) => line.level === 60);
+    const fatal = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .find((line) => line.level === 60);
     expect(fatal).toMatchObject({ msg: 'punctual could not start' });
     expect(fatal.err.message).toMatch(/ECONNREFUSED/);
   });
@@ -50,7 +60,12 @@ describe('start-up', () => {
     try {
       expect((await server.request('GET', '/tasks/pending', undefined, { authorization: `Bearer ${token}` })).status).toBe(200);
       expect((await server.request('GET', '/tasks/pending', undefined, { authorization: `Bearer ${secret}` })).status).toBe(401);
-      const created = await server.request('POST', '/tasks', { type: 'webhook', payload: { url: 'http://127.0.0.1:9/x' }, delayMs: 0 }, { authorization: `Bearer ${token}` });
+      const created = await server.request(
+        'POST',
+        '/tasks',
+        { type: 'webhook', payload: { url: 'http://127.0.0.1:9/x' }, delayMs: 0 },
+        { authorization: `Bearer ${token}` },
+      );
       expect(created.status).toBe(201);
     } finally {
       expect(await server.stop()).toBe(0);

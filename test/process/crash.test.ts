@@ -22,7 +22,11 @@ describe('kill -9', () => {
     const due = Date.now() + 8000;
     const ids = await createTasks(
       server,
-      orders.map((order, i) => ({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due + Math.floor((i * 4000) / orders.length) })),
+      orders.map((order, i) => ({
+        type: 'close_order',
+        payload: { orderSn: order.orderSn },
+        runAt: due + Math.floor((i * 4000) / orders.length),
+      })),
       32,
     );
     expect(Date.now()).toBeLessThan(due);

@@ -54,7 +54,10 @@ describe('restart', () => {
       expect(Math.min(...late.map((row) => row.late))).toBeGreaterThanOrEqual(0); // never early
       // Those due once the second process was up ran at their time (precision itself is measured
       // on a quiet machine by the timing tests; here other tests share the CPU).
-      const afterBoot = late.filter((row) => row.runAt > readyAt).map((row) => row.late).sort((a, b) => a - b);
+      const afterBoot = late
+        .filter((row) => row.runAt > readyAt)
+        .map((row) => row.late)
+        .sort((a, b) => a - b);
       expect(afterBoot.length).toBeGreaterThan(onTime.length / 2);
       expect(afterBoot[Math.floor(afterBoot.length * 0.99)]).toBeLessThan(500);
       const check = await checkShop(db, orders);

@@ -21,10 +21,7 @@ describe('two server processes on one database', () => {
     try {
       const due = Date.now() + 2500;
       const bodies = orders.map((order, i) => ({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due + (i % 1000) * 2 }));
-      const ids = [
-        ...(await createTasks(a, bodies.slice(0, 1000))),
-        ...(await createTasks(b, bodies.slice(1000))),
-      ];
+      const ids = [...(await createTasks(a, bodies.slice(0, 1000))), ...(await createTasks(b, bodies.slice(1000)))];
       await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 20_000, 'every task to run');
       const ran = (logs: typeof a.logs) => logs.filter((line) => line.msg === 'task done').length;
       expect(ran(a.logs) + ran(b.logs)).toBe(ids.length);

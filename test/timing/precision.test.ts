@@ -45,7 +45,7 @@ describe('precision', () => {
     }
   });
 
-  it('gives the same results whatever the process TZ, the locale and MySQL\'s time_zone', async () => {
+  it("gives the same results whatever the process TZ, the locale and MySQL's time_zone", async () => {
     await db.execute("SET GLOBAL time_zone = '+08:00'");
     try {
       const server = await startServer({

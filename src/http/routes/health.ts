@@ -25,7 +25,8 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
     async (_request, reply) => {
       const armed = options.armed();
       if (!options.booted()) return reply.status(503).send({ status: 'starting', armed, reason: 'the boot load is not armed yet' });
-      if (!(await options.databaseUp())) return reply.status(503).send({ status: 'unavailable', armed, reason: 'the database does not answer' });
+      if (!(await options.databaseUp()))
+        return reply.status(503).send({ status: 'unavailable', armed, reason: 'the database does not answer' });
       return { status: 'ready', armed };
     },
   );

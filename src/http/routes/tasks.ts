@@ -49,7 +49,8 @@ export interface TaskRoutesOptions {
 function zoneOf(requested: string | undefined, fallback: string): string {
   if (requested === undefined) return fallback;
   const zone = canonicalZone(requested);
-  if (zone === undefined) throw badRequest('body/timezone', `must be an IANA time zone such as Asia/Shanghai, got ${JSON.stringify(requested)}`);
+  if (zone === undefined)
+    throw badRequest('body/timezone', `must be an IANA time zone such as Asia/Shanghai, got ${JSON.stringify(requested)}`);
   return zone;
 }
 
@@ -156,7 +157,10 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       const asked = body.delayMs !== undefined ? existing.createdAt + body.delayMs : runAt;
       const same = existing.type === body.type && existing.runAt === asked && isDeepStrictEqual(existing.payload, payload);
       if (!same) {
-        throw conflict(`key ${JSON.stringify(existing.key)} already names task ${existing.id} with a different type, payload or runAt`, present(existing));
+        throw conflict(
+          `key ${JSON.stringify(existing.key)} already names task ${existing.id} with a different type, payload or runAt`,
+          present(existing),
+        );
       }
       return reply.status(200).send(present(existing));
     },
@@ -164,7 +168,13 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
 
   app.get(
     '/tasks/pending',
-    { schema: { summary: 'List pending tasks, soonest first', querystring: PendingQuery, response: { 200: PendingPage, 400: ErrorJson, 401: ErrorJson } } },
+    {
+      schema: {
+        summary: 'List pending tasks, soonest first',
+        querystring: PendingQuery,
+        response: { 200: PendingPage, 400: ErrorJson, 401: ErrorJson },
+      },
+    },
     async (request) => {
       const { type, limit = DEFAULT_PAGE, cursor } = request.query;
       const tasks = await store.listPending({ type, limit: limit + 1, after: cursor === undefined ? undefined : decodeCursor(cursor) });
@@ -178,8 +188,10 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     present(await byId(request.params.id)),
   );
 
-  app.post('/tasks/:id/cancel', { schema: { summary: 'Cancel a pending task', params: IdParams, response: taskResponses } }, async (request) =>
-    present(await cancel(await byId(request.params.id))),
+  app.post(
+    '/tasks/:id/cancel',
+    { schema: { summary: 'Cancel a pending task', params: IdParams, response: taskResponses } },
+    async (request) => present(await cancel(await byId(request.params.id))),
   );
 
   app.post(
@@ -199,8 +211,10 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
   );
 
-  app.get('/tasks/by-key/:key', { schema: { summary: 'Read a task by its key', params: KeyParams, response: taskResponses } }, async (request) =>
-    present(await byKey(request.params.key)),
+  app.get(
+    '/tasks/by-key/:key',
+    { schema: { summary: 'Read a task by its key', params: KeyParams, response: taskResponses } },
+    async (request) => present(await byKey(request.params.key)),
   );
 
   app.post(
