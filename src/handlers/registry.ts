@@ -31,6 +31,11 @@ export class HandlerRegistry {
     return [...this.#entries.keys()];
   }
 
+  /** The longest time limit of any handler. */
+  get longestTimeoutMs(): number {
+    return Math.max(0, ...[...this.#entries.values()].map(({ handler }) => handler.timeoutMs));
+  }
+
   /**
    * Why `payload` is refused for `type`, as one message naming the field
    * (e.g. "payload/orderSn must be string"), or undefined when it is fine. A handler's own

@@ -53,6 +53,11 @@ const RECHECK_MS = 1000;
 const DB_RETRY_MS = [100, 250, 500, 1000];
 /** A lease outlives the handler's timeout by this much, so a live process never loses one. */
 const LEASE_MARGIN_MS = 30_000;
+/**
+ * A batch's transaction may hold its connection this much longer than the slowest handler may
+ * run: past that the connection stopped answering, and the batch is tried again.
+ */
+const BATCH_DEADLINE_MARGIN_MS = 15_000;
 
 /** A handler threw in the fast path: roll back, and run the batch again with savepoints. */
 class HandlerThrew extends Error {
@@ -196,7 +201,10 @@ export class Dispatcher {
     while (pending.length > 0) {
       const now = this.#o.clock.now();
       try {
-        const result = await this.#o.database.transaction((_tx, conn) => this.#runLocked(conn, pending, now, careful, threw));
+        const result = await this.#o.database.transaction(
+          (_tx, conn) => this.#runLocked(conn, pending, now, careful, threw),
+          this.#o.registry.longestTimeoutMs + BATCH_DEADLINE_MARGIN_MS,
+        );
         this.#troubles = 0;
         this.#settle(result, pending, now);
         await this.#recheckMissing(pending, result.locked, now);
