@@ -19,11 +19,12 @@ export default defineConfig({
         },
       },
       {
-        // Each starts real servers and loads MariaDB: one file at a time, so their timing holds.
+        // Real servers, faults and load on MariaDB: one file at a time, so their timing holds.
+        // test/chaos runs small here; `npm run test:chaos` runs it full size.
         extends: true,
         test: {
           name: 'process',
-          include: ['test/process/**/*.test.ts'],
+          include: ['test/process/**/*.test.ts', 'test/chaos/**/*.test.ts'],
           fileParallelism: false,
           sequence: { groupOrder: 1 },
         },

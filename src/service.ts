@@ -128,11 +128,31 @@ export class Service {
     return this.#stopping;
   }
 
+  /**
+   * Stops accepting requests and lets those in flight finish. A keep-alive connection that goes
+   * idle meanwhile is closed at once (Fastify keeps idle ones 72 s), and after STOP_TIMEOUT_MS
+   * whatever is left is cut.
+   */
+  async #closeHttp(): Promise<void> {
+    const server = this.app.server;
+    const reaper = setInterval(() => server.closeIdleConnections(), 100);
+    const cutter = setTimeout(() => server.closeAllConnections(), this.config.stopTimeoutMs);
+    try {
+      await this.app.close();
+    } finally {
+      clearInterval(reaper);
+      clearTimeout(cutter);
+    }
+  }
+
   async #stop(): Promise<void> {
     const started = Date.now();
-    await this.app.close();
+    await this.#closeHttp();
+    this.log.debug('stop: no longer accepting requests');
     await this.scheduler.stop();
+    this.log.debug('stop: refill stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);
+    this.log.debug({ finished }, 'stop: running handlers are done');
     await this.database.close();
     this.log.info({ ms: Date.now() - started, handlersFinished: finished }, 'punctual stopped');
   }

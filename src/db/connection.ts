@@ -25,6 +25,12 @@ export type InsertIds = 'returning' | 'consecutive' | 'one-by-one';
 
 /** No statement of punctual's holds a connection this long unless its peer stopped answering. */
 const DEFAULT_DEADLINE_MS = 30_000;
+/**
+ * A connection idle longer than this is pinged before use: a gateway may have dropped it, or the
+ * server closed it (wait_timeout) in a way the socket has not shown yet. As HikariCP does.
+ */
+const VALIDATE_AFTER_IDLE_MS = 1000;
+const VALIDATE_TIMEOUT_MS = 2000;
 
 /** A connection error (so callers retry) for a connection that stopped answering. */
 function connectionStalled(deadlineMs: number): Error {
@@ -65,12 +71,13 @@ export async function dropDatabase(url: string, name: string): Promise<void> {
 
 export class Database {
   readonly pool: mysql.Pool;
-  readonly db: Db;
   readonly #drizzleOf = new WeakMap<Connection, Db>();
   #closing: Promise<void> | undefined;
   #insertIds: Promise<InsertIds> | undefined;
+  readonly #poolSize: number;
 
   constructor(options: DatabaseOptions) {
+    this.#poolSize = options.poolSize;
     this.pool = mysql.createPool({
       uri: options.url,
       connectionLimit: options.poolSize,
@@ -93,7 +100,6 @@ export class Database {
       conn.query(sessionSetup, () => undefined);
       conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', () => undefined);
     });
-    this.db = drizzle({ client: this.pool, schema, mode: 'default' });
   }
 
   static fromConfig(config: Config): Database {
@@ -138,12 +144,30 @@ export class Database {
   }
 
   /**
+   * A connection from the pool that answers: one that sat idle is pinged first, and replaced
+   * when the ping fails, so a dead connection costs a ping instead of a failed statement.
+   */
+  async #acquire(): Promise<Connection> {
+    for (let tries = 0; ; tries++) {
+      const conn = await this.pool.getConnection();
+      const idle = Date.now() - (conn.connection as unknown as { lastActiveTime: number }).lastActiveTime;
+      if (idle < VALIDATE_AFTER_IDLE_MS || tries > this.#poolSize) return conn;
+      try {
+        await withTimeout(conn.ping(), VALIDATE_TIMEOUT_MS);
+        return conn;
+      } catch {
+        conn.destroy();
+      }
+    }
+  }
+
+  /**
    * Runs `fn` on one connection of the pool. A connection held past `deadlineMs` is killed and
    * dropped: a peer that stopped answering (a connection a network device swallowed without a
    * reset) can hold nothing up for longer than that.
    */
   async withConnection<T>(fn: (conn: Connection) => PromiseLike<T>, deadlineMs = DEFAULT_DEADLINE_MS): Promise<T> {
-    const conn = await this.pool.getConnection();
+    const conn = await this.#acquire();
     try {
       const result = await withTimeout(fn(conn), deadlineMs, () => this.kill(conn));
       conn.release();
@@ -160,7 +184,7 @@ export class Database {
    * that broke, or that stayed past `deadlineMs`, is destroyed instead of going back to the pool.
    */
   async transaction<T>(fn: (tx: Db, conn: Connection) => Promise<T>, deadlineMs = DEFAULT_DEADLINE_MS): Promise<T> {
-    const conn = await this.pool.getConnection();
+    const conn = await this.#acquire();
     try {
       const result = await withTimeout(
         (async () => {
@@ -211,7 +235,7 @@ export class Database {
       timer = setTimeout(() => resolve(false), timeoutMs);
     });
     try {
-      return await Promise.race([this.pool.query('SELECT 1').then(() => true), timeout]);
+      return await Promise.race([this.withConnection((conn) => conn.query('SELECT 1')).then(() => true), timeout]);
     } catch {
       return false;
     } finally {
