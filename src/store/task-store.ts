@@ -6,11 +6,12 @@
  * out by hand, with times converted to epoch milliseconds by the server, and their text built
  * once; the rest use drizzle's query builder.
  */
-import { and, asc, eq, gt, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
 import type mysql from 'mysql2/promise';
 import type { Connection, Database, Db } from '../db/connection.js';
 import { isDuplicateKey, isLockConflict } from '../db/errors.js';
 import { tasks, type MisfirePolicy, type TaskRow, type TaskStatus } from '../db/schema.js';
+import { sleep } from '../util/async.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 
 /** A task as the service sees it; times are epoch milliseconds. */
@@ -182,6 +183,21 @@ const SQL_DUE_PAGE = (lower: boolean, cursor: boolean) =>
   `SELECT id, ${ms('run_at')} FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
   `${cursor ? ' AND run_at >= ? AND (run_at > ? OR id > ?)' : ''} ORDER BY run_at, id LIMIT ?`;
 
+/**
+ * Runs a single statement again after a deadlock or a lock-wait timeout (e.g. a cancel meeting a
+ * batch that completes the same task): InnoDB rolled the statement back, so trying again is safe.
+ */
+async function retryConflicts<T>(statement: () => Promise<T>, tries = 5): Promise<T> {
+  for (let round = 1; ; round++) {
+    try {
+      return await statement();
+    } catch (error) {
+      if (!isLockConflict(error) || round >= tries) throw error;
+      await sleep(10 * round + Math.random() * 40);
+    }
+  }
+}
+
 /** (run_at, id) strictly after `cursor`, for drizzle's queries. */
 function after(cursor: RunAtCursor | undefined): SQL | undefined {
   if (cursor === undefined) return undefined;
@@ -200,7 +216,7 @@ export class TaskStore {
 
   /** drizzle on a connection of its own, under the database's deadline. */
   #drizzle<T>(fn: (db: Db) => PromiseLike<T>): Promise<T> {
-    return this.#database.withConnection((conn) => fn(this.#database.drizzleOf(conn)));
+    return retryConflicts(() => this.#database.withConnection((conn) => fn(this.#database.drizzleOf(conn))));
   }
 
   /** One statement on a connection of its own, under the database's deadline. */
@@ -208,10 +224,12 @@ export class TaskStore {
     options: string | mysql.QueryOptions,
     values: unknown[],
   ): Promise<T> {
-    return this.#database.withConnection(async (conn) => {
-      const [result] = await conn.query<T>(options as mysql.QueryOptions, values);
-      return result;
-    });
+    return retryConflicts(() =>
+      this.#database.withConnection(async (conn) => {
+        const [result] = await conn.query<T>(options as mysql.QueryOptions, values);
+        return result;
+      }),
+    );
   }
 
   // ── the shop's requests ────────────────────────────────────────────────────────────────────
@@ -356,14 +374,26 @@ export class TaskStore {
 
   /** Pending tasks with misfire 'skip' whose time passed before `before` become skipped. */
   async skipMisfired(before: number, now: number): Promise<number> {
-    const at = new Date(now);
-    const [result] = await this.#drizzle((db) =>
-      db
-        .update(tasks)
-        .set({ status: 'skipped', finishedAt: at, updatedAt: at, lastError: 'skipped: its time passed while punctual was down' })
-        .where(and(eq(tasks.status, 'pending'), lt(tasks.runAt, new Date(before)), eq(tasks.misfire, 'skip'))),
+    // Read first, then update by id: a range UPDATE would lock every overdue row it walks past,
+    // and deadlock with the batches of a process that is still running them.
+    const ids = await this.#query<[number][] & mysql.RowDataPacket[]>(
+      { sql: "SELECT id FROM tasks WHERE status = 'pending' AND run_at < ? AND misfire = 'skip'", rowsAsArray: true },
+      [new Date(before)],
     );
-    return result.affectedRows;
+    if (ids.length === 0) return 0;
+    const at = new Date(now);
+    let skipped = 0;
+    for (let i = 0; i < ids.length; i += 1000) {
+      const chunk = ids.slice(i, i + 1000).map(([id]) => Number(id));
+      const [result] = await this.#drizzle((db) =>
+        db
+          .update(tasks)
+          .set({ status: 'skipped', finishedAt: at, updatedAt: at, lastError: 'skipped: its time passed while punctual was down' })
+          .where(and(inArray(tasks.id, chunk), eq(tasks.status, 'pending'), lt(tasks.runAt, new Date(before)))),
+      );
+      skipped += result.affectedRows;
+    }
+    return skipped;
   }
 
   /**
