@@ -44,6 +44,8 @@ export interface DatabaseOptions {
   url: string;
   poolSize: number;
   lockWaitTimeoutS: number;
+  /** How long a statement may hold its connection (default 30 s). */
+  deadlineMs?: number;
 }
 
 /** Runs `statement` on a fresh connection to the server without selecting a database. */
@@ -75,9 +77,11 @@ export class Database {
   #closing: Promise<void> | undefined;
   #insertIds: Promise<InsertIds> | undefined;
   readonly #poolSize: number;
+  readonly #deadlineMs: number;
 
   constructor(options: DatabaseOptions) {
     this.#poolSize = options.poolSize;
+    this.#deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
     this.pool = mysql.createPool({
       uri: options.url,
       connectionLimit: options.poolSize,
@@ -166,7 +170,7 @@ export class Database {
    * dropped: a peer that stopped answering (a connection a network device swallowed without a
    * reset) can hold nothing up for longer than that.
    */
-  async withConnection<T>(fn: (conn: Connection) => PromiseLike<T>, deadlineMs = DEFAULT_DEADLINE_MS): Promise<T> {
+  async withConnection<T>(fn: (conn: Connection) => PromiseLike<T>, deadlineMs = this.#deadlineMs): Promise<T> {
     const conn = await this.#acquire();
     try {
       const result = await withTimeout(fn(conn), deadlineMs, () => this.kill(conn));
@@ -183,7 +187,7 @@ export class Database {
    * BEGIN … COMMIT on one connection. On any error the transaction is rolled back; a connection
    * that broke, or that stayed past `deadlineMs`, is destroyed instead of going back to the pool.
    */
-  async transaction<T>(fn: (tx: Db, conn: Connection) => Promise<T>, deadlineMs = DEFAULT_DEADLINE_MS): Promise<T> {
+  async transaction<T>(fn: (tx: Db, conn: Connection) => Promise<T>, deadlineMs = this.#deadlineMs): Promise<T> {
     const conn = await this.#acquire();
     try {
       const result = await withTimeout(

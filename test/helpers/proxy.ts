@@ -11,6 +11,8 @@ interface Pair {
   lastActive: number;
   /** Forgotten by the "gateway": the next byte from the client gets a reset. */
   forgotten: boolean;
+  /** Swallowed: bytes go nowhere, in either direction, and nothing tells either side. */
+  stalled: boolean;
 }
 
 export class Proxy {
@@ -50,19 +52,20 @@ export class Proxy {
     }
     this.accepted++;
     const server = connect(this.targetPort, this.targetHost);
-    const pair: Pair = { client, server, lastActive: Date.now(), forgotten: false };
+    const pair: Pair = { client, server, lastActive: Date.now(), forgotten: false, stalled: false };
     this.#pairs.add(pair);
     client.on('data', (chunk: Buffer) => {
       if (pair.forgotten) {
         client.resetAndDestroy();
         return;
       }
+      if (pair.stalled) return;
       pair.lastActive = Date.now();
       server.write(chunk);
     });
     server.on('data', (chunk: Buffer) => {
       pair.lastActive = Date.now();
-      if (!pair.forgotten) client.write(chunk);
+      if (!pair.forgotten && !pair.stalled) client.write(chunk);
     });
     const close = () => {
       this.#pairs.delete(pair);
@@ -100,6 +103,12 @@ export class Proxy {
       forgotten++;
     }
     return forgotten;
+  }
+
+  /** Every open connection stops carrying bytes, silently: a black hole. New ones work. */
+  stallAll(): number {
+    for (const pair of this.#pairs) pair.stalled = true;
+    return this.#pairs.size;
   }
 
   async stop(): Promise<void> {
