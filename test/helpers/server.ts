@@ -34,9 +34,15 @@ export interface StartOptions {
 }
 
 const running = new Set<ChildProcess>();
-process.on('exit', () => {
+process.on('exit', () => killLeftoverServers());
+
+/** Kills every server a test started and did not stop (a failed test must not leave one running). */
+export function killLeftoverServers(): number {
+  const left = running.size;
   for (const child of running) child.kill('SIGKILL');
-});
+  running.clear();
+  return left;
+}
 
 export async function startServer({ env, timeoutMs = 20_000 }: StartOptions): Promise<ServerProcess> {
   const child = spawn(process.execPath, [MAIN], {
