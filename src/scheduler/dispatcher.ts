@@ -343,9 +343,10 @@ export class Dispatcher {
   /** After COMMIT: log and count the runs, arm the retries, queue the outside tasks. */
   #settle(result: BatchResult, batch: number[], now: number): void {
     const { log, arm, metrics, clock } = this.#o;
-    const share = (clock.now() - now) / Math.max(1, result.done.length + result.failures.length);
+    // A batch's time, shared among its tasks: one task's part of it.
+    const share = Math.round(((clock.now() - now) / Math.max(1, result.done.length + result.failures.length)) * 100) / 100;
     for (const { task, outcome } of result.done) {
-      log.info({ taskId: task.id, type: task.type, key: task.key, lateMs: now - task.runAt, outcome }, 'task done');
+      log.info({ taskId: task.id, type: task.type, key: task.key, lateMs: now - task.runAt, durationMs: share, outcome }, 'task done');
       metrics?.recordRun(task.type, 'done', task.runAt, now, share);
     }
     for (const { task, failure } of result.failures) this.#logFailure(task, failure, now, share);
