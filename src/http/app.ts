@@ -7,6 +7,7 @@ import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { installAuth } from './auth.js';
 import { installErrorHandler } from './errors.js';
+import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
 import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -41,6 +42,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
       request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode }, 'request refused');
     }
   });
+  installOpenApi(app);
   void app.register(healthRoutes, options.health);
   void app.register(taskRoutes, options.tasks);
   void app.register(metricsRoutes, { metrics: options.metrics });

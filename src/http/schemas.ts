@@ -29,7 +29,28 @@ export const TaskJson = Type.Object(
     updatedAt: Type.String(),
     finishedAt: Nullable(Type.String()),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        id: 42,
+        key: 'close_order:SN123',
+        type: 'close_order',
+        payload: { orderSn: 'SN123' },
+        status: 'pending',
+        runAt: '2026-12-01T02:00:00.000Z',
+        runAtLocal: '2026-12-01T10:00:00.000+08:00',
+        timezone: 'Asia/Shanghai',
+        attempts: 0,
+        maxAttempts: 4,
+        misfire: 'run',
+        lastError: null,
+        createdAt: '2026-12-01T01:30:00.000Z',
+        updatedAt: '2026-12-01T01:30:00.000Z',
+        finishedAt: null,
+      },
+    ],
+  },
 );
 export type TaskJson = Static<typeof TaskJson>;
 
@@ -55,13 +76,26 @@ export const CreateTaskBody = Type.Object(
       Type.Union([Type.Literal('run'), Type.Literal('skip')], { description: 'what to do if the time passed while punctual was down' }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      { type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 1_800_000, key: 'close_order:SN123' },
+      {
+        type: 'webhook',
+        payload: { url: 'https://shop.example.com/flash-sale/start', body: { sale: 88 } },
+        runAt: '2026-12-01 10:00:00',
+        timezone: 'Asia/Shanghai',
+        key: 'flash-sale:88',
+        misfire: 'skip',
+      },
+    ],
+  },
 );
 export type CreateTaskBody = Static<typeof CreateTaskBody>;
 
 export const RescheduleBody = Type.Object(
   { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ delayMs: 600_000 }, { runAt: '2026-12-24 20:00:00', timezone: 'Europe/Berlin' }] },
 );
 export type RescheduleBody = Static<typeof RescheduleBody>;
 
@@ -74,21 +108,31 @@ export const PendingQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const PendingPage = Type.Object({
-  tasks: Type.Array(TaskJson),
-  nextCursor: Nullable(Type.String()),
-});
+export const PendingPage = Type.Object(
+  {
+    tasks: Type.Array(TaskJson),
+    nextCursor: Nullable(Type.String({ description: 'pass as cursor for the next page; null on the last page' })),
+  },
+  { examples: [{ tasks: [], nextCursor: null }] },
+);
 
 export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
 export const KeyParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 191 }) });
 
 /** Fastify's error shape, kept for every 4xx. */
-export const ErrorJson = Type.Object({
-  statusCode: Type.Integer(),
-  code: Type.String(),
-  error: Type.String(),
-  message: Type.String(),
-});
+export const ErrorJson = Type.Object(
+  {
+    statusCode: Type.Integer(),
+    code: Type.String(),
+    error: Type.String(),
+    message: Type.String({ description: 'names the field at fault' }),
+  },
+  {
+    examples: [
+      { statusCode: 400, code: 'PUNCTUAL_BAD_REQUEST', error: 'Bad Request', message: 'body/runAt must not be more than 10 years ahead' },
+    ],
+  },
+);
 
 /** A 409 also carries the task as it is now. */
 export const ConflictJson = Type.Object({

@@ -17,11 +17,22 @@ const Readiness = Type.Object({ status: Type.String(), armed: Type.Integer(), re
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, options) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.get('/healthz', { schema: { summary: 'The process is alive', response: { 200: Health } } }, async () => ({ status: 'ok' }));
+  app.get(
+    '/healthz',
+    { schema: { summary: 'The process is alive', tags: ['operations'], security: [], response: { 200: Health } } },
+    async () => ({ status: 'ok' }),
+  );
 
   app.get(
     '/readyz',
-    { schema: { summary: 'Booted and the database answers', response: { 200: Readiness, 503: Readiness } } },
+    {
+      schema: {
+        summary: 'Booted and the database answers',
+        tags: ['operations'],
+        security: [],
+        response: { 200: Readiness, 503: Readiness },
+      },
+    },
     async (_request, reply) => {
       const armed = options.armed();
       if (!options.booted()) return reply.status(503).send({ status: 'starting', armed, reason: 'the boot load is not armed yet' });

@@ -111,6 +111,9 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     {
       schema: {
         summary: 'Schedule a task',
+        tags: ['tasks'],
+        description:
+          'Answers 201 with the new task, 200 with the existing one when `key` repeats with the same type, payload and instant, 409 when it repeats with anything else.',
         body: CreateTaskBody,
         response: { 200: TaskJson, 201: TaskJson, 400: ErrorJson, 401: ErrorJson, 409: ConflictJson },
       },
@@ -184,19 +187,29 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
   );
 
-  app.get('/tasks/:id', { schema: { summary: 'Read a task', params: IdParams, response: taskResponses } }, async (request) =>
-    present(await byId(request.params.id)),
+  app.get(
+    '/tasks/:id',
+    { schema: { summary: 'Read a task', tags: ['tasks'], params: IdParams, response: taskResponses } },
+    async (request) => present(await byId(request.params.id)),
   );
 
   app.post(
     '/tasks/:id/cancel',
-    { schema: { summary: 'Cancel a pending task', params: IdParams, response: taskResponses } },
+    { schema: { summary: 'Cancel a pending task', tags: ['tasks'], params: IdParams, response: taskResponses } },
     async (request) => present(await cancel(await byId(request.params.id))),
   );
 
   app.post(
     '/tasks/:id/reschedule',
-    { schema: { summary: 'Move a pending task to another time', params: IdParams, body: RescheduleBody, response: taskResponses } },
+    {
+      schema: {
+        summary: 'Move a pending task to another time',
+        tags: ['tasks'],
+        params: IdParams,
+        body: RescheduleBody,
+        response: taskResponses,
+      },
+    },
     async (request) => {
       const task = await byId(request.params.id);
       const now = clock.now();
@@ -213,13 +226,13 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
 
   app.get(
     '/tasks/by-key/:key',
-    { schema: { summary: 'Read a task by its key', params: KeyParams, response: taskResponses } },
+    { schema: { summary: 'Read a task by its key', tags: ['tasks'], params: KeyParams, response: taskResponses } },
     async (request) => present(await byKey(request.params.key)),
   );
 
   app.post(
     '/tasks/by-key/:key/cancel',
-    { schema: { summary: 'Cancel a pending task by its key', params: KeyParams, response: taskResponses } },
+    { schema: { summary: 'Cancel a pending task by its key', tags: ['tasks'], params: KeyParams, response: taskResponses } },
     async (request) => present(await cancel(await byKey(request.params.key))),
   );
 };
