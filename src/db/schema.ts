@@ -8,7 +8,7 @@
  * connection in another session time_zone still writes UTC.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, customType, datetime, index, int, mysqlEnum, mysqlTable, text, varchar } from 'drizzle-orm/mysql-core';
+import { bigint, customType, datetime, index, int, mysqlEnum, mysqlTable, text, uniqueIndex, varchar } from 'drizzle-orm/mysql-core';
 
 export const TASK_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'skipped'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -44,8 +44,16 @@ export const tasks = mysqlTable(
     createdAt: datetime('created_at', { mode: 'date', fsp: 3 }).notNull().default(utcNow),
     updatedAt: datetime('updated_at', { mode: 'date', fsp: 3 }).notNull().default(utcNow),
     finishedAt: datetime('finished_at', { mode: 'date', fsp: 3 }),
+    /** A recurring task's cron expression (five fields), read in `timezone`. */
+    cron: varchar('cron', { length: 120 }),
+    /** The first task of a recurring series; each occurrence is a task of its own. */
+    seriesId: bigint('series_id', { mode: 'number', unsigned: true }),
   },
-  (table) => [index('tasks_status_run_at').on(table.status, table.runAt)],
+  (table) => [
+    index('tasks_status_run_at').on(table.status, table.runAt),
+    // One task per occurrence of a series, however many times its predecessor completes.
+    uniqueIndex('tasks_series_run_at').on(table.seriesId, table.runAt),
+  ],
 );
 
 export type TaskRow = typeof tasks.$inferSelect;

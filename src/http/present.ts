@@ -20,5 +20,7 @@ export function present(task: Task): TaskJson {
     createdAt: toIsoUtc(task.createdAt),
     updatedAt: toIsoUtc(task.updatedAt),
     finishedAt: task.finishedAt === null ? null : toIsoUtc(task.finishedAt),
+    cron: task.cron,
+    seriesId: task.seriesId,
   };
 }

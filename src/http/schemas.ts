@@ -28,6 +28,8 @@ export const TaskJson = Type.Object(
     createdAt: Type.String(),
     updatedAt: Type.String(),
     finishedAt: Nullable(Type.String()),
+    cron: Nullable(Type.String({ description: 'a recurring task: its cron expression, read in timezone' })),
+    seriesId: Nullable(Type.Integer({ description: 'a later occurrence of a recurring task: the id of the first' })),
   },
   {
     additionalProperties: false,
@@ -48,6 +50,8 @@ export const TaskJson = Type.Object(
         createdAt: '2026-12-01T01:30:00.000Z',
         updatedAt: '2026-12-01T01:30:00.000Z',
         finishedAt: null,
+        cron: null,
+        seriesId: null,
       },
     ],
   },
@@ -75,6 +79,14 @@ export const CreateTaskBody = Type.Object(
     misfire: Type.Optional(
       Type.Union([Type.Literal('run'), Type.Literal('skip')], { description: 'what to do if the time passed while punctual was down' }),
     ),
+    cron: Type.Optional(
+      Type.String({
+        minLength: 9,
+        maxLength: 120,
+        description:
+          'makes the task recurring: five cron fields (minute hour day month weekday) read in timezone; when an occurrence finishes, the next is scheduled. Without runAt/delayMs the first is the next match.',
+      }),
+    ),
   },
   {
     additionalProperties: false,
@@ -87,6 +99,13 @@ export const CreateTaskBody = Type.Object(
         timezone: 'Asia/Shanghai',
         key: 'flash-sale:88',
         misfire: 'skip',
+      },
+      {
+        type: 'webhook',
+        payload: { url: 'https://shop.example.com/members/reset' },
+        cron: '0 0 * * *',
+        timezone: 'Asia/Shanghai',
+        key: 'members:nightly-reset',
       },
     ],
   },

@@ -25,7 +25,7 @@ import { isConnectionError, isLockConflict, loggable, rootMessage } from '../db/
 import { type DatabaseHandler, type OutsideHandler, PermanentError } from '../handlers/handler.js';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { Metrics } from '../metrics.js';
-import type { Failure, Task, TaskStore } from '../store/task-store.js';
+import type { Failure, Task, TaskStore, TimerEntry } from '../store/task-store.js';
 import { Fifo, sleep, TimeoutError, withTimeout } from '../util/async.js';
 import { retryAt, type RetryPolicy } from './retry.js';
 
@@ -86,6 +86,8 @@ interface BatchResult {
   failures: { task: Task; failure: Failure }[];
   /** Due tasks of outside handlers: not run here, they wait for an outside slot. */
   outside: Task[];
+  /** Next occurrences of recurring tasks that finished, to arm after COMMIT. */
+  next: TimerEntry[];
 }
 
 export class Dispatcher {
@@ -250,7 +252,7 @@ export class Dispatcher {
   async #runLocked(conn: Connection, batch: number[], now: number, careful: boolean, threw: Map<number, unknown>): Promise<BatchResult> {
     const { store, registry } = this.#o;
     const locked = await store.lockDue(conn, batch, now);
-    const result: BatchResult = { locked, done: [], failures: [], outside: [] };
+    const result: BatchResult = { locked, done: [], failures: [], outside: [], next: [] };
     const runnable = new Map<DatabaseHandler, Task[]>();
     for (const task of locked) {
       const handler = registry.get(task.type);
@@ -281,6 +283,10 @@ export class Dispatcher {
       now,
     );
     for (const { failure } of result.failures) await store.recordFailure(conn, failure, true, now);
+    // A recurring task that finished (done, or failed for good) schedules its next occurrence here,
+    // in the same transaction: the series neither stops nor doubles.
+    const finished = [...result.done, ...result.failures.filter(({ failure }) => failure.retryAt === null)].map(({ task }) => task);
+    result.next = await store.insertNextOccurrences(conn, finished, now);
     return result;
   }
 
@@ -355,6 +361,7 @@ export class Dispatcher {
     for (const { task, failure } of result.failures) {
       if (failure.retryAt !== null) arm(task.id, failure.retryAt);
     }
+    for (const next of result.next) arm(next.id, next.runAt);
     for (const task of result.outside) this.#outsideWaiting.push(task.id);
     if (result.outside.length > 0) this.#schedulePump();
   }
@@ -393,10 +400,11 @@ export class Dispatcher {
 
   async #failOverran(error: HandlerOverran, now: number): Promise<void> {
     const failure = this.#failure(error.task, error.task.attempts + 1, error, now);
-    await this.#persist(() => this.#o.store.recordFailure(undefined, failure, true, this.#o.clock.now()));
+    const settled = await this.#persist(() => this.#o.store.failAlone(error.task, failure, this.#o.clock.now()));
     this.#logFailure(error.task, failure, now, this.#o.clock.now() - now);
     this.#release([error.task.id]);
     if (failure.retryAt !== null) this.#o.arm(error.task.id, failure.retryAt);
+    for (const next of settled.next) this.#o.arm(next.id, next.runAt);
   }
 
   /**
@@ -404,7 +412,7 @@ export class Dispatcher {
    * only its record is missing. Gives up when stopping; a lease then runs out and the task is
    * run again.
    */
-  async #persist(write: () => Promise<boolean>): Promise<boolean> {
+  async #persist<T>(write: () => Promise<T>): Promise<T> {
     for (let round = 0; ; round++) {
       try {
         return await write();
@@ -482,7 +490,8 @@ export class Dispatcher {
     }
     try {
       if (failure === undefined) {
-        const recorded = await this.#persist(() => store.completeLeased(task.id, owner, clock.now()));
+        const { recorded, next } = await this.#persist(() => store.completeLeased(task, owner, clock.now()));
+        for (const occurrence of next) arm(occurrence.id, occurrence.runAt);
         if (!recorded) log.warn({ taskId: task.id, type: task.type, key: task.key }, 'task done, but its lease was lost meanwhile');
         log.info(
           {
@@ -498,9 +507,10 @@ export class Dispatcher {
         this.#o.metrics?.recordRun(task.type, 'done', task.runAt, claimedAt, clock.now() - started);
       } else {
         const failed = failure;
-        await this.#persist(() => store.failLeased(failed, owner, clock.now()));
+        const { next } = await this.#persist(() => store.failLeased(task, failed, owner, clock.now()));
         this.#logFailure(task, failed, claimedAt, clock.now() - started);
         if (failed.retryAt !== null) arm(task.id, failed.retryAt);
+        for (const occurrence of next) arm(occurrence.id, occurrence.runAt);
       }
     } catch {
       // Stopping with the database away: the lease will run out and the task runs again.

@@ -11,6 +11,7 @@ import type mysql from 'mysql2/promise';
 import type { Connection, Database, Db } from '../db/connection.js';
 import { isDuplicateKey, isLockConflict } from '../db/errors.js';
 import { tasks, type MisfirePolicy, type TaskRow, type TaskStatus } from '../db/schema.js';
+import { nextOccurrence } from '../recurrence.js';
 import { sleep } from '../util/async.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 
@@ -32,6 +33,10 @@ export interface Task {
   createdAt: number;
   updatedAt: number;
   finishedAt: number | null;
+  /** Recurring: the cron expression, read in `timezone`. */
+  cron: string | null;
+  /** Recurring: the id of the series' first task (null on the first task itself). */
+  seriesId: number | null;
 }
 
 export interface NewTask {
@@ -42,6 +47,7 @@ export interface NewTask {
   timezone: string;
   maxAttempts: number;
   misfire: MisfirePolicy;
+  cron: string | null;
 }
 
 /** What a timer needs: the id and the time. The rest is read when the task fires. */
@@ -64,6 +70,12 @@ export interface Failure {
 }
 
 export type InsertResult = { created: true; task: Task } | { created: false; task: Task };
+
+/** How writing a run's result went: whether it was written, and the next occurrence it made. */
+export interface Settled {
+  recorded: boolean;
+  next: TimerEntry[];
+}
 
 const MAX_ERROR_LENGTH = 2000;
 /** Creates gathered into one transaction (one commit) at most, and such transactions at once. */
@@ -96,6 +108,8 @@ const TASK_COLUMNS = [
   `${ms('created_at')} AS created_at`,
   `${ms('updated_at')} AS updated_at`,
   `${ms('finished_at')} AS finished_at`,
+  'cron',
+  'series_id',
 ].join(', ');
 
 interface RawTaskRow extends mysql.RowDataPacket {
@@ -115,6 +129,8 @@ interface RawTaskRow extends mysql.RowDataPacket {
   created_at: number;
   updated_at: number;
   finished_at: number | null;
+  cron: string | null;
+  series_id: number | null;
 }
 
 /** MariaDB answers JSON columns as text, MySQL parses them: the same value either way. */
@@ -140,6 +156,8 @@ function fromRaw(row: RawTaskRow): Task {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     finishedAt: row.finished_at === null ? null : Number(row.finished_at),
+    cron: row.cron,
+    seriesId: row.series_id === null ? null : Number(row.series_id),
   };
 }
 
@@ -161,6 +179,8 @@ function fromDrizzle(row: TaskRow): Task {
     createdAt: row.createdAt.getTime(),
     updatedAt: row.updatedAt.getTime(),
     finishedAt: row.finishedAt?.getTime() ?? null,
+    cron: row.cron,
+    seriesId: row.seriesId,
   };
 }
 
@@ -174,8 +194,11 @@ const SQL_LOCK_DUE = `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) AND stat
 const SQL_MARK_DONE = `UPDATE tasks SET status = 'done', attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?)`;
 const SQL_MARK_RUNNING = `UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?)`;
 const SQL_INSERT_ROWS =
-  'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, created_at, updated_at) VALUES';
-const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, cron, created_at, updated_at) VALUES';
+const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+// The next occurrence of a series; if it is there already, LAST_INSERT_ID answers its id.
+const SQL_INSERT_OCCURRENCE = `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`;
 const SQL_PENDING_AMONG = `SELECT id, ${ms('run_at')} FROM tasks WHERE id IN (?) AND status = 'pending'`;
 const SQL_INSERTED_AFTER = `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`;
 // The leading `run_at >= ?` gives the index range its start; the OR only breaks ties.
@@ -304,7 +327,18 @@ export class TaskStore {
 
   #row(task: NewTask, now: number): unknown[] {
     const at = new Date(now);
-    return [task.key, task.type, JSON.stringify(task.payload), new Date(task.runAt), task.timezone, task.maxAttempts, task.misfire, at, at];
+    return [
+      task.key,
+      task.type,
+      JSON.stringify(task.payload),
+      new Date(task.runAt),
+      task.timezone,
+      task.maxAttempts,
+      task.misfire,
+      task.cron,
+      at,
+      at,
+    ];
   }
 
   #created(task: NewTask, id: number, now: number): Task {
@@ -319,6 +353,7 @@ export class TaskStore {
       createdAt: now,
       updatedAt: now,
       finishedAt: null,
+      seriesId: null,
     };
   }
 
@@ -359,6 +394,30 @@ export class TaskStore {
     return result.affectedRows === 1;
   }
 
+  /** failed → pending at `runAt`, its attempts reset. False when the task is not failed. */
+  async retry(id: number, runAt: number, timezone: string, now: number): Promise<boolean> {
+    const [result] = await this.#drizzle((db) =>
+      db
+        .update(tasks)
+        .set({ status: 'pending', attempts: 0, runAt: new Date(runAt), timezone, finishedAt: null, updatedAt: new Date(now) })
+        .where(and(eq(tasks.id, id), eq(tasks.status, 'failed'))),
+    );
+    return result.affectedRows === 1;
+  }
+
+  /** The pending occurrence of the recurring series whose first task is `seriesId`. */
+  async pendingOccurrence(seriesId: number): Promise<Task | undefined> {
+    const rows = await this.#drizzle((db) =>
+      db
+        .select()
+        .from(tasks)
+        .where(and(eq(tasks.status, 'pending'), or(eq(tasks.id, seriesId), eq(tasks.seriesId, seriesId))))
+        .orderBy(asc(tasks.runAt))
+        .limit(1),
+    );
+    return rows[0] === undefined ? undefined : fromDrizzle(rows[0]);
+  }
+
   /** Moves a pending task to `runAt` (read in `timezone`). False when it is not pending. */
   async reschedule(id: number, runAt: number, timezone: string, now: number): Promise<boolean> {
     const [result] = await this.#drizzle((db) =>
@@ -374,24 +433,35 @@ export class TaskStore {
 
   /** Pending tasks with misfire 'skip' whose time passed before `before` become skipped. */
   async skipMisfired(before: number, now: number): Promise<number> {
-    // Read first, then update by id: a range UPDATE would lock every overdue row it walks past,
-    // and deadlock with the batches of a process that is still running them.
+    // Read first, then lock and update by id: a range UPDATE would lock every overdue row it
+    // walks past, and deadlock with the batches of a process that is still running them.
     const ids = await this.#query<[number][] & mysql.RowDataPacket[]>(
       { sql: "SELECT id FROM tasks WHERE status = 'pending' AND run_at < ? AND misfire = 'skip'", rowsAsArray: true },
       [new Date(before)],
     );
-    if (ids.length === 0) return 0;
     const at = new Date(now);
     let skipped = 0;
     for (let i = 0; i < ids.length; i += 1000) {
       const chunk = ids.slice(i, i + 1000).map(([id]) => Number(id));
-      const [result] = await this.#drizzle((db) =>
-        db
-          .update(tasks)
-          .set({ status: 'skipped', finishedAt: at, updatedAt: at, lastError: 'skipped: its time passed while punctual was down' })
-          .where(and(inArray(tasks.id, chunk), eq(tasks.status, 'pending'), lt(tasks.runAt, new Date(before)))),
+      skipped += await retryConflicts(() =>
+        this.#database.transaction(async (_tx, conn) => {
+          const [rows] = await conn.query<RawTaskRow[]>(
+            `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) AND status = 'pending' AND run_at < ? FOR UPDATE`,
+            [chunk, new Date(before)],
+          );
+          if (rows.length === 0) return 0;
+          const lapsed = rows.map(fromRaw);
+          await conn.query("UPDATE tasks SET status = 'skipped', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?)", [
+            at,
+            at,
+            'skipped: its time passed while punctual was down',
+            lapsed.map((task) => task.id),
+          ]);
+          // A skipped occurrence does not end its series.
+          await this.insertNextOccurrences(conn, lapsed, now);
+          return lapsed.length;
+        }),
       );
-      skipped += result.affectedRows;
     }
     return skipped;
   }
@@ -402,24 +472,28 @@ export class TaskStore {
    */
   async recoverExpiredLeases(now: number): Promise<{ recovered: number; failed: number }> {
     const at = new Date(now);
-    const expired = and(eq(tasks.status, 'running'), lt(tasks.leaseUntil, at));
-    const [failed] = await this.#drizzle((db) =>
-      db
-        .update(tasks)
-        .set({
-          status: 'failed',
-          leaseOwner: null,
-          leaseUntil: null,
-          finishedAt: at,
-          updatedAt: at,
-          lastError: sql`CONCAT('lease expired on its last attempt; ', COALESCE(${tasks.lastError}, ''))`,
-        })
-        .where(and(expired, sql`${tasks.attempts} >= ${tasks.maxAttempts}`)),
+    const failed = await retryConflicts(() =>
+      this.#database.transaction(async (_tx, conn) => {
+        const [rows] = await conn.query<RawTaskRow[]>(
+          `SELECT ${TASK_COLUMNS} FROM tasks WHERE status = 'running' AND lease_until < ? AND attempts >= max_attempts FOR UPDATE`,
+          [at],
+        );
+        if (rows.length === 0) return 0;
+        const spent = rows.map(fromRaw);
+        await conn.query(
+          `UPDATE tasks SET status = 'failed', lease_owner = NULL, lease_until = NULL, finished_at = ?, updated_at = ?,
+             last_error = CONCAT('lease expired on its last attempt; ', COALESCE(last_error, '')) WHERE id IN (?)`,
+          [at, at, spent.map((task) => task.id)],
+        );
+        await this.insertNextOccurrences(conn, spent, now);
+        return spent.length;
+      }),
     );
-    const [recovered] = await this.#drizzle((db) =>
-      db.update(tasks).set({ status: 'pending', leaseOwner: null, leaseUntil: null, updatedAt: at }).where(expired),
+    const recovered = await this.#query<mysql.ResultSetHeader>(
+      "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE status = 'running' AND lease_until < ?",
+      [at, at],
     );
-    return { recovered: recovered.affectedRows, failed: failed.affectedRows };
+    return { recovered: recovered.affectedRows, failed };
   }
 
   /**
@@ -471,6 +545,37 @@ export class TaskStore {
     return rows[0]?.max ?? 0;
   }
 
+  // ── recurring tasks ───────────────────────────────────────────────────────────────────────
+
+  /**
+   * Writes the next occurrence of each recurring task among `finished` (done, failed for good or
+   * skipped), on `conn`: inside the transaction that finished them, so a series neither stops nor
+   * doubles. Answers the occurrences, to be armed after COMMIT.
+   */
+  async insertNextOccurrences(conn: Connection, finished: Task[], now: number): Promise<TimerEntry[]> {
+    const next: TimerEntry[] = [];
+    const at = new Date(now);
+    for (const task of finished) {
+      if (task.cron === null) continue;
+      const runAt = nextOccurrence(task.cron, task.timezone, Math.max(task.runAt, now));
+      if (runAt === null) continue;
+      const [result] = await conn.query<mysql.ResultSetHeader>(SQL_INSERT_OCCURRENCE, [
+        task.type,
+        JSON.stringify(task.payload),
+        new Date(runAt),
+        task.timezone,
+        task.maxAttempts,
+        task.misfire,
+        task.cron,
+        task.seriesId ?? task.id,
+        at,
+        at,
+      ]);
+      next.push({ id: result.insertId, runAt });
+    }
+    return next;
+  }
+
   // ── the dispatcher (inside its transaction) ───────────────────────────────────────────────
 
   /**
@@ -496,51 +601,77 @@ export class TaskStore {
   }
 
   /**
-   * Records a failed run: the error, and either pending again at `retryAt` or failed.
-   * `countAttempt` is false when the attempt was already counted by the claim; with `owner`,
-   * only while this process still holds the task's lease.
+   * Records a failed run inside a batch: the error, and either pending again at `retryAt` or
+   * failed. `countAttempt` is false when the attempt was already counted by the claim.
    */
-  async recordFailure(
-    runner: Connection | undefined,
-    failure: Failure,
-    countAttempt: boolean,
-    now: number,
-    owner?: string,
-  ): Promise<boolean> {
+  async recordFailure(conn: Connection, failure: Failure, countAttempt: boolean, now: number): Promise<void> {
+    await this.#failureStatement(conn, failure, countAttempt, now);
+  }
+
+  /** The failure's UPDATE; with `owner`, only while this process still holds the task's lease. */
+  #failureStatement(conn: Connection, failure: Failure, countAttempt: boolean, now: number, owner?: string) {
     const at = new Date(now);
     const retry = failure.retryAt !== null;
-    const text = `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + ?,
+    return conn.query<mysql.ResultSetHeader>(
+      `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + ?,
          last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
-       WHERE id = ?${owner === undefined ? '' : " AND status = 'running' AND lease_owner = ?"}`;
-    const values = [
-      retry ? 'pending' : 'failed',
-      retry ? new Date(failure.retryAt!) : null,
-      retry ? null : at,
-      countAttempt ? 1 : 0,
-      clip(failure.error),
-      at,
-      failure.id,
-      ...(owner === undefined ? [] : [owner]),
-    ];
-    const result =
-      runner === undefined
-        ? await this.#query<mysql.ResultSetHeader>(text, values)
-        : (await runner.query<mysql.ResultSetHeader>(text, values))[0];
-    return result.affectedRows === 1;
-  }
-
-  /** Completes a task an outside handler ran, if this process still holds its lease. */
-  async completeLeased(id: number, owner: string, now: number): Promise<boolean> {
-    const at = new Date(now);
-    const result = await this.#query<mysql.ResultSetHeader>(
-      `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
-        WHERE id = ? AND status = 'running' AND lease_owner = ?`,
-      [at, at, id, owner],
+       WHERE id = ?${owner === undefined ? '' : " AND status = 'running' AND lease_owner = ?"}`,
+      [
+        retry ? 'pending' : 'failed',
+        retry ? new Date(failure.retryAt!) : null,
+        retry ? null : at,
+        countAttempt ? 1 : 0,
+        clip(failure.error),
+        at,
+        failure.id,
+        ...(owner === undefined ? [] : [owner]),
+      ],
     );
-    return result.affectedRows === 1;
   }
 
-  failLeased(failure: Failure, owner: string, now: number): Promise<boolean> {
-    return this.recordFailure(undefined, failure, false, now, owner);
+  /**
+   * Completes a task an outside handler ran, if this process still holds its lease, and writes
+   * its next occurrence when it recurs. Answers whether the lease was still held.
+   */
+  completeLeased(task: Task, owner: string, now: number): Promise<Settled> {
+    const at = new Date(now);
+    return this.#settleAlone(
+      task,
+      now,
+      (conn) =>
+        conn.query<mysql.ResultSetHeader>(
+          `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+          WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+          [at, at, task.id, owner],
+        ),
+      true,
+    );
+  }
+
+  /** Records a failed outside run, if this process still holds the task's lease. */
+  failLeased(task: Task, failure: Failure, owner: string, now: number): Promise<Settled> {
+    return this.#settleAlone(task, now, (conn) => this.#failureStatement(conn, failure, false, now, owner), failure.retryAt === null);
+  }
+
+  /** Records a failed run outside any batch (a handler that overran), counting the attempt. */
+  failAlone(task: Task, failure: Failure, now: number): Promise<Settled> {
+    return this.#settleAlone(task, now, (conn) => this.#failureStatement(conn, failure, true, now), failure.retryAt === null);
+  }
+
+  /** One statement that ends (or retries) a task, and its next occurrence when it ended, in a transaction. */
+  #settleAlone(
+    task: Task,
+    now: number,
+    statement: (conn: Connection) => Promise<[mysql.ResultSetHeader, unknown]>,
+    final: boolean,
+  ): Promise<Settled> {
+    return retryConflicts(() =>
+      this.#database.transaction(async (_tx, conn) => {
+        const [result] = await statement(conn);
+        const recorded = result.affectedRows === 1;
+        const next = recorded && final ? await this.insertNextOccurrences(conn, [task], now) : [];
+        return { recorded, next };
+      }),
+    );
   }
 }

@@ -14,6 +14,7 @@ const ROUTES = [
   ['get', '/tasks/{id}'],
   ['post', '/tasks/{id}/cancel'],
   ['post', '/tasks/{id}/reschedule'],
+  ['post', '/tasks/{id}/retry'],
   ['get', '/tasks/by-key/{key}'],
   ['post', '/tasks/by-key/{key}/cancel'],
   ['get', '/healthz'],
@@ -63,8 +64,9 @@ describe('the OpenAPI document', () => {
       'key',
       'maxAttempts',
       'misfire',
+      'cron',
     ]);
-    expect(Object.values(media.examples).map((example: any) => example.value.type)).toEqual(['close_order', 'webhook']);
+    expect(Object.values(media.examples).map((example: any) => example.value.type)).toEqual(['close_order', 'webhook', 'webhook']);
     expect(Object.keys(create.responses).sort()).toEqual(['200', '201', '400', '401', '409']);
     expect(create.responses['201'].content['application/json'].example).toMatchObject({ runAtLocal: '2026-12-01T10:00:00.000+08:00' });
   });

@@ -38,6 +38,7 @@ describe('intake', () => {
         timezone: 'UTC',
         maxAttempts: 4,
         misfire: 'run' as const,
+        cron: null,
       }));
       const results = await Promise.all(burst.map((task) => store.insert(task, now)));
       const created = results.filter((result) => result.created);

@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Clock } from '../../clock.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
+import { checkCron, CronError, nextOccurrence } from '../../recurrence.js';
 import { canonicalZone, parseRunAt, TimeInputError } from '../../time.js';
 import { jsonProblem } from '../../validation.js';
 import { badRequest, conflict, HttpError, notFound } from '../errors.js';
@@ -54,15 +55,35 @@ function zoneOf(requested: string | undefined, fallback: string): string {
   return zone;
 }
 
-/** The instant a request asks for: exactly one of runAt and delayMs. */
-function instantOf(body: { runAt?: string | number; delayMs?: number }, zone: string, now: number): number {
+/**
+ * The instant a request asks for: exactly one of runAt and delayMs, or neither for a recurring
+ * task, which then starts at its cron expression's next occurrence.
+ */
+function instantOf(body: { runAt?: string | number; delayMs?: number; cron?: string }, zone: string, now: number): number {
   if (body.runAt !== undefined && body.delayMs !== undefined) throw badRequest('body/runAt', 'and body/delayMs cannot both be given');
   if (body.delayMs !== undefined) return now + body.delayMs;
-  if (body.runAt === undefined) throw badRequest('body/runAt', 'or body/delayMs is required');
+  if (body.runAt === undefined) {
+    if (body.cron === undefined) throw badRequest('body/runAt', 'or body/delayMs is required');
+    const first = nextOccurrence(body.cron, zone, now);
+    if (first === null) throw badRequest('body/cron', 'never matches a time to come');
+    return first;
+  }
   try {
     return parseRunAt(body.runAt, zone, now);
   } catch (error) {
     if (error instanceof TimeInputError) throw badRequest('body/runAt', error.message);
+    throw error;
+  }
+}
+
+/** A cron expression the service can follow, or a 400 naming the field. */
+function checkedCron(cron: string | undefined): string | null {
+  if (cron === undefined) return null;
+  try {
+    checkCron(cron);
+    return cron.trim();
+  } catch (error) {
+    if (error instanceof CronError) throw badRequest('body/cron', error.message);
     throw error;
   }
 }
@@ -97,10 +118,15 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     return task;
   }
 
+  /**
+   * Cancels a pending task. For a recurring task that is no longer pending, the series' pending
+   * occurrence is cancelled instead: cancelling stops the series.
+   */
   async function cancel(task: Task): Promise<Task> {
-    if (await store.cancel(task.id, clock.now())) {
-      tracker.untrack(task.id);
-      return byId(task.id);
+    const target = task.status !== 'pending' && task.cron !== null ? await store.pendingOccurrence(task.seriesId ?? task.id) : task;
+    if (target !== undefined && (await store.cancel(target.id, clock.now()))) {
+      tracker.untrack(target.id);
+      return byId(target.id);
     }
     const now = await byId(task.id);
     throw conflict(`task ${task.id} is ${now.status}; only a pending task can be cancelled`, present(now));
@@ -131,6 +157,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         throw badRequest('body/key', 'must not contain a lone surrogate (it is not valid Unicode)');
       }
       const zone = zoneOf(body.timezone, options.timezone);
+      const cron = checkedCron(body.cron);
       const runAt = instantOf(body, zone, now);
       const problem = registry.payloadProblem(body.type, payload, 'body/payload');
       if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
@@ -147,6 +174,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
           timezone: zone,
           maxAttempts: body.maxAttempts ?? options.maxAttempts,
           misfire: body.misfire ?? 'run',
+          cron,
         },
         now,
       );
@@ -158,10 +186,11 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       // For delayMs, "the same" is the same delay after the existing task's creation.
       const existing = result.task;
       const asked = body.delayMs !== undefined ? existing.createdAt + body.delayMs : runAt;
-      const same = existing.type === body.type && existing.runAt === asked && isDeepStrictEqual(existing.payload, payload);
+      const same =
+        existing.type === body.type && existing.runAt === asked && existing.cron === cron && isDeepStrictEqual(existing.payload, payload);
       if (!same) {
         throw conflict(
-          `key ${JSON.stringify(existing.key)} already names task ${existing.id} with a different type, payload or runAt`,
+          `key ${JSON.stringify(existing.key)} already names task ${existing.id} with a different type, payload, runAt or cron`,
           present(existing),
         );
       }
@@ -174,6 +203,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     {
       schema: {
         summary: 'List pending tasks, soonest first',
+        tags: ['tasks'],
         querystring: PendingQuery,
         response: { 200: PendingPage, 400: ErrorJson, 401: ErrorJson },
       },
@@ -218,6 +248,37 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       if (!(await store.reschedule(task.id, runAt, zone, now))) {
         const current = await byId(task.id);
         throw conflict(`task ${task.id} is ${current.status}; only a pending task can be rescheduled`, present(current));
+      }
+      tracker.track(task.id, runAt);
+      return present(await byId(task.id));
+    },
+  );
+
+  app.post(
+    '/tasks/:id/retry',
+    {
+      schema: {
+        summary: 'Run a failed task again',
+        description: 'failed → pending with its attempts reset, at `runAt`/`delayMs` if given, else now.',
+        tags: ['tasks'],
+        params: IdParams,
+        body: RescheduleBody,
+        response: taskResponses,
+      },
+      // The body is optional: none means "now".
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request) => {
+      const task = await byId(request.params.id);
+      const now = clock.now();
+      const body = request.body;
+      const zone = zoneOf(body.timezone, task.timezone);
+      const runAt = body.runAt === undefined && body.delayMs === undefined ? now : instantOf(body, zone, now);
+      if (!(await store.retry(task.id, runAt, zone, now))) {
+        const current = await byId(task.id);
+        throw conflict(`task ${task.id} is ${current.status}; only a failed task can be retried`, present(current));
       }
       tracker.track(task.id, runAt);
       return present(await byId(task.id));
