@@ -25,7 +25,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'process',
-          include: ['test/process/**/*.test.ts', 'test/chaos/**/*.test.ts'],
+          include: ['test/process/**/*.test.ts', 'test/chaos/**/*.test.ts', 'test/browser/**/*.test.ts'],
           fileParallelism: false,
           sequence: { groupOrder: 1 },
         },

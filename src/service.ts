@@ -97,6 +97,7 @@ export class Service {
         clock,
         timezone: config.timezone,
         maxAttempts: config.maxAttempts,
+        armed: () => this.timers.size,
       },
       health: {
         booted: () => scheduler.booted,

@@ -51,6 +51,8 @@ export const tasks = mysqlTable(
   },
   (table) => [
     index('tasks_status_run_at').on(table.status, table.runAt),
+    // The latest runs and failures, for the dashboard.
+    index('tasks_status_finished_at').on(table.status, table.finishedAt),
     // One task per occurrence of a series, however many times its predecessor completes.
     uniqueIndex('tasks_series_run_at').on(table.seriesId, table.runAt),
   ],

@@ -10,6 +10,7 @@ import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
 import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { metricsRoutes } from './routes/metrics.js';
 import type { Metrics } from '../metrics.js';
 
@@ -46,5 +47,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(healthRoutes, options.health);
   void app.register(taskRoutes, options.tasks);
   void app.register(metricsRoutes, { metrics: options.metrics });
+  void app.register(dashboardRoutes);
   return app;
 }

@@ -161,3 +161,35 @@ export const ConflictJson = Type.Object({
   message: Type.String(),
   task: TaskJson,
 });
+
+export const RecentQuery = Type.Object(
+  {
+    status: Type.Optional(
+      Type.Union([Type.Literal('done'), Type.Literal('failed'), Type.Literal('skipped'), Type.Literal('cancelled')], {
+        default: 'done',
+      }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  },
+  { additionalProperties: false },
+);
+
+export const RecentPage = Type.Object({ tasks: Type.Array(TaskJson) });
+
+export const Summary = Type.Object(
+  {
+    pending: Type.Integer({ description: 'tasks waiting, in the whole table' }),
+    running: Type.Integer({ description: 'outside calls in progress' }),
+    failed: Type.Integer({ description: 'tasks that failed for good' }),
+    armed: Type.Integer({ description: 'timers armed in this process (tasks due within the horizon)' }),
+    latenessP50Ms: Nullable(Type.Number()),
+    latenessP99Ms: Nullable(Type.Number({ description: 'over the latest 1,000 runs: finished_at − run_at' })),
+    countedAt: Type.String({ description: 'when the counts were taken (they are kept a few seconds)' }),
+  },
+  {
+    examples: [
+      { pending: 1204, running: 0, failed: 3, armed: 310, latenessP50Ms: 1, latenessP99Ms: 4, countedAt: '2026-12-01T02:00:00.000Z' },
+    ],
+  },
+);
+export type Summary = Static<typeof Summary>;

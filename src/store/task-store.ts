@@ -528,6 +528,41 @@ export class TaskStore {
     return this.#query<[number, number][] & mysql.RowDataPacket[]>({ sql: SQL_PENDING_AMONG, rowsAsArray: true }, [ids]).then(toEntries);
   }
 
+  /** The latest tasks to finish with `status`, newest first. */
+  async listFinished(status: 'done' | 'failed' | 'skipped' | 'cancelled', limit: number): Promise<Task[]> {
+    const rows = await this.#drizzle((db) =>
+      db
+        .select()
+        .from(tasks)
+        .where(eq(tasks.status, status))
+        .orderBy(sql`${tasks.finishedAt} DESC`, sql`${tasks.id} DESC`)
+        .limit(limit),
+    );
+    return rows.map(fromDrizzle);
+  }
+
+  /** Tasks waiting, running and failed, in the whole table. */
+  async countOpen(): Promise<{ pending: number; running: number; failed: number }> {
+    const rows = await this.#query<({ status: string; n: number } & mysql.RowDataPacket)[]>(
+      "SELECT status, COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
+      [],
+    );
+    const count = (status: string) => Number(rows.find((row) => row.status === status)?.n ?? 0);
+    return { pending: count('pending'), running: count('running'), failed: count('failed') };
+  }
+
+  /** How late (finished_at − run_at, ms) the latest `limit` completed tasks ran, sorted. */
+  async recentLateness(limit: number): Promise<number[]> {
+    const rows = await this.#query<[number][] & mysql.RowDataPacket[]>(
+      {
+        sql: `SELECT TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000 FROM tasks WHERE status = 'done' ORDER BY finished_at DESC LIMIT ?`,
+        rowsAsArray: true,
+      },
+      [limit],
+    );
+    return rows.map(([late]) => Number(late)).sort((a, b) => a - b);
+  }
+
   /** Pending tasks per type, in the whole table. */
   async countPendingByType(): Promise<Map<string, number>> {
     const rows = await this.#drizzle((db) =>

@@ -353,6 +353,36 @@ describe('GET /tasks/pending', () => {
   });
 });
 
+describe("the dashboard's views", () => {
+  it('lists the latest finished tasks, newest first, and sums up the backlog', async () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await call('POST', '/tasks', closeOrder({ payload: { orderSn: `R${i}` } }))).body.id);
+    await call('POST', `/tasks/${ids[0]}/cancel`);
+    await call('POST', `/tasks/${ids[2]}/cancel`);
+    const recent = await call('GET', '/tasks/recent?status=cancelled&limit=10');
+    expect(recent.body.tasks.map((task: { id: number }) => task.id)).toEqual([ids[2], ids[0]]);
+    const summary = await call('GET', '/tasks/summary');
+    expect(summary.status).toBe(200);
+    expect(summary.body).toMatchObject({ pending: expect.any(Number), running: 0, failed: 0, armed: expect.any(Number) });
+    expect(Date.parse(summary.body.countedAt)).toBeGreaterThan(0);
+    expect((await call('GET', '/tasks/recent?status=pending')).status).toBe(400);
+    expect((await call('GET', '/tasks/recent?limit=500')).body.message).toBe('querystring/limit must be <= 200');
+    expect((await call('GET', '/tasks/summary', undefined, {})).status).toBe(401);
+  });
+
+  it('serves the dashboard page without the token', async () => {
+    for (const [path, type] of [
+      ['/', 'text/html'],
+      ['/ui/dashboard.js', 'text/javascript'],
+      ['/ui/dashboard.css', 'text/css'],
+    ]) {
+      const page = await service.app.inject({ url: path! });
+      expect(page.statusCode, path).toBe(200);
+      expect(page.headers['content-type']).toContain(type);
+    }
+  });
+});
+
 describe('one task: read, cancel, reschedule, by id and by key', () => {
   it('reads a task by id and by key, 404 when there is none, 400 for a bad id', async () => {
     const { body: task } = await call('POST', '/tasks', closeOrder({ key: 'close_order:SN/1 x' }));

@@ -11,6 +11,8 @@ let document: any;
 const ROUTES = [
   ['post', '/tasks'],
   ['get', '/tasks/pending'],
+  ['get', '/tasks/recent'],
+  ['get', '/tasks/summary'],
   ['get', '/tasks/{id}'],
   ['post', '/tasks/{id}/cancel'],
   ['post', '/tasks/{id}/reschedule'],

@@ -8,7 +8,7 @@ import type { Clock } from '../../clock.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
 import { checkCron, CronError, nextOccurrence } from '../../recurrence.js';
-import { canonicalZone, parseRunAt, TimeInputError } from '../../time.js';
+import { canonicalZone, parseRunAt, TimeInputError, toIsoUtc } from '../../time.js';
 import { jsonProblem } from '../../validation.js';
 import { badRequest, conflict, HttpError, notFound } from '../errors.js';
 import { present } from '../present.js';
@@ -21,7 +21,10 @@ import {
   KeyParams,
   PendingPage,
   PendingQuery,
+  RecentPage,
+  RecentQuery,
   RescheduleBody,
+  Summary,
   TaskJson,
 } from '../schemas.js';
 
@@ -45,7 +48,13 @@ export interface TaskRoutesOptions {
   timezone: string;
   /** MAX_ATTEMPTS: the default for a task that does not say. */
   maxAttempts: number;
+  /** Timers armed in this process. */
+  armed: () => number;
 }
+
+/** The summary's counts read the whole table: they are kept this long. */
+const SUMMARY_TTL_MS = 5000;
+const LATENESS_SAMPLE = 1000;
 
 function zoneOf(requested: string | undefined, fallback: string): string {
   if (requested === undefined) return fallback;
@@ -214,6 +223,49 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       const page = tasks.slice(0, limit);
       const last = page[page.length - 1];
       return { tasks: page.map(present), nextCursor: tasks.length > limit && last !== undefined ? encodeCursor(last) : null };
+    },
+  );
+
+  app.get(
+    '/tasks/recent',
+    {
+      schema: {
+        summary: 'The latest tasks to finish, newest first',
+        tags: ['tasks'],
+        querystring: RecentQuery,
+        response: { 200: RecentPage, 400: ErrorJson, 401: ErrorJson },
+      },
+    },
+    async (request) => {
+      const { status = 'done', limit = 50 } = request.query;
+      return { tasks: (await store.listFinished(status, limit)).map(present) };
+    },
+  );
+
+  let summary: { at: number; value: Promise<Summary> } | undefined;
+  app.get(
+    '/tasks/summary',
+    {
+      schema: {
+        summary: 'The backlog and the lateness at a glance',
+        tags: ['tasks'],
+        response: { 200: Summary, 401: ErrorJson },
+      },
+    },
+    async () => {
+      if (summary === undefined || clock.now() - summary.at > SUMMARY_TTL_MS) {
+        const at = clock.now();
+        const value = Promise.all([store.countOpen(), store.recentLateness(LATENESS_SAMPLE)]).then(([counts, late]) => ({
+          ...counts,
+          armed: options.armed(),
+          latenessP50Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.5)]!,
+          latenessP99Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.99)]!,
+          countedAt: toIsoUtc(at),
+        }));
+        summary = { at, value };
+        value.catch(() => (summary = undefined));
+      }
+      return { ...(await summary.value), armed: options.armed() };
     },
   );
 

@@ -1,0 +1,1 @@
+CREATE INDEX `tasks_status_finished_at` ON `tasks` (`status`,`finished_at`);

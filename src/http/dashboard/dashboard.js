@@ -1,0 +1,189 @@
+// The dashboard: the same HTTP API as everyone else, with the same token. No build step.
+const REFRESH_MS = 2000;
+const state = { token: localStorage.getItem('punctual.token') ?? '', pending: [], noticeUntil: 0 };
+
+const $ = (selector) => document.querySelector(selector);
+
+async function api(method, path) {
+  const headers = state.token === '' ? {} : { authorization: `Bearer ${state.token}` };
+  const response = await fetch(path, { method, headers });
+  if (response.status === 401) {
+    $('#token-form').hidden = false;
+    throw new Error('this punctual needs its API token');
+  }
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.message ?? `${response.status}`);
+  return body;
+}
+
+function cell(text, className) {
+  const td = document.createElement('td');
+  td.textContent = text ?? '';
+  if (className) td.className = className;
+  return td;
+}
+
+function button(label, onClick) {
+  const td = document.createElement('td');
+  const b = document.createElement('button');
+  b.textContent = label;
+  b.addEventListener('click', onClick);
+  td.append(b);
+  return td;
+}
+
+function fill(table, rows, columns) {
+  const body = $(`${table} tbody`);
+  body.replaceChildren();
+  if (rows.length === 0) {
+    const tr = document.createElement('tr');
+    const td = cell('nothing here', 'empty');
+    td.colSpan = columns;
+    tr.append(td);
+    body.append(tr);
+  }
+  for (const row of rows) body.append(row);
+}
+
+/** "2026-12-01T10:00:00.000+08:00" in Asia/Shanghai → "2026-12-01 10:00:00 Asia/Shanghai (+08:00)". */
+function local(task) {
+  const [date, rest] = task.runAtLocal.split('T');
+  return `${date} ${rest.slice(0, 8)} ${task.timezone} (${rest.slice(12)})`;
+}
+
+function utc(iso) {
+  return iso === null ? '' : `${iso.slice(0, 10)} ${iso.slice(11, 19)}Z`;
+}
+
+function countdown(runAt) {
+  const ms = Date.parse(runAt) - Date.now();
+  if (ms <= 0) return 'due';
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.floor((ms % 60_000) / 1000)} s`;
+  if (ms < 86_400_000) return `${Math.floor(ms / 3_600_000)} h ${Math.floor((ms % 3_600_000) / 60_000)} min`;
+  return `${Math.floor(ms / 86_400_000)} d ${Math.floor((ms % 86_400_000) / 3_600_000)} h`;
+}
+
+function late(task) {
+  return `${Date.parse(task.finishedAt) - Date.parse(task.runAt)} ms`;
+}
+
+async function act(method, path, done) {
+  try {
+    await api(method, path);
+    await refresh();
+    setStatus(done);
+    state.noticeUntil = Date.now() + 5000; // what the button did stays in view a while
+  } catch (error) {
+    setStatus(error.message, true);
+  }
+}
+
+function setStatus(text, error = false) {
+  $('#status').textContent = text;
+  $('#status').className = error ? 'error' : '';
+}
+
+function render({ summary, pending, failed, recent }) {
+  $('#pending').textContent = summary.pending;
+  $('#running').textContent = summary.running;
+  $('#failed').textContent = summary.failed;
+  $('#failed').className = summary.failed > 0 ? 'bad' : '';
+  $('#armed').textContent = summary.armed;
+  $('#p50').textContent = summary.latenessP50Ms === null ? '–' : `${summary.latenessP50Ms} ms`;
+  $('#p99').textContent = summary.latenessP99Ms === null ? '–' : `${summary.latenessP99Ms} ms`;
+
+  state.pending = pending.tasks;
+  fill(
+    '#pending-tasks',
+    pending.tasks.map((task) => {
+      const tr = document.createElement('tr');
+      tr.dataset.id = task.id;
+      tr.append(
+        cell(task.id, 'num'),
+        cell(task.type),
+        cell(task.key),
+        cell(countdown(task.runAt), 'countdown'),
+        cell(local(task)),
+        cell(utc(task.runAt)),
+        button('Cancel', () => act('POST', `/tasks/${task.id}/cancel`, `task ${task.id} cancelled`)),
+      );
+      return tr;
+    }),
+    7,
+  );
+  fill(
+    '#failed-tasks',
+    failed.tasks.map((task) => {
+      const tr = document.createElement('tr');
+      tr.dataset.id = task.id;
+      tr.append(
+        cell(task.id, 'num'),
+        cell(task.type),
+        cell(task.key),
+        cell(`${task.attempts}/${task.maxAttempts}`, 'num'),
+        cell(task.lastError, 'error'),
+        cell(utc(task.finishedAt)),
+        button('Retry', () => act('POST', `/tasks/${task.id}/retry`, `task ${task.id} will run again now`)),
+      );
+      return tr;
+    }),
+    7,
+  );
+  fill(
+    '#recent-runs',
+    recent.tasks.map((task) => {
+      const tr = document.createElement('tr');
+      tr.dataset.id = task.id;
+      tr.append(
+        cell(task.id, 'num'),
+        cell(task.type),
+        cell(task.key),
+        cell(utc(task.runAt)),
+        cell(late(task), 'num'),
+        cell(task.attempts, 'num'),
+      );
+      return tr;
+    }),
+    6,
+  );
+}
+
+async function refresh() {
+  try {
+    const [summary, pending, failed, recent] = await Promise.all([
+      api('GET', '/tasks/summary'),
+      api('GET', '/tasks/pending?limit=50'),
+      api('GET', '/tasks/recent?status=failed&limit=30'),
+      api('GET', '/tasks/recent?status=done&limit=30'),
+    ]);
+    render({ summary, pending, failed, recent });
+    if (Date.now() > state.noticeUntil) setStatus(`updated ${new Date().toLocaleTimeString()}`);
+  } catch (error) {
+    setStatus(error.message, true);
+  }
+}
+
+/** The countdowns move between refreshes. */
+function tick() {
+  for (const row of document.querySelectorAll('#pending-tasks tbody tr[data-id]')) {
+    const task = state.pending.find((candidate) => String(candidate.id) === row.dataset.id);
+    if (task === undefined) continue;
+    const td = row.querySelector('td.countdown');
+    td.textContent = countdown(task.runAt);
+    td.classList.toggle('due', td.textContent === 'due');
+  }
+}
+
+$('#token-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  state.token = $('#token').value.trim();
+  localStorage.setItem('punctual.token', state.token);
+  $('#token-form').hidden = true;
+  setStatus('');
+  void refresh();
+});
+
+void refresh();
+setInterval(refresh, REFRESH_MS);
+setInterval(tick, 100);
