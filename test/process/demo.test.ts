@@ -1,0 +1,73 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { startServer } from '../helpers/server.js';
+
+const DEMO = fileURLToPath(new URL('../../dist/demo.js', import.meta.url));
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase('demo');
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+function demo(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [DEMO], { env: { PATH: process.env.PATH ?? '', ...env } });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+describe('npm run demo', () => {
+  it('sets up a demo shop, closes its orders on time through the running service, and checks the stock', async () => {
+    const token = 'demo-token-0123456789abcd';
+    const server = await startServer({ env: { DATABASE_URL: db.url, API_TOKEN: token } });
+    try {
+      const run = await demo({
+        PUNCTUAL_URL: server.baseUrl,
+        API_TOKEN: token,
+        DATABASE_URL: db.url,
+        DEMO_TASKS: '300',
+        DEMO_SECONDS: '3',
+      });
+      expect(run.output).toContain('demo shop ready: 300 unpaid orders');
+      expect(run.output).toContain('scheduled 300 close_order tasks due over the next 3 s');
+      expect(run.output).toContain('300/300 closed');
+      expect(run.output).toMatch(/lateness \(closed_at − run_at\): p50 \d+ ms, p99 \d+ ms, max \d+ ms, early 0/);
+      expect(run.output).toContain('stock adds up');
+      expect(run.code).toBe(0);
+      // A second run starts over with its own orders.
+      expect(
+        (await demo({ PUNCTUAL_URL: server.baseUrl, API_TOKEN: token, DATABASE_URL: db.url, DEMO_TASKS: '30', DEMO_SECONDS: '1' })).code,
+      ).toBe(0);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  it("leaves a shop's real tables alone", async () => {
+    await db.execute('DROP TABLE IF EXISTS orders');
+    await db.execute('CREATE TABLE orders (id INT PRIMARY KEY)');
+    const server = await startServer({ env: { DATABASE_URL: db.url } });
+    try {
+      const run = await demo({ PUNCTUAL_URL: server.baseUrl, DATABASE_URL: db.url, DEMO_TASKS: '10', DEMO_SECONDS: '1' });
+      expect(run.code).toBe(1);
+      expect(run.output).toContain('already has a table orders that is not the demo');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('says so when punctual is not running', async () => {
+    const run = await demo({ PUNCTUAL_URL: 'http://127.0.0.1:9', DATABASE_URL: db.url });
+    expect(run.code).toBe(1);
+    expect(run.output).toContain('punctual does not answer at http://127.0.0.1:9: start it first');
+  });
+});
