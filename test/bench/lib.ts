@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import WebSocket from 'ws';
 import { migrateDatabase } from '../../src/db/migrate.js';
+import { parsePrometheus } from '../helpers/prometheus.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 export const SERVER_URL = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
@@ -210,14 +211,7 @@ export function memoryOf(pid: number): { peakMb: number; rssMb: number } {
 
 /** The server's metrics, parsed: name{labels} → value. */
 export async function scrape(server: Server): Promise<Map<string, number>> {
-  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
-  const values = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const cut = line.lastIndexOf(' ');
-    values.set(line.slice(0, cut), Number(line.slice(cut + 1)));
-  }
-  return values;
+  return parsePrometheus(await (await fetch(`${server.baseUrl}/metrics`)).text());
 }
 
 /** V8 heap in use after a full GC, through the inspector (the server must run with inspect). */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/handlers/handler.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
+import { parsePrometheus } from '../helpers/prometheus.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createShopDatabase, makeOrders } from '../helpers/shop.js';
@@ -10,22 +11,11 @@ const orders = makeOrders(10, 20, 'ME');
 let db: TestDatabase;
 let service: TestService;
 
-/** name{labels} → value, from the Prometheus text. */
-function parse(text: string): Map<string, number> {
-  const values = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const cut = line.lastIndexOf(' ');
-    values.set(line.slice(0, cut), Number(line.slice(cut + 1)));
-  }
-  return values;
-}
-
 async function scrape(): Promise<{ text: string; values: Map<string, number> }> {
   const response = await service.app.inject({ url: '/metrics' });
   expect(response.statusCode).toBe(200);
   expect(response.headers['content-type']).toContain('text/plain');
-  return { text: response.body, values: parse(response.body) };
+  return { text: response.body, values: parsePrometheus(response.body) };
 }
 
 beforeAll(async () => {

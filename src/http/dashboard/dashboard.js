@@ -32,17 +32,23 @@ function button(label, onClick) {
   return td;
 }
 
-function fill(table, rows, columns) {
+/** One row per task in `table`: its id, type and key, then the cells `more` makes. */
+function fill(table, tasks, more) {
   const body = $(`${table} tbody`);
   body.replaceChildren();
-  if (rows.length === 0) {
+  for (const task of tasks) {
     const tr = document.createElement('tr');
+    tr.dataset.id = task.id;
+    tr.append(cell(task.id, 'num'), cell(task.type), cell(task.key), ...more(task));
+    body.append(tr);
+  }
+  if (tasks.length === 0) {
     const td = cell('nothing here', 'empty');
-    td.colSpan = columns;
+    td.colSpan = $(`${table} thead tr`).children.length;
+    const tr = document.createElement('tr');
     tr.append(td);
     body.append(tr);
   }
-  for (const row of rows) body.append(row);
 }
 
 /** "2026-12-01T10:00:00.000+08:00" in Asia/Shanghai → "2026-12-01 10:00:00 Asia/Shanghai (+08:00)". */
@@ -94,59 +100,19 @@ function render({ summary, pending, failed, recent }) {
   $('#p99').textContent = summary.latenessP99Ms === null ? '–' : `${summary.latenessP99Ms} ms`;
 
   state.pending = pending.tasks;
-  fill(
-    '#pending-tasks',
-    pending.tasks.map((task) => {
-      const tr = document.createElement('tr');
-      tr.dataset.id = task.id;
-      tr.append(
-        cell(task.id, 'num'),
-        cell(task.type),
-        cell(task.key),
-        cell(countdown(task.runAt), 'countdown'),
-        cell(local(task)),
-        cell(utc(task.runAt)),
-        button('Cancel', () => act('POST', `/tasks/${task.id}/cancel`, `task ${task.id} cancelled`)),
-      );
-      return tr;
-    }),
-    7,
-  );
-  fill(
-    '#failed-tasks',
-    failed.tasks.map((task) => {
-      const tr = document.createElement('tr');
-      tr.dataset.id = task.id;
-      tr.append(
-        cell(task.id, 'num'),
-        cell(task.type),
-        cell(task.key),
-        cell(`${task.attempts}/${task.maxAttempts}`, 'num'),
-        cell(task.lastError, 'error'),
-        cell(utc(task.finishedAt)),
-        button('Retry', () => act('POST', `/tasks/${task.id}/retry`, `task ${task.id} will run again now`)),
-      );
-      return tr;
-    }),
-    7,
-  );
-  fill(
-    '#recent-runs',
-    recent.tasks.map((task) => {
-      const tr = document.createElement('tr');
-      tr.dataset.id = task.id;
-      tr.append(
-        cell(task.id, 'num'),
-        cell(task.type),
-        cell(task.key),
-        cell(utc(task.runAt)),
-        cell(late(task), 'num'),
-        cell(task.attempts, 'num'),
-      );
-      return tr;
-    }),
-    6,
-  );
+  fill('#pending-tasks', pending.tasks, (task) => [
+    cell(countdown(task.runAt), 'countdown'),
+    cell(local(task)),
+    cell(utc(task.runAt)),
+    button('Cancel', () => act('POST', `/tasks/${task.id}/cancel`, `task ${task.id} cancelled`)),
+  ]);
+  fill('#failed-tasks', failed.tasks, (task) => [
+    cell(`${task.attempts}/${task.maxAttempts}`, 'num'),
+    cell(task.lastError, 'error'),
+    cell(utc(task.finishedAt)),
+    button('Retry', () => act('POST', `/tasks/${task.id}/retry`, `task ${task.id} will run again now`)),
+  ]);
+  fill('#recent-runs', recent.tasks, (task) => [cell(utc(task.runAt)), cell(late(task), 'num'), cell(task.attempts, 'num')]);
 }
 
 async function refresh() {

@@ -141,6 +141,25 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     throw conflict(`task ${task.id} is ${now.status}; only a pending task can be cancelled`, present(now));
   }
 
+  /**
+   * Reschedules a pending task, or retries a failed one (now, when the body names no time), and
+   * re-arms it. A task in any other state is a 409 with the task as it is now.
+   */
+  async function move(id: number, body: RescheduleBody, how: 'reschedule' | 'retry'): Promise<Task> {
+    const task = await byId(id);
+    const now = clock.now();
+    const zone = zoneOf(body.timezone, task.timezone);
+    const runAt = how === 'retry' && body.runAt === undefined && body.delayMs === undefined ? now : instantOf(body, zone, now);
+    const moved = how === 'retry' ? await store.retry(id, runAt, zone, now) : await store.reschedule(id, runAt, zone, now);
+    if (!moved) {
+      const current = await byId(id);
+      const only = how === 'retry' ? 'only a failed task can be retried' : 'only a pending task can be rescheduled';
+      throw conflict(`task ${id} is ${current.status}; ${only}`, present(current));
+    }
+    tracker.track(id, runAt);
+    return byId(id);
+  }
+
   app.post(
     '/tasks',
     {
@@ -292,18 +311,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         response: taskResponses,
       },
     },
-    async (request) => {
-      const task = await byId(request.params.id);
-      const now = clock.now();
-      const zone = zoneOf(request.body.timezone, task.timezone);
-      const runAt = instantOf(request.body, zone, now);
-      if (!(await store.reschedule(task.id, runAt, zone, now))) {
-        const current = await byId(task.id);
-        throw conflict(`task ${task.id} is ${current.status}; only a pending task can be rescheduled`, present(current));
-      }
-      tracker.track(task.id, runAt);
-      return present(await byId(task.id));
-    },
+    async (request) => present(await move(request.params.id, request.body, 'reschedule')),
   );
 
   app.post(
@@ -322,19 +330,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         request.body ??= {};
       },
     },
-    async (request) => {
-      const task = await byId(request.params.id);
-      const now = clock.now();
-      const body = request.body;
-      const zone = zoneOf(body.timezone, task.timezone);
-      const runAt = body.runAt === undefined && body.delayMs === undefined ? now : instantOf(body, zone, now);
-      if (!(await store.retry(task.id, runAt, zone, now))) {
-        const current = await byId(task.id);
-        throw conflict(`task ${task.id} is ${current.status}; only a failed task can be retried`, present(current));
-      }
-      tracker.track(task.id, runAt);
-      return present(await byId(task.id));
-    },
+    async (request) => present(await move(request.params.id, request.body, 'retry')),
   );
 
   app.get(
