@@ -30,6 +30,15 @@ export class BenchDb {
   }
 
   static async create(): Promise<BenchDb> {
+    // A bench run that was killed leaves its database behind: drop those over an hour old.
+    await BenchDb.#onServer(async (conn) => {
+      const [rows] = await conn.query<mysql.RowDataPacket[]>("SHOW DATABASES LIKE 'punctual\\_bench\\_%'");
+      for (const row of rows) {
+        const name = String(Object.values(row)[0]);
+        const born = Number(/^punctual_bench_(\d{10})_/.exec(name)?.[1]);
+        if (born > 0 && Date.now() / 1000 - born > 3600) await conn.query(`DROP DATABASE \`${name}\``);
+      }
+    });
     const db = new BenchDb(`punctual_bench_${Math.floor(Date.now() / 1000)}_${randomBytes(3).toString('hex')}`);
     await db.reset();
     return db;
@@ -41,13 +50,17 @@ export class BenchDb {
     return pool;
   }
 
-  async #server<T>(fn: (conn: mysql.Connection) => Promise<T>): Promise<T> {
+  static async #onServer<T>(fn: (conn: mysql.Connection) => Promise<T>): Promise<T> {
     const conn = await mysql.createConnection({ uri: SERVER_URL });
     try {
       return await fn(conn);
     } finally {
       await conn.end();
     }
+  }
+
+  #server<T>(fn: (conn: mysql.Connection) => Promise<T>): Promise<T> {
+    return BenchDb.#onServer(fn);
   }
 
   /**
