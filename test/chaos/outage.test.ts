@@ -61,6 +61,15 @@ describe('database outage', () => {
         expect((await server.request('GET', '/healthz')).status).toBe(200);
         await sleep(250);
       }
+      // A create meets the outage with a 503 the shop can retry (with its key, safely).
+      const refused = await server.request('POST', '/tasks', {
+        type: 'close_order',
+        payload: { orderSn: 'during' },
+        delayMs: 0,
+        key: 'outage:1',
+      });
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ code: 'PUNCTUAL_DATABASE_UNAVAILABLE' });
       proxy.refuse(false);
       const backAt = Date.now();
       await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 30_000, 'every task to run');
