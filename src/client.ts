@@ -138,7 +138,12 @@ export class PunctualClient {
     const parsed = text === '' ? undefined : JSON.parse(text);
     if (!response.ok) {
       const error = (parsed ?? {}) as { code?: string; message?: string; task?: Task };
-      throw new PunctualError(response.status, error.code ?? 'UNKNOWN', error.message ?? `punctual answered ${response.status}`, error.task);
+      throw new PunctualError(
+        response.status,
+        error.code ?? 'UNKNOWN',
+        error.message ?? `punctual answered ${response.status}`,
+        error.task,
+      );
     }
     return { status: response.status, body: parsed as T };
   }

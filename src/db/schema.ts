@@ -57,5 +57,3 @@ export const tasks = mysqlTable(
     uniqueIndex('tasks_series_run_at').on(table.seriesId, table.runAt),
   ],
 );
-
-export type TaskRow = typeof tasks.$inferSelect;

@@ -2,8 +2,9 @@
  * The scheduler decides which tasks have a timer. Only tasks due within HORIZON_MS are armed,
  * so memory follows the horizon, not the backlog.
  *
- * - Boot: recover tasks whose lease ran out, skip the misfired ones that asked for it, then read
- *   the pending tasks due within the horizon page by page and arm them.
+ * - Boot: skip the misfired tasks that asked for it, recover those whose lease ran out (they were
+ *   running, not missed), then read the pending tasks due within the horizon page by page and
+ *   arm them.
  * - Refill, every REFILL_INTERVAL_MS: arm the tasks that came within the horizon since the last
  *   refill (a range of the (status, run_at) index) and rows someone inserted straight into the
  *   table (ids above the last one seen). Both cost what is new, not what is armed.

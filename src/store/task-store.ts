@@ -6,11 +6,11 @@
  * out by hand, with times converted to epoch milliseconds by the server, and their text built
  * once; the rest use drizzle's query builder.
  */
-import { and, asc, eq, gt, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type mysql from 'mysql2/promise';
 import type { Connection, Database, Db } from '../db/connection.js';
 import { isDuplicateKey, isLockConflict } from '../db/errors.js';
-import { tasks, type MisfirePolicy, type TaskRow, type TaskStatus } from '../db/schema.js';
+import { tasks, type MisfirePolicy, type TaskStatus } from '../db/schema.js';
 import { nextOccurrence } from '../recurrence.js';
 import { sleep } from '../util/async.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
@@ -161,29 +161,6 @@ function fromRaw(row: RawTaskRow): Task {
   };
 }
 
-function fromDrizzle(row: TaskRow): Task {
-  return {
-    id: row.id,
-    key: row.key,
-    type: row.type,
-    payload: row.payload,
-    status: row.status,
-    runAt: row.runAt.getTime(),
-    timezone: row.timezone,
-    attempts: row.attempts,
-    maxAttempts: row.maxAttempts,
-    misfire: row.misfire,
-    leaseOwner: row.leaseOwner,
-    leaseUntil: row.leaseUntil?.getTime() ?? null,
-    lastError: row.lastError,
-    createdAt: row.createdAt.getTime(),
-    updatedAt: row.updatedAt.getTime(),
-    finishedAt: row.finishedAt?.getTime() ?? null,
-    cron: row.cron,
-    seriesId: row.seriesId,
-  };
-}
-
 /** Rows of [id, runAt ms] (a timer's worth) as entries. */
 function toEntries(rows: [number, number][]): TimerEntry[] {
   return rows.map(([id, runAt]) => ({ id: Number(id), runAt: Number(runAt) }));
@@ -201,10 +178,18 @@ const SQL_INSERT_OCCURRENCE = `INSERT INTO tasks (type, payload, run_at, timezon
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`;
 const SQL_PENDING_AMONG = `SELECT id, ${ms('run_at')} FROM tasks WHERE id IN (?) AND status = 'pending'`;
 const SQL_INSERTED_AFTER = `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`;
-// The leading `run_at >= ?` gives the index range its start; the OR only breaks ties.
+// (run_at, id) after a cursor, one form for every keyset page: the leading `run_at >= ?` states
+// the index range's start outright, the OR only breaks ties within one run_at.
+const AFTER_CURSOR = ' AND run_at >= ? AND (run_at > ? OR id > ?)';
 const SQL_DUE_PAGE = (lower: boolean, cursor: boolean) =>
   `SELECT id, ${ms('run_at')} FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
-  `${cursor ? ' AND run_at >= ? AND (run_at > ? OR id > ?)' : ''} ORDER BY run_at, id LIMIT ?`;
+  `${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`;
+const SQL_PENDING_PAGE = (type: boolean, cursor: boolean) =>
+  `SELECT ${TASK_COLUMNS} FROM tasks WHERE status = 'pending'${type ? ' AND type = ?' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`;
+
+function cursorValues(cursor: RunAtCursor | undefined): unknown[] {
+  return cursor === undefined ? [] : [new Date(cursor.runAt), new Date(cursor.runAt), cursor.id];
+}
 
 /**
  * Runs a single statement again after a deadlock or a lock-wait timeout (e.g. a cancel meeting a
@@ -219,13 +204,6 @@ async function retryConflicts<T>(statement: () => Promise<T>, tries = 5): Promis
       await sleep(10 * round + Math.random() * 40);
     }
   }
-}
-
-/** (run_at, id) strictly after `cursor`, for drizzle's queries. */
-function after(cursor: RunAtCursor | undefined): SQL | undefined {
-  if (cursor === undefined) return undefined;
-  const at = new Date(cursor.runAt);
-  return or(gt(tasks.runAt, at), and(eq(tasks.runAt, at), gt(tasks.id, cursor.id)));
 }
 
 export class TaskStore {
@@ -259,23 +237,16 @@ export class TaskStore {
 
   /**
    * Inserts a task; committed when this resolves. Creates arriving together are written by one
-   * statement (or one transaction), so they share a commit. A repeated `key` does not insert: the existing task comes back
-   * with `created: false` for the caller to compare.
+   * statement (or one transaction), so they share a commit. A repeated `key` does not insert: the
+   * existing task comes back with `created: false` for the caller to compare.
    */
   insert(task: NewTask, now: number): Promise<InsertResult> {
     return this.#inserts.add({ task, now });
   }
 
-  async #insertBatch(items: { task: NewTask; now: number }[]): Promise<Outcome<InsertResult>[]> {
-    for (let round = 1; ; round++) {
-      try {
-        return await this.#insertOnce(items);
-      } catch (error) {
-        // Two batches racing on the same keys in opposite orders can deadlock; the loser's
-        // transaction is rolled back whole, so it is simply run again.
-        if (!isLockConflict(error) || round >= 3) throw error;
-      }
-    }
+  /** Two batches racing on the same keys in opposite orders can deadlock; the loser runs again. */
+  #insertBatch(items: { task: NewTask; now: number }[]): Promise<Outcome<InsertResult>[]> {
+    return retryConflicts(() => this.#insertOnce(items), 3);
   }
 
   async #insertOnce(items: { task: NewTask; now: number }[]): Promise<Outcome<InsertResult>[]> {
@@ -295,7 +266,10 @@ export class TaskStore {
   async #insertAll(items: { task: NewTask; now: number }[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
     const values = items.map(({ task, now }) => this.#row(task, now));
     const text = `${SQL_INSERT_ROWS} ${items.map(() => ROW_PLACEHOLDERS).join(', ')}${ids === 'returning' ? ' RETURNING id' : ''}`;
-    const result = await this.#query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(text, values.flat());
+    // Not #query: #insertBatch already tries the whole batch again after a lock conflict.
+    const [result] = await this.#database.withConnection((conn) =>
+      conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(text, values.flat()),
+    );
     const idOf = (i: number) => (ids === 'returning' ? Number(result[i]!.id) : result.insertId + i);
     return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: this.#created(task, idOf(i), now) } }));
   }
@@ -357,29 +331,27 @@ export class TaskStore {
     };
   }
 
+  /** Whole tasks, read by hand and mapped in one place. */
+  async #tasks(where: string, values: unknown[]): Promise<Task[]> {
+    return (await this.#query<RawTaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks ${where}`, values)).map(fromRaw);
+  }
+
   async get(id: number): Promise<Task | undefined> {
-    const rows = await this.#drizzle((db) => db.select().from(tasks).where(eq(tasks.id, id)));
-    return rows[0] === undefined ? undefined : fromDrizzle(rows[0]);
+    return (await this.#tasks('WHERE id = ?', [id]))[0];
   }
 
   async getByKey(key: string): Promise<Task | undefined> {
-    const rows = await this.#drizzle((db) => db.select().from(tasks).where(eq(tasks.key, key)));
-    return rows[0] === undefined ? undefined : fromDrizzle(rows[0]);
+    return (await this.#tasks('WHERE task_key = ?', [key]))[0];
   }
 
   /** Pending tasks in (runAt, id) order, strictly after `cursor`. */
   async listPending(options: { type?: string; limit: number; after?: RunAtCursor }): Promise<Task[]> {
-    const rows = await this.#drizzle((db) =>
-      db
-        .select()
-        .from(tasks)
-        .where(
-          and(eq(tasks.status, 'pending'), options.type === undefined ? undefined : eq(tasks.type, options.type), after(options.after)),
-        )
-        .orderBy(asc(tasks.runAt), asc(tasks.id))
-        .limit(options.limit),
-    );
-    return rows.map(fromDrizzle);
+    const rows = await this.#query<RawTaskRow[]>(SQL_PENDING_PAGE(options.type !== undefined, options.after !== undefined), [
+      ...(options.type === undefined ? [] : [options.type]),
+      ...cursorValues(options.after),
+      options.limit,
+    ]);
+    return rows.map(fromRaw);
   }
 
   /** pending → cancelled. False when the task is not pending (or does not exist). */
@@ -407,15 +379,11 @@ export class TaskStore {
 
   /** The pending occurrence of the recurring series whose first task is `seriesId`. */
   async pendingOccurrence(seriesId: number): Promise<Task | undefined> {
-    const rows = await this.#drizzle((db) =>
-      db
-        .select()
-        .from(tasks)
-        .where(and(eq(tasks.status, 'pending'), or(eq(tasks.id, seriesId), eq(tasks.seriesId, seriesId))))
-        .orderBy(asc(tasks.runAt))
-        .limit(1),
-    );
-    return rows[0] === undefined ? undefined : fromDrizzle(rows[0]);
+    const [task] = await this.#tasks("WHERE status = 'pending' AND (id = ? OR series_id = ?) ORDER BY run_at LIMIT 1", [
+      seriesId,
+      seriesId,
+    ]);
+    return task;
   }
 
   /** Moves a pending task to `runAt` (read in `timezone`). False when it is not pending. */
@@ -505,8 +473,7 @@ export class TaskStore {
     const values: unknown[] = [];
     if (from !== undefined) values.push(new Date(from));
     values.push(new Date(until));
-    if (cursor !== undefined) values.push(new Date(cursor.runAt), new Date(cursor.runAt), cursor.id);
-    values.push(limit);
+    values.push(...cursorValues(cursor), limit);
     return this.#query<[number, number][] & mysql.RowDataPacket[]>(
       { sql: SQL_DUE_PAGE(from !== undefined, cursor !== undefined), rowsAsArray: true },
       values,
@@ -529,16 +496,8 @@ export class TaskStore {
   }
 
   /** The latest tasks to finish with `status`, newest first. */
-  async listFinished(status: 'done' | 'failed' | 'skipped' | 'cancelled', limit: number): Promise<Task[]> {
-    const rows = await this.#drizzle((db) =>
-      db
-        .select()
-        .from(tasks)
-        .where(eq(tasks.status, status))
-        .orderBy(sql`${tasks.finishedAt} DESC`, sql`${tasks.id} DESC`)
-        .limit(limit),
-    );
-    return rows.map(fromDrizzle);
+  listFinished(status: 'done' | 'failed' | 'skipped' | 'cancelled', limit: number): Promise<Task[]> {
+    return this.#tasks('WHERE status = ? ORDER BY finished_at DESC, id DESC LIMIT ?', [status, limit]);
   }
 
   /** Tasks waiting, running and failed, in the whole table. */

@@ -261,7 +261,8 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
   );
 
-  let summary: { at: number; value: Promise<Summary> } | undefined;
+  // The counts read the whole table: kept a few seconds. The armed count is this process's own, read each time.
+  let summary: { at: number; value: Promise<Omit<Summary, 'armed'>> } | undefined;
   app.get(
     '/tasks/summary',
     {
@@ -276,7 +277,6 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         const at = clock.now();
         const value = Promise.all([store.countOpen(), store.recentLateness(LATENESS_SAMPLE)]).then(([counts, late]) => ({
           ...counts,
-          armed: options.armed(),
           latenessP50Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.5)]!,
           latenessP99Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.99)]!,
           countedAt: toIsoUtc(at),
