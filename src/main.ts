@@ -42,7 +42,10 @@ process.on('unhandledRejection', (reason) => service.log.error({ err: loggable(r
 try {
   await service.start();
 } catch (error) {
-  service.log.fatal({ err: loggable(error) }, 'punctual could not start');
-  await service.stop().catch(() => undefined);
-  process.exit(1);
+  // A signal while booting: the stop it started ends the process (exit 0).
+  if (!service.stopping) {
+    service.log.fatal({ err: loggable(error) }, 'punctual could not start');
+    await service.stop().catch(() => undefined);
+    process.exit(1);
+  }
 }

@@ -4,7 +4,12 @@
  *
  * Boot: database → migrations → pool → scheduler boot load → listen.
  * Stop: stop accepting requests → stop the refill and disarm the timers → let running handlers
- * finish (up to STOP_TIMEOUT_MS) → close the pool.
+ * finish (up to STOP_TIMEOUT_MS) → close the pool. A stop during the boot (a SIGTERM while
+ * starting) ends the boot at its next step, never listens, and then stops as usual.
+ *
+ * The parts are built in an order without cycles: timers push into the dispatcher's queue,
+ * arming turns the lifecycle's effects into timers, the scheduler and the dispatcher both work
+ * through the lifecycle, and neither knows the other.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -18,10 +23,15 @@ import { createRegistry, type HandlerRegistry } from './handlers/registry.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics.js';
+import { Lifecycle } from './lifecycle/lifecycle.js';
+import { Arming } from './scheduler/arming.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
+import { DueQueue } from './scheduler/due-queue.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { Timers } from './scheduler/timers.js';
 import { TaskStore } from './store/task-store.js';
+import { Summary } from './summary.js';
+import { sleep } from './util/async.js';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -29,11 +39,20 @@ export interface ServiceOptions {
   registry?: HandlerRegistry;
 }
 
+/** stop() was called before start() was done: not a failure, the stop ends the process. */
+export class StoppedWhileStarting extends Error {
+  override name = 'StoppedWhileStarting';
+  constructor() {
+    super('stopped while starting');
+  }
+}
+
 export class Service {
   readonly database: Database;
   readonly store: TaskStore;
   readonly registry: HandlerRegistry;
   readonly timers: Timers;
+  readonly lifecycle: Lifecycle;
   readonly dispatcher: Dispatcher;
   readonly scheduler: Scheduler;
   readonly app: FastifyInstance;
@@ -42,6 +61,7 @@ export class Service {
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
+  #starting: Promise<string> | undefined;
 
   /** Builds the parts; touches no database until start(). */
   constructor(
@@ -58,46 +78,55 @@ export class Service {
       pool: () => this.database.usage,
       pendingByType: () => this.store.countPendingByType(),
     });
-    let scheduler: Scheduler | undefined;
-    this.dispatcher = new Dispatcher({
+    const queue = new DueQueue();
+    this.timers = new Timers(clock, (id) => queue.push(id));
+    const arming = new Arming(this.timers, queue);
+    this.lifecycle = new Lifecycle({
       database: this.database,
       store: this.store,
-      registry: this.registry,
       clock,
-      log: this.log,
-      concurrency: config.concurrency,
-      batchSize: config.batchSize,
       retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
-      owner: this.owner,
-      metrics: this.metrics,
-      arm: (id, at) => scheduler?.track(id, at),
+      effects: arming,
     });
-    this.timers = new Timers(clock, (id) => this.dispatcher.enqueue(id));
-    scheduler = new Scheduler({
+    this.scheduler = new Scheduler({
       store: this.store,
+      lifecycle: this.lifecycle,
       clock,
       log: this.log,
-      timers: this.timers,
-      dispatcher: this.dispatcher,
+      arming,
       horizonMs: config.horizonMs,
       refillIntervalMs: config.refillIntervalMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
       misfireGraceMs: config.misfireGraceMs,
       metrics: this.metrics,
     });
-    this.scheduler = scheduler;
+    this.dispatcher = new Dispatcher({
+      database: this.database,
+      store: this.store,
+      lifecycle: this.lifecycle,
+      registry: this.registry,
+      queue,
+      effects: arming,
+      clock,
+      log: this.log,
+      concurrency: config.concurrency,
+      batchSize: config.batchSize,
+      owner: this.owner,
+      metrics: this.metrics,
+    });
+    const scheduler = this.scheduler;
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
       metrics: this.metrics,
       tasks: {
         store: this.store,
+        lifecycle: this.lifecycle,
         registry: this.registry,
-        tracker: scheduler,
+        summary: new Summary(this.store, clock, () => this.timers.size),
         clock,
         timezone: config.timezone,
         maxAttempts: config.maxAttempts,
-        armed: () => this.timers.size,
       },
       health: {
         booted: () => scheduler.booted,
@@ -107,17 +136,38 @@ export class Service {
     });
   }
 
+  /** Whether stop() was called. */
+  get stopping(): boolean {
+    return this.#stopping !== undefined;
+  }
+
   /** Creates the database if missing, migrates, loads and arms the pending tasks. */
   async boot(): Promise<void> {
     const { config } = this;
     await ensureDatabase(config.databaseUrl, config.databaseName);
+    if (this.stopping) return;
     await migrateDatabase(config.databaseUrl, config.databaseName);
+    if (this.stopping) return;
     await this.scheduler.boot();
   }
 
-  /** boot(), then listen. Returns the address it listens on. */
-  async start(): Promise<string> {
-    await this.boot();
+  /**
+   * boot(), then listen. Returns the address it listens on. When stop() is called meanwhile it
+   * never listens, and rejects with StoppedWhileStarting.
+   */
+  start(): Promise<string> {
+    this.#starting ??= this.#start();
+    return this.#starting;
+  }
+
+  async #start(): Promise<string> {
+    try {
+      await this.boot();
+    } catch (error) {
+      if (this.stopping) throw new StoppedWhileStarting(); // the stop closed what the boot was using
+      throw error;
+    }
+    if (this.stopping) throw new StoppedWhileStarting();
     const address = await this.app.listen({ host: this.config.host, port: this.config.port });
     this.log.info({ address, timezone: this.config.timezone, horizonMs: this.config.horizonMs }, 'punctual is ready');
     return address;
@@ -148,6 +198,16 @@ export class Service {
 
   async #stop(): Promise<void> {
     const started = Date.now();
+    if (this.#starting !== undefined) {
+      // Stopping while booting: the boot ends at its next step (the load at its next page);
+      // wait for it, so nothing it started is cut off half way, but not longer than a stop may take.
+      const booting = this.#starting.then(
+        () => undefined,
+        () => undefined,
+      );
+      await this.scheduler.stop();
+      await Promise.race([booting, sleep(this.config.stopTimeoutMs)]);
+    }
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
     await this.scheduler.stop();

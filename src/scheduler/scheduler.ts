@@ -3,29 +3,31 @@
  * so memory follows the horizon, not the backlog.
  *
  * - Boot: skip the misfired tasks that asked for it, recover those whose lease ran out (they were
- *   running, not missed), then read the pending tasks due within the horizon page by page and
- *   arm them.
+ *   running, not missed; both are lifecycle transitions), then read the pending tasks due within
+ *   the horizon page by page and arm them.
  * - Refill, every REFILL_INTERVAL_MS: arm the tasks that came within the horizon since the last
  *   refill (a range of the (status, run_at) index) and rows someone inserted straight into the
  *   table (ids above the last one seen). Both cost what is new, not what is armed.
  * - Reconcile, about every RECONCILE_INTERVAL_MS: the safety net. Reads every pending task within
  *   the horizon and arms what is missing or moved, e.g. a row whose insert committed after a
  *   higher id had been seen, or a task another process rescheduled.
+ *
+ * Which tasks get a timer, and the timers this process's own writes ask for, are arming.ts's.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { loggable } from '../db/errors.js';
-import type { RunAtCursor, TaskStore, TimerEntry } from '../store/task-store.js';
+import type { Lifecycle } from '../lifecycle/lifecycle.js';
+import type { RunAtCursor, TaskStore } from '../store/task-store.js';
 import type { Metrics } from '../metrics.js';
-import type { Dispatcher } from './dispatcher.js';
-import type { Timers } from './timers.js';
+import type { Arming } from './arming.js';
 
 export interface SchedulerOptions {
   store: TaskStore;
+  lifecycle: Lifecycle;
   clock: Clock;
   log: Logger;
-  timers: Timers;
-  dispatcher: Dispatcher;
+  arming: Arming;
   horizonMs: number;
   refillIntervalMs: number;
   reconcileIntervalMs: number;
@@ -42,8 +44,6 @@ const MAX_GAP = 1000;
 
 export class Scheduler {
   readonly #o: SchedulerOptions;
-  /** Every pending task due up to here has a timer (or is with the dispatcher). */
-  #coveredUntil = Number.NEGATIVE_INFINITY;
   /** The highest task id the id scan has seen. */
   #lastId = 0;
   /** Ids the id scan jumped over, with when it did. */
@@ -63,41 +63,24 @@ export class Scheduler {
   }
 
   get armed(): number {
-    return this.#o.timers.size;
+    return this.#o.arming.timers.size;
   }
 
   async boot(): Promise<void> {
-    const { store, clock, log, horizonMs, misfireGraceMs } = this.#o;
+    const { store, lifecycle, arming, clock, log, horizonMs, misfireGraceMs } = this.#o;
     const started = clock.now();
     // Skip before recovering: a task that was mid-run when the process died did not misfire.
-    const skipped = await store.skipMisfired(started - misfireGraceMs, started);
-    const leases = await store.recoverExpiredLeases(started);
+    const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs);
+    const leases = await lifecycle.recoverExpiredLeases();
     this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
     this.#lastId = await store.maxId();
-    this.#coveredUntil = started + horizonMs;
-    const armed = await this.#armDue(undefined, this.#coveredUntil);
+    arming.coveredUntil = started + horizonMs;
+    const armed = await this.#armDue(undefined, arming.coveredUntil);
     this.#lastReconcile = clock.now();
     this.#booted = true;
     log.info({ armed, recovered: leases.recovered, failedLeases: leases.failed, skipped, ms: clock.now() - started }, 'boot load armed');
     this.#scheduleRefill();
-  }
-
-  /**
-   * A task this process created, moved or put back after a run: armed now if it is within the
-   * horizon, else left to the refill.
-   */
-  track(id: number, runAt: number): void {
-    if (this.#stopped) return;
-    if (runAt <= this.#coveredUntil) {
-      this.#o.timers.arm(id, runAt);
-    } else {
-      this.#o.timers.disarm(id);
-    }
-  }
-
-  untrack(id: number): void {
-    this.#o.timers.disarm(id);
   }
 
   /** One refill (and, when due, a reconcile). Runs on its own timer; public for tests. */
@@ -105,15 +88,16 @@ export class Scheduler {
     const { clock, horizonMs, reconcileIntervalMs } = this.#o;
     const now = clock.now();
     if (now - this.#lastReconcile >= reconcileIntervalMs) await this.reconcile();
-    const previous = this.#coveredUntil;
+    const { arming } = this.#o;
+    const previous = arming.coveredUntil;
     const until = now + horizonMs;
     if (until > previous) {
-      // Move the bound first: a task created meanwhile is armed by track(), not lost between the two.
-      this.#coveredUntil = until;
+      // Move the bound first: a task created meanwhile is armed by its effect, not lost between the two.
+      arming.coveredUntil = until;
       try {
         await this.#armDue(previous, until);
       } catch (error) {
-        this.#coveredUntil = previous;
+        arming.coveredUntil = previous;
         throw error;
       }
     }
@@ -123,12 +107,12 @@ export class Scheduler {
 
   /** The safety net: recover expired leases and arm every pending task within the horizon. */
   async reconcile(): Promise<void> {
-    const { store, clock, log } = this.#o;
+    const { lifecycle, clock, log } = this.#o;
     const started = clock.now();
-    const leases = await store.recoverExpiredLeases(started);
+    const leases = await lifecycle.recoverExpiredLeases();
     if (leases.recovered + leases.failed > 0) log.warn(leases, 'recovered tasks whose lease ran out');
     this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
-    const seen = await this.#armDue(undefined, this.#coveredUntil);
+    const seen = await this.#armDue(undefined, this.#o.arming.coveredUntil);
     this.#lastReconcile = started;
     log.debug({ pending: seen, armed: this.armed, ms: clock.now() - started }, 'reconciled');
   }
@@ -138,12 +122,7 @@ export class Scheduler {
     this.#stopped = true;
     clearTimeout(this.#refillTimer);
     await this.#refilling;
-    this.#o.timers.disarmAll();
-  }
-
-  /** Arms a task read from the table, unless the dispatcher has it right now. */
-  #arm(entry: TimerEntry): void {
-    if (!this.#o.dispatcher.isBusy(entry.id)) this.#o.timers.arm(entry.id, entry.runAt);
+    this.#o.arming.stop();
   }
 
   /** Arms the pending tasks due in (from, until], page by page; returns how many were read. */
@@ -152,7 +131,7 @@ export class Scheduler {
     let count = 0;
     for (;;) {
       const page = await this.#o.store.pendingDueBetween(from, until, cursor, PAGE);
-      for (const entry of page) this.#arm(entry);
+      for (const entry of page) this.#o.arming.armRead(entry);
       count += page.length;
       const last = page[page.length - 1];
       if (page.length < PAGE || last === undefined || this.#stopped) return count;
@@ -170,7 +149,7 @@ export class Scheduler {
           for (let id = this.#lastId + 1; id < row.id && this.#holes.size < MAX_HOLES; id++) this.#holes.set(id, now);
         }
         this.#lastId = row.id;
-        if (row.pending && row.runAt <= this.#coveredUntil && !this.#o.timers.has(row.id)) this.#arm(row);
+        if (row.pending && row.runAt <= this.#o.arming.coveredUntil && !this.#o.arming.timers.has(row.id)) this.#o.arming.armRead(row);
       }
       if (rows.length < PAGE) return;
     }
@@ -182,7 +161,7 @@ export class Scheduler {
     if (this.#holes.size === 0) return;
     for (const entry of await this.#o.store.pendingAmong([...this.#holes.keys()])) {
       this.#holes.delete(entry.id);
-      if (entry.runAt <= this.#coveredUntil) this.#arm(entry);
+      if (entry.runAt <= this.#o.arming.coveredUntil) this.#o.arming.armRead(entry);
     }
   }
 

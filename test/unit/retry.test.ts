@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, retryAt } from '../../src/scheduler/retry.js';
+import { backoffMs, retryAt } from '../../src/lifecycle/backoff.js';
 
 describe('retry backoff', () => {
   const policy = { baseMs: 1000, maxMs: 60_000, random: () => 0 };

@@ -1,14 +1,19 @@
 /**
- * The task routes: create, list pending, read, cancel and reschedule (by id or by key).
+ * The task routes: create, list pending, read, cancel, reschedule and retry (by id or by key).
+ * A route parses its request, calls the lifecycle (or reads through the store), and presents the
+ * answer; the rules (dedup, series cancel, which state a change needs, timers) are the
+ * lifecycle's.
  */
-import { isDeepStrictEqual } from 'node:util';
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Clock } from '../../clock.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
+import type { ChangeResult, Placement } from '../../lifecycle/change.js';
+import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
 import { checkCron, CronError, nextOccurrence } from '../../recurrence.js';
-import { canonicalZone, parseRunAt, TimeInputError, toIsoUtc } from '../../time.js';
+import type { Summary as SummaryReader } from '../../summary.js';
+import { canonicalZone, parseRunAt, TimeInputError } from '../../time.js';
 import { jsonProblem } from '../../validation.js';
 import { badRequest, conflict, HttpError, notFound } from '../errors.js';
 import { present } from '../present.js';
@@ -33,28 +38,19 @@ export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** Deeper JSON is refused before anything walks it (MariaDB's JSON functions stop at 32 levels). */
 export const MAX_PAYLOAD_DEPTH = 32;
 
-/** What the routes need from the scheduler: arm or disarm a task this process changed. */
-export interface Tracker {
-  track(id: number, runAt: number): void;
-  untrack(id: number): void;
-}
-
 export interface TaskRoutesOptions {
+  /** Reads. */
   store: TaskStore;
+  /** Changes. */
+  lifecycle: Lifecycle;
   registry: HandlerRegistry;
-  tracker: Tracker;
+  summary: SummaryReader;
   clock: Clock;
   /** TIMEZONE: the zone of a naive runAt when the request names none. */
   timezone: string;
   /** MAX_ATTEMPTS: the default for a task that does not say. */
   maxAttempts: number;
-  /** Timers armed in this process. */
-  armed: () => number;
 }
-
-/** The summary's counts read the whole table: they are kept this long. */
-const SUMMARY_TTL_MS = 5000;
-const LATENESS_SAMPLE = 1000;
 
 function zoneOf(requested: string | undefined, fallback: string): string {
   if (requested === undefined) return fallback;
@@ -113,7 +109,7 @@ const taskResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 404: Erro
 
 export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify, options) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, registry, tracker, clock } = options;
+  const { store, lifecycle, registry, clock } = options;
 
   async function byId(id: number): Promise<Task> {
     const task = await store.get(id);
@@ -127,37 +123,36 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     return task;
   }
 
-  /**
-   * Cancels a pending task. For a recurring task that is no longer pending, the series' pending
-   * occurrence is cancelled instead: cancelling stops the series.
-   */
-  async function cancel(task: Task): Promise<Task> {
-    const target = task.status !== 'pending' && task.cron !== null ? await store.pendingOccurrence(task.seriesId ?? task.id) : task;
-    if (target !== undefined && (await store.cancel(target.id, clock.now()))) {
-      tracker.untrack(target.id);
-      return byId(target.id);
-    }
-    const now = await byId(task.id);
-    throw conflict(`task ${task.id} is ${now.status}; only a pending task can be cancelled`, present(now));
+  /** The task after a change, or the 409 (with the task as it is now) or 404 the change met. */
+  function changed(result: ChangeResult, id: number, refused: (task: Task) => string): Task {
+    if (result.outcome === 'missing') throw notFound(`task ${id}`);
+    if (result.outcome === 'refused') throw conflict(refused(result.task), present(result.task));
+    return result.task;
   }
 
-  /**
-   * Reschedules a pending task, or retries a failed one (now, when the body names no time), and
-   * re-arms it. A task in any other state is a 409 with the task as it is now.
-   */
+  async function cancel(task: Task): Promise<Task> {
+    return changed(
+      await lifecycle.cancel(task),
+      task.id,
+      (now) => `task ${task.id} is ${now.status}; only a pending task can be cancelled`,
+    );
+  }
+
+  /** Where a reschedule or retry asks the task to go; a retry without a time runs now. */
+  const placement =
+    (body: RescheduleBody, how: 'reschedule' | 'retry') =>
+    (task: Task, now: number): Placement => {
+      const zone = zoneOf(body.timezone, task.timezone);
+      const runAt = how === 'retry' && body.runAt === undefined && body.delayMs === undefined ? now : instantOf(body, zone, now);
+      return { runAt, timezone: zone };
+    };
+
   async function move(id: number, body: RescheduleBody, how: 'reschedule' | 'retry'): Promise<Task> {
     const task = await byId(id);
-    const now = clock.now();
-    const zone = zoneOf(body.timezone, task.timezone);
-    const runAt = how === 'retry' && body.runAt === undefined && body.delayMs === undefined ? now : instantOf(body, zone, now);
-    const moved = how === 'retry' ? await store.retry(id, runAt, zone, now) : await store.reschedule(id, runAt, zone, now);
-    if (!moved) {
-      const current = await byId(id);
-      const only = how === 'retry' ? 'only a failed task can be retried' : 'only a pending task can be rescheduled';
-      throw conflict(`task ${id} is ${current.status}; ${only}`, present(current));
-    }
-    tracker.track(id, runAt);
-    return byId(id);
+    const result =
+      how === 'retry' ? await lifecycle.retry(task, placement(body, how)) : await lifecycle.reschedule(task, placement(body, how));
+    const only = how === 'retry' ? 'only a failed task can be retried' : 'only a pending task can be rescheduled';
+    return changed(result, id, (now) => `task ${id} is ${now.status}; ${only}`);
   }
 
   app.post(
@@ -193,36 +188,29 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         throw badRequest('body/payload', `must not be larger than ${MAX_PAYLOAD_BYTES} bytes as JSON`);
       }
 
-      const result = await store.insert(
+      const result = await lifecycle.create(
         {
-          key: body.key ?? null,
-          type: body.type,
-          payload,
-          runAt,
-          timezone: zone,
-          maxAttempts: body.maxAttempts ?? options.maxAttempts,
-          misfire: body.misfire ?? 'run',
-          cron,
+          task: {
+            key: body.key ?? null,
+            type: body.type,
+            payload,
+            runAt,
+            timezone: zone,
+            maxAttempts: body.maxAttempts ?? options.maxAttempts,
+            misfire: body.misfire ?? 'run',
+            cron,
+          },
+          delayMs: body.delayMs,
         },
         now,
       );
-      if (result.created) {
-        tracker.track(result.task.id, result.task.runAt);
-        return reply.status(201).send(present(result.task));
-      }
-      // The key exists. The same request again (a retry) gets the task; anything else is a conflict.
-      // For delayMs, "the same" is the same delay after the existing task's creation.
-      const existing = result.task;
-      const asked = body.delayMs !== undefined ? existing.createdAt + body.delayMs : runAt;
-      const same =
-        existing.type === body.type && existing.runAt === asked && existing.cron === cron && isDeepStrictEqual(existing.payload, payload);
-      if (!same) {
+      if (result.outcome === 'conflict') {
         throw conflict(
-          `key ${JSON.stringify(existing.key)} already names task ${existing.id} with a different type, payload, runAt or cron`,
-          present(existing),
+          `key ${JSON.stringify(result.task.key)} already names task ${result.task.id} with a different type, payload, runAt or cron`,
+          present(result.task),
         );
       }
-      return reply.status(200).send(present(existing));
+      return reply.status(result.outcome === 'created' ? 201 : 200).send(present(result.task));
     },
   );
 
@@ -261,8 +249,6 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
   );
 
-  // The counts read the whole table: kept a few seconds. The armed count is this process's own, read each time.
-  let summary: { at: number; value: Promise<Omit<Summary, 'armed'>> } | undefined;
   app.get(
     '/tasks/summary',
     {
@@ -272,20 +258,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         response: { 200: Summary, 401: ErrorJson },
       },
     },
-    async () => {
-      if (summary === undefined || clock.now() - summary.at > SUMMARY_TTL_MS) {
-        const at = clock.now();
-        const value = Promise.all([store.countOpen(), store.recentLateness(LATENESS_SAMPLE)]).then(([counts, late]) => ({
-          ...counts,
-          latenessP50Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.5)]!,
-          latenessP99Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.99)]!,
-          countedAt: toIsoUtc(at),
-        }));
-        summary = { at, value };
-        value.catch(() => (summary = undefined));
-      }
-      return { ...(await summary.value), armed: options.armed() };
-    },
+    () => options.summary.read(),
   );
 
   app.get(

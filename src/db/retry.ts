@@ -1,0 +1,58 @@
+/**
+ * The one retry helper for database work. Three policies cover every case:
+ *
+ * - `lockConflicts(n)`: a deadlock or a lock-wait timeout rolled the statement (or transaction)
+ *   back, so running it again is safe; a few quick tries with jitter, then the error goes up.
+ * - `growingDelay`: the database failed (lost connection, server away): the dispatcher puts the
+ *   tasks back on their timers after this delay, growing with each failure in a row.
+ * - `untilStopped(signal)`: the work is done and only its record is missing (a handler's
+ *   result); try until it is written or the process stops, with the same growing delay.
+ *
+ * Callers say what they retry and how often; the loop exists once.
+ */
+import { sleep } from '../util/async.js';
+import { isLockConflict } from './errors.js';
+
+export interface RetryPolicy {
+  /** Whether `error` is worth another try. */
+  retryable(error: unknown): boolean;
+  /** Tries in all (Infinity: until `signal` aborts). */
+  tries: number;
+  /** The wait before try `round + 1`, `round` counting from 1. */
+  delayMs(round: number): number;
+  /** Persisting stops (the last error goes up) once this is aborted. */
+  signal?: AbortSignal;
+  /** Told before each wait, e.g. to log. */
+  onRetry?(error: unknown, round: number, delayMs: number): void;
+}
+
+/** The wait after the database failed, growing to a cap. */
+export const DB_RETRY_MS = [100, 250, 500, 1000] as const;
+
+export function growingDelay(round: number): number {
+  return DB_RETRY_MS[Math.min(round, DB_RETRY_MS.length) - 1] ?? 1000;
+}
+
+/** A deadlock or lock-wait timeout: try again shortly, up to `tries` in all. */
+export function lockConflicts(tries: number, onRetry?: RetryPolicy['onRetry']): RetryPolicy {
+  return { retryable: isLockConflict, tries, delayMs: (round) => 10 * round + Math.random() * 40, onRetry };
+}
+
+/** Any failure: try until written, with a growing delay, until `signal` aborts. */
+export function untilStopped(signal: AbortSignal, onRetry?: RetryPolicy['onRetry']): RetryPolicy {
+  return { retryable: () => true, tries: Infinity, delayMs: growingDelay, signal, onRetry };
+}
+
+/** Runs `work`, again while the policy says its error is worth another try. */
+export async function retrying<T>(work: () => Promise<T>, policy: RetryPolicy): Promise<T> {
+  for (let round = 1; ; round++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (round >= policy.tries || policy.signal?.aborted === true || !policy.retryable(error)) throw error;
+      const delay = policy.delayMs(round);
+      policy.onRetry?.(error, round, delay);
+      await sleep(delay);
+    }
+  }
+}

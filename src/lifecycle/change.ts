@@ -1,0 +1,49 @@
+/**
+ * The shop's changes to a task that exists: cancel (by id or key; for a recurring task, its
+ * series), reschedule a pending task, retry a failed one. Each is one conditional UPDATE: the
+ * affected rows say whether the task was in the state the change needs, so a change racing a
+ * run (or another change) either happens whole or is refused with the task as it is now.
+ */
+import type { Task, TaskStore } from '../store/task-store.js';
+import { arm, disarm, type TimerEffect } from './effects.js';
+
+/** A change that happened (the task after it), or was refused (the task as it is now). */
+export type ChangeResult =
+  | { outcome: 'changed'; task: Task; effects: TimerEffect[] }
+  | { outcome: 'refused'; task: Task; effects: TimerEffect[] }
+  | { outcome: 'missing'; effects: TimerEffect[] };
+
+/** Where a moved task goes: its new instant and the zone it was read in. */
+export interface Placement {
+  runAt: number;
+  timezone: string;
+}
+
+async function after(store: TaskStore, id: number, changed: boolean, effects: TimerEffect[]): Promise<ChangeResult> {
+  const task = await store.get(id);
+  if (task === undefined) return { outcome: 'missing', effects: changed ? effects : [] };
+  return changed ? { outcome: 'changed', task, effects } : { outcome: 'refused', task, effects: [] };
+}
+
+/**
+ * Cancels a pending task. For a recurring task that is no longer pending, the series' pending
+ * occurrence is cancelled instead: cancelling stops the series. Refused (with the task) when
+ * nothing pending was found.
+ */
+export async function cancel(store: TaskStore, task: Task, now: number): Promise<ChangeResult> {
+  const target = task.status !== 'pending' && task.cron !== null ? await store.pendingOccurrence(task.seriesId ?? task.id) : task;
+  if (target !== undefined && (await store.cancel([target.id], now)) === 1) return after(store, target.id, true, [disarm(target.id)]);
+  return after(store, task.id, false, []);
+}
+
+/** Moves a pending task to `place(task)`. Refused when it is not pending. */
+export async function reschedule(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
+  const moved = (await store.reschedule([task.id], place.runAt, place.timezone, now)) === 1;
+  return after(store, task.id, moved, [arm(task.id, place.runAt)]);
+}
+
+/** failed → pending at `place`, its attempts reset. Refused when it is not failed. */
+export async function retry(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
+  const moved = (await store.retry([task.id], place.runAt, place.timezone, now)) === 1;
+  return after(store, task.id, moved, [arm(task.id, place.runAt)]);
+}

@@ -1,0 +1,39 @@
+/**
+ * Create, with key dedup: a create whose `key` is taken does not insert; the existing task is
+ * compared with the request. The same type, payload (deep-equal), instant and cron is the same
+ * request again (a client's retry): it gets the existing task, whatever its status now (200).
+ * Anything else is a conflict (409) carrying the existing task. For `delayMs`, "the same instant"
+ * is the same delay after the existing task's creation.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { NewTask, Task, TaskStore } from '../store/task-store.js';
+import { arm, type TimerEffect } from './effects.js';
+
+export interface CreateRequest {
+  task: NewTask;
+  /** When the request gave delayMs instead of runAt: compared against the existing task's creation. */
+  delayMs?: number;
+}
+
+export type CreateResult =
+  | { outcome: 'created'; task: Task; effects: TimerEffect[] }
+  | { outcome: 'repeated'; task: Task; effects: TimerEffect[] }
+  | { outcome: 'conflict'; task: Task; effects: TimerEffect[] };
+
+/** Whether `existing` is what `request` would have created. */
+export function sameRequest(existing: Task, request: CreateRequest): boolean {
+  const { task } = request;
+  const asked = request.delayMs !== undefined ? existing.createdAt + request.delayMs : task.runAt;
+  return (
+    existing.type === task.type &&
+    existing.runAt === asked &&
+    existing.cron === task.cron &&
+    isDeepStrictEqual(existing.payload, task.payload)
+  );
+}
+
+export async function create(store: TaskStore, request: CreateRequest, now: number): Promise<CreateResult> {
+  const result = await store.insert(request.task, now);
+  if (result.created) return { outcome: 'created', task: result.task, effects: [arm(result.task.id, result.task.runAt)] };
+  return { outcome: sameRequest(result.task, request) ? 'repeated' : 'conflict', task: result.task, effects: [] };
+}

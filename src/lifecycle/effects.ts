@@ -1,0 +1,18 @@
+/**
+ * Timer effects: what a transition tells the scheduler to do after its rows are committed. A
+ * transition never touches a timer itself; it returns these as data, and the lifecycle hands
+ * them to one sink (the scheduler's arming) after COMMIT, never after a rollback. So no caller
+ * has to remember to re-arm, and a test can read what a transition asked for.
+ *
+ * `arm` is a wish, not an order: the sink arms only what is within its horizon (and, later,
+ * what belongs to a shard this process owns); the refill arms the rest when it comes near.
+ */
+export type TimerEffect = { kind: 'arm'; id: number; runAt: number } | { kind: 'disarm'; id: number };
+
+export const arm = (id: number, runAt: number): TimerEffect => ({ kind: 'arm', id, runAt });
+export const disarm = (id: number): TimerEffect => ({ kind: 'disarm', id });
+
+/** Where effects are applied: the one place that turns them into timers. */
+export interface EffectSink {
+  apply(effects: readonly TimerEffect[]): void;
+}

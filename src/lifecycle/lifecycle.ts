@@ -1,0 +1,135 @@
+/**
+ * The lifecycle: the single owner of every state change of a task. Each transition lives in a
+ * file named for its group and writes its rows through the store:
+ *
+ *   create ............ create.ts   (key dedup: 200 same request, 409 different)
+ *   cancel, reschedule, retry ...... change.ts (cancel of a series too)
+ *   claim, complete, fail .......... run.ts    (backoff in backoff.ts)
+ *   skip (misfire), recover lease .. repair.ts
+ *   next occurrence ................ recur.ts
+ *
+ * Every transition returns its timer effects (effects.ts) instead of arming; this class applies
+ * them, in one place, after the rows are committed. Callers (routes, dispatcher, scheduler) never
+ * arm or disarm a timer after a write.
+ *
+ * Transitions take sets where the statement allows (the store's cancel/reschedule/retry take ids),
+ * so batch changes add a caller, not a new path.
+ */
+import type { Clock } from '../clock.js';
+import type { Connection, Database } from '../db/connection.js';
+import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
+import type { Failure, Task, TaskStore } from '../store/task-store.js';
+import type { RetryPolicy } from './backoff.js';
+import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
+import { create, type CreateRequest, type CreateResult } from './create.js';
+import type { EffectSink, TimerEffect } from './effects.js';
+import { recoverExpiredLeases, skipMisfired } from './repair.js';
+import * as run from './run.js';
+
+export interface LifecycleOptions {
+  database: Database;
+  store: TaskStore;
+  clock: Clock;
+  /** Backoff of a failed run. */
+  retry: RetryPolicy;
+  /** Where timer effects go after COMMIT. */
+  effects: EffectSink;
+}
+
+/** The run transitions inside one transaction (a dispatcher batch); effects are applied after COMMIT. */
+export interface RunTransaction {
+  readonly conn: Connection;
+  claim(ids: number[], now: number): Promise<Task[]>;
+  lease(tasks: Task[], owner: string, leaseUntil: number, now: number): Promise<void>;
+  complete(tasks: Task[], now: number): Promise<void>;
+  fail(failed: run.Failed[], now: number): Promise<void>;
+}
+
+export class Lifecycle {
+  readonly #o: LifecycleOptions;
+
+  constructor(options: LifecycleOptions) {
+    this.#o = options;
+  }
+
+  /** The one place effects are applied. */
+  #apply<T extends { effects: readonly TimerEffect[] }>(result: T): T {
+    if (result.effects.length > 0) this.#o.effects.apply(result.effects);
+    return result;
+  }
+
+  // ── the shop's requests ───────────────────────────────────────────────────────────────────
+
+  /** `now` is the instant the request's time was read at (a delayMs counts from it). */
+  async create(request: CreateRequest, now = this.#o.clock.now()): Promise<CreateResult> {
+    return this.#apply(await create(this.#o.store, request, now));
+  }
+
+  async cancel(task: Task): Promise<ChangeResult> {
+    return this.#apply(await cancel(this.#o.store, task, this.#o.clock.now()));
+  }
+
+  /** Moves a pending task; `place` reads the request against the task and the time now. */
+  async reschedule(task: Task, place: (task: Task, now: number) => Placement): Promise<ChangeResult> {
+    const now = this.#o.clock.now();
+    return this.#apply(await reschedule(this.#o.store, task, place(task, now), now));
+  }
+
+  /** Runs a failed task again at `place(task, now)`, its attempts reset. */
+  async retry(task: Task, place: (task: Task, now: number) => Placement): Promise<ChangeResult> {
+    const now = this.#o.clock.now();
+    return this.#apply(await retry(this.#o.store, task, place(task, now), now));
+  }
+
+  // ── the scheduler's repairs ───────────────────────────────────────────────────────────────
+
+  async skipMisfired(before: number): Promise<{ skipped: number }> {
+    return this.#apply(await skipMisfired(this.#o.store, before, this.#o.clock.now()));
+  }
+
+  async recoverExpiredLeases(): Promise<{ recovered: number; failed: number }> {
+    return this.#apply(await recoverExpiredLeases(this.#o.store, this.#o.clock.now()));
+  }
+
+  // ── runs ──────────────────────────────────────────────────────────────────────────────────
+
+  /** Retry with backoff, or failed for good. */
+  failureOf(task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
+    return run.failureOf(this.#o.retry, task, attemptsUsed, error, now);
+  }
+
+  /**
+   * Runs `fn` in one transaction with the run transitions bound to it. The effects they return
+   * are applied once COMMIT succeeded; a rollback drops them with the rows.
+   */
+  async inTransaction<T>(fn: (tx: RunTransaction) => Promise<T>, deadlineMs?: number): Promise<T> {
+    const { store, database } = this.#o;
+    const effects: TimerEffect[] = [];
+    const value = await database.transaction(
+      (_tx, conn) =>
+        fn({
+          conn,
+          claim: (ids, now) => run.claim(store, conn, ids, now),
+          lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
+          complete: async (tasks, now) => void effects.push(...(await run.complete(store, conn, tasks, now))),
+          fail: async (failed, now) => void effects.push(...(await run.fail(store, conn, failed, now))),
+        }),
+      deadlineMs,
+    );
+    this.#apply({ effects });
+    return value;
+  }
+
+  /** Completes an outside run if this process still holds its lease; retried per `persist`. */
+  async completeLeased(task: Task, owner: string, persist: DbRetryPolicy): Promise<run.Settled> {
+    return this.#apply(await retrying(() => run.completeLeased(this.#o.store, task, owner, this.#o.clock.now()), persist));
+  }
+
+  async failLeased(task: Task, failure: Failure, owner: string, persist: DbRetryPolicy): Promise<run.Settled> {
+    return this.#apply(await retrying(() => run.failLeased(this.#o.store, task, failure, owner, this.#o.clock.now()), persist));
+  }
+
+  async failAlone(task: Task, failure: Failure, persist: DbRetryPolicy): Promise<run.Settled> {
+    return this.#apply(await retrying(() => run.failAlone(this.#o.store, task, failure, this.#o.clock.now()), persist));
+  }
+}

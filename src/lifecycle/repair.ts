@@ -1,0 +1,63 @@
+/**
+ * The scheduler's repairs, run at boot and by the reconcile:
+ *
+ * - skip (misfire): a pending task with `misfire: 'skip'` whose time passed while punctual was
+ *   down becomes skipped; a skipped occurrence does not end its series.
+ * - recover an expired lease: a running task whose lease ran out (its process died mid-run) is
+ *   pending again and armed, or failed for good when it used all its attempts.
+ */
+import type { TaskStore } from '../store/task-store.js';
+import { arm, disarm, type TimerEffect } from './effects.js';
+import { nextOccurrences } from './recur.js';
+
+export const SKIPPED_REASON = 'skipped: its time passed while punctual was down';
+/** Misfired tasks locked and skipped per transaction. */
+const SKIP_CHUNK = 1000;
+
+export async function skipMisfired(store: TaskStore, before: number, now: number): Promise<{ skipped: number; effects: TimerEffect[] }> {
+  // Read first, then lock and update by id: a range UPDATE would lock every overdue row it
+  // walks past, and deadlock with the batches of a process that is still running them.
+  const ids = await store.misfiredIds(before);
+  const effects: TimerEffect[] = [];
+  let skipped = 0;
+  for (let i = 0; i < ids.length; i += SKIP_CHUNK) {
+    const chunk = ids.slice(i, i + SKIP_CHUNK);
+    const done = await store.transaction(async (conn) => {
+      const lapsed = await store.lockMisfired(conn, chunk, before);
+      await store.markSkipped(
+        conn,
+        lapsed.map((task) => task.id),
+        SKIPPED_REASON,
+        now,
+      );
+      const next = await nextOccurrences(store, conn, lapsed, now);
+      return { count: lapsed.length, effects: [...lapsed.map((task) => disarm(task.id)), ...next] };
+    });
+    skipped += done.count;
+    effects.push(...done.effects);
+  }
+  return { skipped, effects };
+}
+
+export async function recoverExpiredLeases(
+  store: TaskStore,
+  now: number,
+): Promise<{ recovered: number; failed: number; effects: TimerEffect[] }> {
+  return store.transaction(async (conn) => {
+    const expired = await store.lockExpiredLeases(conn, now);
+    const spent = expired.filter((task) => task.attempts >= task.maxAttempts);
+    const again = expired.filter((task) => task.attempts < task.maxAttempts);
+    await store.failExpiredLeases(
+      conn,
+      spent.map((task) => task.id),
+      now,
+    );
+    await store.releaseExpiredLeases(
+      conn,
+      again.map((task) => task.id),
+      now,
+    );
+    const next = await nextOccurrences(store, conn, spent, now);
+    return { recovered: again.length, failed: spent.length, effects: [...again.map((task) => arm(task.id, task.runAt)), ...next] };
+  });
+}

@@ -1,0 +1,109 @@
+/**
+ * The transitions of a run: claim, complete, fail.
+ *
+ * - claim: lock the pending, due tasks among the fired ids (`FOR UPDATE SKIP LOCKED`: a row
+ *   another transaction holds is being run there). A database handler's task stays locked for the
+ *   rest of the transaction (its completion commits with the handler's writes); an outside
+ *   handler's task is leased in the same transaction (running, lease_until), so one run is one
+ *   claim, and a process that dies mid-call leaves the lease to run out.
+ * - complete: done, and the next occurrence of a recurring task.
+ * - fail: the error, and pending again with backoff, or failed for good (out of attempts, or a
+ *   PermanentError) with the next occurrence of a recurring task.
+ *
+ * The in-transaction forms run on the caller's connection; the leased forms (an outside run's
+ * result) are a transaction of their own, conditional on the lease.
+ */
+import type { Connection } from '../db/connection.js';
+import { rootMessage } from '../db/errors.js';
+import { PermanentError } from '../handlers/handler.js';
+import type { Failure, Task, TaskStore } from '../store/task-store.js';
+import { arm, type TimerEffect } from './effects.js';
+import { nextOccurrences } from './recur.js';
+import { retryAt, type RetryPolicy } from './backoff.js';
+
+export interface Failed {
+  task: Task;
+  failure: Failure;
+}
+
+/** A write that needs its lease: whether it was still held (the row written), and the timers. */
+export interface Settled {
+  recorded: boolean;
+  effects: TimerEffect[];
+}
+
+/** Retry with backoff, or failed for good: what becomes of a task whose attempt `attemptsUsed` threw `error`. */
+export function failureOf(policy: RetryPolicy, task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
+  const permanent = error instanceof PermanentError;
+  return { id: task.id, error: rootMessage(error), retryAt: permanent ? null : retryAt(policy, attemptsUsed, task.maxAttempts, now) };
+}
+
+/** A task that cannot run at all (no handler, a payload its handler refuses): failed for good. */
+export function unrunnable(task: Task, error: string): Failed {
+  return { task, failure: { id: task.id, error, retryAt: null } };
+}
+
+/** Locks the pending, due tasks among `ids`, in id order. */
+export function claim(store: TaskStore, conn: Connection, ids: number[], now: number): Promise<Task[]> {
+  return store.lockDue(conn, ids, now);
+}
+
+/** Claims locked tasks for an outside run: running, one attempt counted, leased to `owner` until `leaseUntil`. */
+export function lease(store: TaskStore, conn: Connection, tasks: Task[], owner: string, leaseUntil: number, now: number): Promise<void> {
+  return store.markRunning(
+    conn,
+    tasks.map((task) => task.id),
+    owner,
+    leaseUntil,
+    now,
+  );
+}
+
+/** Tasks run in this transaction are done; recurring ones get their next occurrence. */
+export async function complete(store: TaskStore, conn: Connection, tasks: Task[], now: number): Promise<TimerEffect[]> {
+  await store.markDone(
+    conn,
+    tasks.map((task) => task.id),
+    now,
+  );
+  return nextOccurrences(store, conn, tasks, now);
+}
+
+/** Failed runs in this transaction (the attempt counted here): retried with backoff or failed for good. */
+export async function fail(store: TaskStore, conn: Connection, failed: Failed[], now: number): Promise<TimerEffect[]> {
+  const effects: TimerEffect[] = [];
+  for (const { failure } of failed) {
+    await store.fail(conn, failure, true, now);
+    if (failure.retryAt !== null) effects.push(arm(failure.id, failure.retryAt));
+  }
+  const final = failed.filter(({ failure }) => failure.retryAt === null).map(({ task }) => task);
+  effects.push(...(await nextOccurrences(store, conn, final, now)));
+  return effects;
+}
+
+/** Completes an outside run if `owner` still holds its lease. */
+export function completeLeased(store: TaskStore, task: Task, owner: string, now: number): Promise<Settled> {
+  return store.transaction(async (conn) => {
+    const recorded = await store.completeLeased(conn, task.id, owner, now);
+    return { recorded, effects: recorded ? await nextOccurrences(store, conn, [task], now) : [] };
+  });
+}
+
+/** Records a failed outside run (its attempt counted by the claim) if `owner` still holds its lease. */
+export function failLeased(store: TaskStore, task: Task, failure: Failure, owner: string, now: number): Promise<Settled> {
+  return settleAlone(store, task, failure, false, now, owner);
+}
+
+/** Records a failed run outside any batch (a handler that overran and lost its transaction), counting the attempt. */
+export function failAlone(store: TaskStore, task: Task, failure: Failure, now: number): Promise<Settled> {
+  return settleAlone(store, task, failure, true, now);
+}
+
+function settleAlone(store: TaskStore, task: Task, failure: Failure, countAttempt: boolean, now: number, owner?: string): Promise<Settled> {
+  return store.transaction(async (conn) => {
+    const recorded = await store.fail(conn, failure, countAttempt, now, owner);
+    if (!recorded) return { recorded, effects: [] };
+    if (failure.retryAt !== null) return { recorded, effects: [arm(task.id, failure.retryAt)] };
+    return { recorded, effects: await nextOccurrences(store, conn, [task], now) };
+  });
+}

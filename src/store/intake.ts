@@ -1,0 +1,99 @@
+/**
+ * Intake group commit: creates arriving together are written by one multi-row INSERT (or one
+ * transaction), so they share a commit. This is the hot path of POST /tasks.
+ *
+ * How each row's id is learned depends on the server (Database.insertIds): MariaDB answers them
+ * (RETURNING), MySQL hands out consecutive ids, else one statement per row. A key that is already
+ * taken fails a multi-row INSERT as a whole; then one statement per row sorts it out in one
+ * transaction, and a repeated key answers the existing task (`created: false`) for the caller to
+ * compare.
+ */
+import type mysql from 'mysql2/promise';
+import type { Database } from '../db/connection.js';
+import { isDuplicateKey } from '../db/errors.js';
+import { lockConflicts, retrying } from '../db/retry.js';
+import { Batcher, type Outcome } from '../util/batcher.js';
+import { created, insertValues, type NewTask, type Task } from './rows.js';
+import { SQL } from './sql.js';
+
+export type InsertResult = { created: true; task: Task } | { created: false; task: Task };
+
+/** Creates gathered into one transaction (one commit) at most, and such transactions at once. */
+const INSERT_BATCH = 200;
+const INSERT_BATCHES_RUNNING = 4;
+/** Two batches racing on the same keys in opposite orders can deadlock; the loser runs again. */
+const BATCH_TRIES = 3;
+
+type Item = { task: NewTask; now: number };
+
+export class Intake {
+  readonly #database: Database;
+  readonly #byKey: (key: string) => Promise<Task | undefined>;
+  readonly #batcher: Batcher<Item, InsertResult>;
+
+  constructor(database: Database, byKey: (key: string) => Promise<Task | undefined>) {
+    this.#database = database;
+    this.#byKey = byKey;
+    this.#batcher = new Batcher(
+      (items) => retrying(() => this.#insertOnce(items), lockConflicts(BATCH_TRIES)),
+      INSERT_BATCH,
+      INSERT_BATCHES_RUNNING,
+    );
+  }
+
+  /** Inserts a task; committed when this resolves. */
+  insert(task: NewTask, now: number): Promise<InsertResult> {
+    return this.#batcher.add({ task, now });
+  }
+
+  async #insertOnce(items: Item[]): Promise<Outcome<InsertResult>[]> {
+    const ids = await this.#database.insertIds();
+    if (ids !== 'one-by-one' && items.length > 1) {
+      try {
+        return await this.#insertAll(items, ids);
+      } catch (error) {
+        // A key already taken fails the whole statement: then one statement per row sorts it out.
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+    return this.#insertOneByOne(items);
+  }
+
+  /** One multi-row INSERT, committed on its own. */
+  async #insertAll(items: Item[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
+    const values = items.flatMap(({ task, now }) => insertValues(task, now));
+    const [result] = await this.#database.withConnection((conn) =>
+      conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(
+        SQL.insertRows(items.length, ids === 'returning'),
+        values,
+      ),
+    );
+    const idOf = (i: number) => (ids === 'returning' ? Number(result[i]!.id) : result.insertId + i);
+    return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: created(task, idOf(i), now) } }));
+  }
+
+  /** One statement per row in one transaction: a taken key fails its own row only. */
+  async #insertOneByOne(items: Item[]): Promise<Outcome<InsertResult>[]> {
+    const duplicates: number[] = [];
+    const outcomes = await this.#database.transaction(async (_tx, conn) => {
+      const written: Outcome<InsertResult>[] = [];
+      for (const [i, { task, now }] of items.entries()) {
+        try {
+          const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), insertValues(task, now));
+          written.push({ ok: true, value: { created: true, task: created(task, result.insertId, now) } });
+        } catch (error) {
+          // A duplicate key fails its own statement only: the transaction goes on without it.
+          if (task.key === null || !isDuplicateKey(error)) throw error;
+          written.push({ ok: false, error });
+          duplicates.push(i);
+        }
+      }
+      return written;
+    });
+    for (const i of duplicates) {
+      const existing = await this.#byKey(items[i]!.task.key!);
+      if (existing !== undefined) outcomes[i] = { ok: true, value: { created: false, task: existing } };
+    }
+    return outcomes;
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The row model: what a task is to the service, and how a row of `tasks` read by hand becomes
+ * one. Times are epoch milliseconds computed by the server (whatever its time_zone), so reading
+ * them never depends on the process's or the server's zone.
+ */
+import type mysql from 'mysql2/promise';
+import type { MisfirePolicy, TaskStatus } from '../db/schema.js';
+import { decodeJson } from '../util/json.js';
+
+/** A task as the service sees it; times are epoch milliseconds. */
+export interface Task {
+  id: number;
+  key: string | null;
+  type: string;
+  payload: unknown;
+  status: TaskStatus;
+  runAt: number;
+  timezone: string;
+  attempts: number;
+  maxAttempts: number;
+  misfire: MisfirePolicy;
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+  /** Recurring: the cron expression, read in `timezone`. */
+  cron: string | null;
+  /** Recurring: the id of the series' first task (null on the first task itself). */
+  seriesId: number | null;
+}
+
+export interface NewTask {
+  key: string | null;
+  type: string;
+  payload: unknown;
+  runAt: number;
+  timezone: string;
+  maxAttempts: number;
+  misfire: MisfirePolicy;
+  cron: string | null;
+}
+
+/** What a timer needs: the id and the time. The rest is read when the task fires. */
+export interface TimerEntry {
+  id: number;
+  runAt: number;
+}
+
+/** Position in (runAt, id) order, for keyset pagination. */
+export interface RunAtCursor {
+  runAt: number;
+  id: number;
+}
+
+/** A DATETIME(3) column as epoch milliseconds, computed by the server, whatever its time_zone. */
+export const ms = (column: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${column}) DIV 1000`;
+
+/** The columns of a whole task, in the order fromRow reads them. */
+export const TASK_COLUMNS = [
+  'id',
+  'task_key',
+  'type',
+  'payload',
+  `${ms('run_at')} AS run_at`,
+  'timezone',
+  'status',
+  'attempts',
+  'max_attempts',
+  'misfire',
+  'lease_owner',
+  `${ms('lease_until')} AS lease_until`,
+  'last_error',
+  `${ms('created_at')} AS created_at`,
+  `${ms('updated_at')} AS updated_at`,
+  `${ms('finished_at')} AS finished_at`,
+  'cron',
+  'series_id',
+].join(', ');
+
+export interface TaskRow extends mysql.RowDataPacket {
+  id: number;
+  task_key: string | null;
+  type: string;
+  payload: unknown;
+  run_at: number;
+  timezone: string;
+  status: TaskStatus;
+  attempts: number;
+  max_attempts: number;
+  misfire: MisfirePolicy;
+  lease_owner: string | null;
+  lease_until: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+  cron: string | null;
+  series_id: number | null;
+}
+
+const orNull = (value: number | null) => (value === null ? null : Number(value));
+
+export function fromRow(row: TaskRow): Task {
+  return {
+    id: Number(row.id),
+    key: row.task_key,
+    type: row.type,
+    payload: decodeJson(row.payload),
+    status: row.status,
+    runAt: Number(row.run_at),
+    timezone: row.timezone,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    misfire: row.misfire,
+    leaseOwner: row.lease_owner,
+    leaseUntil: orNull(row.lease_until),
+    lastError: row.last_error,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    finishedAt: orNull(row.finished_at),
+    cron: row.cron,
+    seriesId: orNull(row.series_id),
+  };
+}
+
+/** A task just inserted, as the insert wrote it (no second read). */
+export function created(task: NewTask, id: number, now: number): Task {
+  return {
+    ...task,
+    id,
+    status: 'pending',
+    attempts: 0,
+    leaseOwner: null,
+    leaseUntil: null,
+    lastError: null,
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+    seriesId: null,
+  };
+}
+
+/** The values of one row of SQL.insertRows, in its column order. */
+export function insertValues(task: NewTask, now: number): unknown[] {
+  const at = new Date(now);
+  return [
+    task.key,
+    task.type,
+    JSON.stringify(task.payload),
+    new Date(task.runAt),
+    task.timezone,
+    task.maxAttempts,
+    task.misfire,
+    task.cron,
+    at,
+    at,
+  ];
+}
+
+/** Rows of [id, runAt ms] (a timer's worth) as entries. */
+export function toEntries(rows: [number, number][]): TimerEntry[] {
+  return rows.map(([id, runAt]) => ({ id: Number(id), runAt: Number(runAt) }));
+}

@@ -1,0 +1,51 @@
+/**
+ * The backlog and the lateness at a glance (GET /tasks/summary). The counts read the whole table,
+ * so one reading is kept a few seconds and shared by the requests meanwhile; a failed reading is
+ * not kept. The armed count is this process's own and read each time.
+ */
+import type { Clock } from './clock.js';
+import type { TaskStore } from './store/task-store.js';
+import { toIsoUtc } from './time.js';
+
+/** How long one reading of the counts is served. */
+export const SUMMARY_TTL_MS = 5000;
+/** Completed tasks the lateness percentiles are taken over. */
+const LATENESS_SAMPLE = 1000;
+
+export interface SummaryReading {
+  pending: number;
+  running: number;
+  failed: number;
+  latenessP50Ms: number | null;
+  latenessP99Ms: number | null;
+  countedAt: string;
+  armed: number;
+}
+
+export class Summary {
+  #cached: { at: number; value: Promise<Omit<SummaryReading, 'armed'>> } | undefined;
+
+  constructor(
+    private readonly store: TaskStore,
+    private readonly clock: Clock,
+    private readonly armed: () => number,
+  ) {}
+
+  async read(): Promise<SummaryReading> {
+    const now = this.clock.now();
+    if (this.#cached === undefined || now - this.#cached.at > SUMMARY_TTL_MS) {
+      const value = Promise.all([this.store.countOpen(), this.store.recentLateness(LATENESS_SAMPLE)]).then(([counts, late]) => ({
+        ...counts,
+        latenessP50Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.5)]!,
+        latenessP99Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.99)]!,
+        countedAt: toIsoUtc(now),
+      }));
+      const cached = { at: now, value };
+      this.#cached = cached;
+      value.catch(() => {
+        if (this.#cached === cached) this.#cached = undefined;
+      });
+    }
+    return { ...(await this.#cached.value), armed: this.armed() };
+  }
+}
