@@ -161,6 +161,7 @@ export class Service {
   }
 
   async #start(): Promise<string> {
+    this.log.debug('booting');
     try {
       await this.boot();
     } catch (error) {

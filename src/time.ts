@@ -11,7 +11,10 @@ import { Temporal } from 'temporal-polyfill';
 
 /** Epoch-ms values below this are almost surely seconds sent by mistake (before 1973-03-03). */
 const SMALLEST_EPOCH_MS = 100_000_000_000;
-const MAX_YEARS_AHEAD = 10;
+/** The one limit on how far ahead a task may be: ten years (runAt to the calendar day, delayMs in days). */
+export const MAX_YEARS_AHEAD = 10;
+/** The same limit as a delay: ten years of 365.25 days, rounded up to whole days. */
+export const MAX_DELAY_MS = Math.ceil(MAX_YEARS_AHEAD * 365.25) * 24 * 3600 * 1000;
 
 export class TimeInputError extends Error {
   override name = 'TimeInputError';

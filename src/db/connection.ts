@@ -78,6 +78,12 @@ export class Database {
   #insertIds: Promise<InsertIds> | undefined;
   readonly #poolSize: number;
   readonly #deadlineMs: number;
+  readonly #open = new Set<object>();
+  readonly #checkedOut = new Set<object>();
+  /** When each connection last went back to the pool (a new one has no entry: it is not idle). */
+  readonly #releasedAt = new WeakMap<object, number>();
+  /** Callers waiting for a connection in #acquire. */
+  #waiting = 0;
 
   constructor(options: DatabaseOptions) {
     this.#poolSize = options.poolSize;
@@ -104,6 +110,20 @@ export class Database {
       conn.query(sessionSetup, () => undefined);
       conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', () => undefined);
     });
+    // The pool's own counts are private fields: count from its public events and each
+    // connection's socket instead (a connection is gone when its socket closes).
+    this.pool.pool.on('connection', (conn) => {
+      this.#open.add(conn);
+      (conn as { stream?: NodeJS.EventEmitter }).stream?.once('close', () => {
+        this.#open.delete(conn);
+        this.#checkedOut.delete(conn);
+      });
+    });
+    this.pool.pool.on('acquire', (conn) => void this.#checkedOut.add(conn));
+    this.pool.pool.on('release', (conn) => {
+      this.#checkedOut.delete(conn);
+      this.#releasedAt.set(conn, Date.now());
+    });
   }
 
   static fromConfig(config: Config): Database {
@@ -112,14 +132,7 @@ export class Database {
 
   /** Connections open, checked out right now, and callers waiting for one. */
   get usage(): { total: number; inUse: number; waiting: number } {
-    // mysql2 keeps these as queues on the callback pool; their lengths are the live figures.
-    const inner = this.pool.pool as unknown as {
-      _allConnections: { length: number };
-      _freeConnections: { length: number };
-      _connectionQueue: { length: number };
-    };
-    const total = inner._allConnections.length;
-    return { total, inUse: total - inner._freeConnections.length, waiting: inner._connectionQueue.length };
+    return { total: this.#open.size, inUse: this.#checkedOut.size, waiting: this.#waiting };
   }
 
   /** What this server offers for learning the ids of a multi-row INSERT; asked once. */
@@ -153,8 +166,9 @@ export class Database {
    */
   async #acquire(): Promise<Connection> {
     for (let tries = 0; ; tries++) {
-      const conn = await this.pool.getConnection();
-      const idle = Date.now() - (conn.connection as unknown as { lastActiveTime: number }).lastActiveTime;
+      this.#waiting++;
+      const conn = await this.pool.getConnection().finally(() => this.#waiting--);
+      const idle = Date.now() - (this.#releasedAt.get(conn.connection) ?? Date.now());
       if (idle < VALIDATE_AFTER_IDLE_MS || tries > this.#poolSize) return conn;
       try {
         await withTimeout(conn.ping(), VALIDATE_TIMEOUT_MS);

@@ -8,6 +8,7 @@
  * connection in another session time_zone still writes UTC.
  */
 import { sql } from 'drizzle-orm';
+import { decodeJson } from '../util/json.js';
 import { bigint, customType, datetime, index, int, mysqlEnum, mysqlTable, text, uniqueIndex, varchar } from 'drizzle-orm/mysql-core';
 
 export const TASK_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'skipped'] as const;
@@ -20,7 +21,7 @@ export type MisfirePolicy = (typeof MISFIRE_POLICIES)[number];
 const jsonColumn = customType<{ data: unknown; driverData: string | object }>({
   dataType: () => 'json',
   toDriver: (value) => JSON.stringify(value),
-  fromDriver: (value) => (typeof value === 'string' ? JSON.parse(value) : value),
+  fromDriver: decodeJson,
 });
 
 const utcNow = sql`(UTC_TIMESTAMP(3))`;

@@ -14,6 +14,7 @@ import type mysql from 'mysql2/promise';
 import { Type } from 'typebox';
 import type { Connection } from '../db/connection.js';
 import { type DatabaseHandler, PermanentError } from './handler.js';
+import { decodeJson } from '../util/json.js';
 
 const payload = Type.Object(
   { orderSn: Type.String({ minLength: 1, maxLength: 64, description: 'orders.order_sn of the order to close' }) },
@@ -63,7 +64,7 @@ async function closeOrders(conn: Connection, orderSns: string[]): Promise<Map<st
       outcomes.set(row.order_sn, `already ${row.status}`);
       continue;
     }
-    const items = typeof row.items === 'string' ? JSON.parse(row.items) : row.items;
+    const items = decodeJson(row.items);
     for (const [goodsId, num] of stockReturns(items)) stock.set(goodsId, (stock.get(goodsId) ?? 0) + num);
     closing.push(row.id);
     outcomes.set(row.order_sn, 'closed');

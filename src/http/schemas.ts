@@ -4,8 +4,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { MISFIRE_POLICIES, TASK_STATUSES } from '../db/schema.js';
-
-const TEN_YEARS_MS = 3653 * 24 * 3600 * 1000;
+import { MAX_DELAY_MS, MAX_YEARS_AHEAD } from '../time.js';
 export const MAX_PAGE = 1000;
 export const DEFAULT_PAGE = 100;
 
@@ -62,7 +61,7 @@ const RunAt = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Int
   description:
     'ISO-8601 with offset (2026-12-01T10:00:00+08:00), naive local (2026-12-01 10:00:00, read in timezone), or epoch milliseconds',
 });
-const DelayMs = Type.Integer({ minimum: 0, maximum: TEN_YEARS_MS, description: 'run this many ms from now (instead of runAt)' });
+const DelayMs = Type.Integer({ minimum: 0, maximum: MAX_DELAY_MS, description: 'run this many ms from now (instead of runAt)' });
 const Timezone = Type.String({ minLength: 1, maxLength: 64, description: "IANA zone for a naive runAt; default the service's TIMEZONE" });
 
 export const CreateTaskBody = Type.Object(
@@ -148,7 +147,12 @@ export const ErrorJson = Type.Object(
   },
   {
     examples: [
-      { statusCode: 400, code: 'PUNCTUAL_BAD_REQUEST', error: 'Bad Request', message: 'body/runAt must not be more than 10 years ahead' },
+      {
+        statusCode: 400,
+        code: 'PUNCTUAL_BAD_REQUEST',
+        error: 'Bad Request',
+        message: `body/runAt must not be more than ${MAX_YEARS_AHEAD} years ahead`,
+      },
     ],
   },
 );
