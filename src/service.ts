@@ -89,6 +89,7 @@ export class Service {
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
+      roleTokens: config.roleTokens,
       metrics: this.metrics,
       tasks: {
         store: this.store,
