@@ -2,9 +2,9 @@
  * The composition root: builds every part from the configuration and runs the boot and the
  * shutdown in the order that keeps tasks safe.
  *
- * Boot: database → migrations → pool → scheduler boot load → listen.
- * Stop: stop accepting requests → stop the refill and disarm the timers → let running handlers
- * finish (up to STOP_TIMEOUT_MS) → close the pool.
+ * Boot: database → migrations → pool → scheduler boot load → retention sweep started → listen.
+ * Stop: stop accepting requests → stop the refill and the retention sweep, disarm the timers →
+ * let running handlers finish (up to STOP_TIMEOUT_MS) → close the pool.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -18,6 +18,7 @@ import { createRegistry, type HandlerRegistry } from './handlers/registry.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics.js';
+import { Retention } from './retention.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { Timers } from './scheduler/timers.js';
@@ -39,6 +40,7 @@ export class Service {
   readonly app: FastifyInstance;
   readonly log: Logger;
   readonly metrics: Metrics;
+  readonly retention: Retention;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -86,6 +88,17 @@ export class Service {
       metrics: this.metrics,
     });
     this.scheduler = scheduler;
+    this.retention = new Retention({
+      database: this.database,
+      clock,
+      log: this.log,
+      registry: this.metrics.registry,
+      retentionMs: config.retentionMs,
+      failedRetentionMs: config.failedRetentionMs,
+      intervalMs: config.retentionIntervalMs,
+      batchSize: config.retentionBatchSize,
+      pauseMs: config.retentionPauseMs,
+    });
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
@@ -114,6 +127,7 @@ export class Service {
     await ensureDatabase(config.databaseUrl, config.databaseName);
     await migrateDatabase(config.databaseUrl, config.databaseName);
     await this.scheduler.boot();
+    this.retention.start();
   }
 
   /** boot(), then listen. Returns the address it listens on. */
@@ -151,8 +165,8 @@ export class Service {
     const started = Date.now();
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
-    await this.scheduler.stop();
-    this.log.debug('stop: refill stopped, timers disarmed');
+    await Promise.all([this.scheduler.stop(), this.retention.stop()]);
+    this.log.debug('stop: refill and retention stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);
     this.log.debug({ finished }, 'stop: running handlers are done');
     await this.database.close();
