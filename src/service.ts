@@ -2,7 +2,8 @@
  * The composition root: builds every part from the configuration and runs the boot and the
  * shutdown in the order that keeps tasks safe.
  *
- * Boot: database → migrations → pool → scheduler boot load → retention sweep started → listen.
+ * Boot: database → migrations → pool → scheduler boot load → database clock check →
+ * retention sweep started → listen.
  * Stop: stop accepting requests → stop the refill and the retention sweep, disarm the timers →
  * let running handlers finish (up to STOP_TIMEOUT_MS) → close the pool.
  */
@@ -19,6 +20,7 @@ import { buildApp } from './http/app.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Retention } from './retention.js';
+import { DbClock } from './db-clock.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { Timers } from './scheduler/timers.js';
@@ -41,6 +43,7 @@ export class Service {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly retention: Retention;
+  readonly dbClock: DbClock;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -60,6 +63,7 @@ export class Service {
       pool: () => this.database.usage,
       pendingByType: () => this.store.countPendingByType(),
     });
+    this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: this.metrics.registry });
     let scheduler: Scheduler | undefined;
     this.dispatcher = new Dispatcher({
       database: this.database,
@@ -86,6 +90,7 @@ export class Service {
       reconcileIntervalMs: config.reconcileIntervalMs,
       misfireGraceMs: config.misfireGraceMs,
       metrics: this.metrics,
+      onReconcile: () => void this.dbClock.measure(),
     });
     this.scheduler = scheduler;
     this.retention = new Retention({
@@ -117,6 +122,7 @@ export class Service {
         booted: () => scheduler.booted,
         databaseUp: () => this.database.ping(),
         armed: () => this.timers.size,
+        dbClock: () => this.dbClock.reading,
       },
     });
   }
@@ -127,6 +133,7 @@ export class Service {
     await ensureDatabase(config.databaseUrl, config.databaseName);
     await migrateDatabase(config.databaseUrl, config.databaseName);
     await this.scheduler.boot();
+    await this.dbClock.measure();
     this.retention.start();
   }
 
