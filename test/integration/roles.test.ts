@@ -125,6 +125,13 @@ describe('scoped tokens', () => {
     expect(await rows()).toEqual(before);
   });
 
+  it('are in the OpenAPI document: GET /auth/whoami and its answer', async () => {
+    const document = (await service.app.inject({ url: '/openapi.json' })).json();
+    expect(document.paths['/auth/whoami'].get.responses['200'].content['application/json'].schema.properties.role).toMatchObject({
+      anyOf: ROLES.map((role) => expect.objectContaining({ enum: [role] })),
+    });
+  });
+
   it('leave the probes and the dashboard page open', async () => {
     for (const url of ['/healthz', '/readyz', '/', '/ui/dashboard.js', '/openapi.json']) {
       expect((await service.app.inject({ url })).statusCode, url).toBe(200);
