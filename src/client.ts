@@ -17,7 +17,7 @@ export type { Summary };
 export interface PunctualClientOptions {
   /** Where punctual listens, e.g. http://127.0.0.1:3000. */
   baseUrl: string;
-  /** API_TOKEN, when the service has one. */
+  /** API_TOKEN or a token with a role (API_TOKENS_READ/_WRITE/_ADMIN), when the service has tokens. */
   token?: string;
   /** Give up on a request after this long (default 10 s). */
   timeoutMs?: number;
@@ -110,6 +110,11 @@ export class PunctualClient {
 
   summary(): Promise<Summary> {
     return this.#body('GET', '/tasks/summary');
+  }
+
+  /** The role of this client's token: read, write or admin (a wrong role's call is a 403). */
+  async role(): Promise<'read' | 'write' | 'admin'> {
+    return (await this.#body<{ role: 'read' | 'write' | 'admin' }>('GET', '/auth/whoami')).role;
   }
 
   /** True when the service has armed its timers and its database answers. */

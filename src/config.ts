@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { canonicalZone } from './time.js';
+import { ROLES, type Role } from './http/roles.js';
 
 /** Everything punctual reads from its environment, validated once at start. */
 export interface Config {
@@ -10,6 +11,8 @@ export interface Config {
   port: number;
   timezone: string;
   apiToken: string | undefined;
+  /** Tokens with one role each (API_TOKENS_READ, _WRITE, _ADMIN); API_TOKEN may do everything. */
+  roleTokens: Record<Role, string[]>;
   horizonMs: number;
   refillIntervalMs: number;
   reconcileIntervalMs: number;
@@ -27,6 +30,16 @@ export interface Config {
   webhookSecretNext: string | undefined;
   webhookAllowedHosts: string[];
   webhookTimeoutMs: number;
+  /** Finished tasks (done, cancelled, skipped) are deleted this long after they finished; 0 keeps them. */
+  retentionMs: number;
+  /** Failed tasks are deleted this long after they failed; 0 keeps them. */
+  failedRetentionMs: number;
+  /** How often the retention sweep runs. */
+  retentionIntervalMs: number;
+  /** Rows one retention DELETE removes at most. */
+  retentionBatchSize: number;
+  /** The pause between two retention DELETEs, so the sweep never hogs the table. */
+  retentionPauseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -37,6 +50,7 @@ type Env = Record<string, string | undefined>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const MAX_TIMER_MS = 2 ** 31 - 1;
+const DAY_MS = 24 * 3600_000;
 
 function text(env: Env, name: string): string | undefined {
   const value = env[name];
@@ -98,6 +112,24 @@ export function isLoopback(host: string): boolean {
   return false;
 }
 
+/**
+ * The tokens of one role: comma-separated, each at least 16 characters of printable ASCII
+ * without spaces or commas. A message names the setting and the entry's position, never the token.
+ */
+function roleTokens(env: Env, name: string): string[] {
+  const raw = text(env, name);
+  if (raw === undefined) return [];
+  return raw.split(',').map((entry, index) => {
+    const token = entry.trim();
+    if (token.length < 16 || !/^[\x21-\x7e]+$/.test(token)) {
+      throw new ConfigError(
+        `${name} entry ${index + 1} must be at least 16 printable characters without spaces (the tokens are comma-separated)`,
+      );
+    }
+    return token;
+  });
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = text(env, 'DATABASE_URL') ?? 'mysql://root@127.0.0.1:3306/punctual';
   const databaseName = databaseNameOf(databaseUrl);
@@ -113,8 +145,24 @@ export function loadConfig(env: Env = process.env): Config {
   if (apiToken !== undefined && apiToken.length < 16) {
     throw new ConfigError('API_TOKEN must be at least 16 characters long');
   }
-  if (apiToken === undefined && !isLoopback(host)) {
-    throw new ConfigError(`HOST ${host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`);
+  const scoped = {
+    read: roleTokens(env, 'API_TOKENS_READ'),
+    write: roleTokens(env, 'API_TOKENS_WRITE'),
+    admin: roleTokens(env, 'API_TOKENS_ADMIN'),
+  } satisfies Record<Role, string[]>;
+  const seen = new Set(apiToken === undefined ? [] : [apiToken]);
+  for (const role of ROLES) {
+    for (const token of scoped[role]) {
+      // One token, one role: a token listed twice would have whichever role was checked last.
+      if (seen.has(token))
+        throw new ConfigError(`a token in API_TOKENS_${role.toUpperCase()} is also given elsewhere: each token may appear once`);
+      seen.add(token);
+    }
+  }
+  if (seen.size === 0 && !isLoopback(host)) {
+    throw new ConfigError(
+      `HOST ${host} is reachable from other machines: set API_TOKEN (or API_TOKENS_READ/_WRITE/_ADMIN), or listen on 127.0.0.1`,
+    );
   }
 
   const logLevel = (text(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
@@ -148,6 +196,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: integer(env, 'PORT', 3000, 0, 65535),
     timezone,
     apiToken,
+    roleTokens: scoped,
     horizonMs,
     refillIntervalMs,
     reconcileIntervalMs: integer(env, 'RECONCILE_INTERVAL_MS', 60_000, 100, 24 * 3600_000),
@@ -165,5 +214,10 @@ export function loadConfig(env: Env = process.env): Config {
     webhookSecretNext,
     webhookAllowedHosts: allowedHosts(text(env, 'WEBHOOK_ALLOWED_HOSTS')),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
+    retentionMs: integer(env, 'RETENTION_MS', 7 * DAY_MS, 0, 100 * 365 * DAY_MS),
+    failedRetentionMs: integer(env, 'FAILED_RETENTION_MS', 30 * DAY_MS, 0, 100 * 365 * DAY_MS),
+    retentionIntervalMs: integer(env, 'RETENTION_INTERVAL_MS', 10 * 60_000, 1000, 24 * 3600_000),
+    retentionBatchSize: integer(env, 'RETENTION_BATCH_SIZE', 500, 1, 10_000),
+    retentionPauseMs: integer(env, 'RETENTION_PAUSE_MS', 200, 0, 60_000),
   };
 }

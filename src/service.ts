@@ -2,10 +2,11 @@
  * The composition root: builds every part from the configuration and runs the boot and the
  * shutdown in the order that keeps tasks safe.
  *
- * Boot: database → migrations → pool → scheduler boot load → listen.
- * Stop: stop accepting requests → stop the refill and disarm the timers → let running handlers
- * finish (up to STOP_TIMEOUT_MS) → close the pool. A stop during the boot (a SIGTERM while
- * starting) ends the boot at its next step, never listens, and then stops as usual.
+ * Boot: database → migrations → pool → scheduler boot load → database clock check →
+ * retention sweep started → listen.
+ * Stop: stop accepting requests → stop the refill and the retention sweep, disarm the timers →
+ * let running handlers finish (up to STOP_TIMEOUT_MS) → close the pool. A stop during the boot
+ * (a SIGTERM while starting) ends the boot at its next step, never listens, and then stops as usual.
  *
  * The parts are built in an order without cycles: timers push into the dispatcher's queue,
  * arming turns the lifecycle's effects into timers, the scheduler and the dispatcher both work
@@ -25,6 +26,8 @@ import { createLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Lifecycle } from './lifecycle/lifecycle.js';
 import { Arming } from './scheduler/arming.js';
+import { Retention } from './retention.js';
+import { DbClock } from './db-clock.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
 import { DueQueue } from './scheduler/due-queue.js';
 import { Scheduler } from './scheduler/scheduler.js';
@@ -58,6 +61,8 @@ export class Service {
   readonly app: FastifyInstance;
   readonly log: Logger;
   readonly metrics: Metrics;
+  readonly retention: Retention;
+  readonly dbClock: DbClock;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -78,6 +83,7 @@ export class Service {
       pool: () => this.database.usage,
       pendingByType: () => this.store.countPendingByType(),
     });
+    this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: this.metrics.registry });
     const queue = new DueQueue();
     this.timers = new Timers(clock, (id) => queue.push(id));
     const arming = new Arming(this.timers, queue);
@@ -99,6 +105,7 @@ export class Service {
       reconcileIntervalMs: config.reconcileIntervalMs,
       misfireGraceMs: config.misfireGraceMs,
       metrics: this.metrics,
+      onReconcile: () => void this.dbClock.measure(),
     });
     this.dispatcher = new Dispatcher({
       database: this.database,
@@ -115,9 +122,21 @@ export class Service {
       metrics: this.metrics,
     });
     const scheduler = this.scheduler;
+    this.retention = new Retention({
+      database: this.database,
+      clock,
+      log: this.log,
+      registry: this.metrics.registry,
+      retentionMs: config.retentionMs,
+      failedRetentionMs: config.failedRetentionMs,
+      intervalMs: config.retentionIntervalMs,
+      batchSize: config.retentionBatchSize,
+      pauseMs: config.retentionPauseMs,
+    });
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
+      roleTokens: config.roleTokens,
       metrics: this.metrics,
       tasks: {
         store: this.store,
@@ -132,6 +151,7 @@ export class Service {
         booted: () => scheduler.booted,
         databaseUp: () => this.database.ping(),
         armed: () => this.timers.size,
+        dbClock: () => this.dbClock.reading,
       },
     });
   }
@@ -149,6 +169,8 @@ export class Service {
     await migrateDatabase(config.databaseUrl, config.databaseName);
     if (this.stopping) return;
     await this.scheduler.boot();
+    await this.dbClock.measure();
+    this.retention.start();
   }
 
   /**
@@ -211,8 +233,8 @@ export class Service {
     }
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
-    await this.scheduler.stop();
-    this.log.debug('stop: refill stopped, timers disarmed');
+    await Promise.all([this.scheduler.stop(), this.retention.stop()]);
+    this.log.debug('stop: refill and retention stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);
     this.log.debug({ finished }, 'stop: running handlers are done');
     await this.database.close();

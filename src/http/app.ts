@@ -6,6 +6,8 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { installAuth } from './auth.js';
+import { TokenRoles } from './roles.js';
+import { authRoutes } from './routes/auth.js';
 import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
@@ -20,6 +22,8 @@ export const BODY_LIMIT_BYTES = 128 * 1024;
 export interface AppOptions {
   logger: Logger;
   apiToken: string | undefined;
+  /** Tokens with a role (read, write, admin); API_TOKEN may do everything. */
+  roleTokens?: ConstructorParameters<typeof TokenRoles>[1];
   metrics: Metrics;
   tasks: TaskRoutesOptions;
   health: HealthOptions;
@@ -37,7 +41,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   installErrorHandler(app);
-  installAuth(app, options.apiToken);
+  installAuth(app, new TokenRoles(options.apiToken, options.roleTokens));
   app.addHook('onResponse', async (request, reply) => {
     if (reply.statusCode >= 400) {
       request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode }, 'request refused');
@@ -48,5 +52,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(taskRoutes, options.tasks);
   void app.register(metricsRoutes, { metrics: options.metrics });
   void app.register(dashboardRoutes);
+  void app.register(authRoutes);
   return app;
 }

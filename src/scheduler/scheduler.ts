@@ -33,6 +33,8 @@ export interface SchedulerOptions {
   reconcileIntervalMs: number;
   misfireGraceMs: number;
   metrics?: Metrics;
+  /** Called after every reconcile (the database clock check hangs here); must not throw. */
+  onReconcile?: () => void;
 }
 
 const PAGE = 10_000;
@@ -114,6 +116,7 @@ export class Scheduler {
     this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     const seen = await this.#armDue(undefined, this.#o.arming.coveredUntil);
     this.#lastReconcile = started;
+    this.#o.onReconcile?.();
     log.debug({ pending: seen, armed: this.armed, ms: clock.now() - started }, 'reconciled');
   }
 

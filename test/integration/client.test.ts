@@ -70,6 +70,7 @@ describe('the TypeScript client', () => {
     expect(await client.retry(task.id, { delayMs: 60_000 })).toMatchObject({ status: 'pending', attempts: 0 });
     expect(await client.summary()).toMatchObject({ running: 0, armed: expect.any(Number) });
     expect(await client.ready()).toBe(true);
+    expect(await client.role()).toBe('admin');
     const anonymous = new PunctualClient({ baseUrl });
     await expect(anonymous.summary()).rejects.toMatchObject({ status: 401, code: 'PUNCTUAL_UNAUTHORIZED' });
   });

@@ -21,7 +21,10 @@ describe('probes', () => {
       body: { status: 'starting', armed: 0, reason: 'the boot load is not armed yet' },
     });
     await service.boot();
-    expect(await service.call('GET', '/readyz')).toEqual({ status: 200, body: { status: 'ready', armed: 0 } });
+    expect(await service.call('GET', '/readyz')).toEqual({
+      status: 200,
+      body: { status: 'ready', armed: 0, dbClockOffsetMs: expect.any(Number) },
+    });
     await service.database.close();
     expect(await service.call('GET', '/readyz')).toEqual({
       status: 503,

@@ -25,11 +25,21 @@ function cell(text, className) {
 
 function button(label, onClick) {
   const td = document.createElement('td');
+  if (state.role === 'read') return td; // a read token may not cancel or retry: no button to fail
   const b = document.createElement('button');
   b.textContent = label;
   b.addEventListener('click', onClick);
   td.append(b);
   return td;
+}
+
+/** The token's role (read, write, admin), before the first render, so no button flashes. */
+async function loadRole() {
+  try {
+    state.role = (await api('GET', '/auth/whoami')).role;
+  } catch {
+    state.role = undefined;
+  }
 }
 
 /** One row per task in `table`: its id, type and key, then the cells `more` makes. */
@@ -147,9 +157,9 @@ $('#token-form').addEventListener('submit', (event) => {
   localStorage.setItem('punctual.token', state.token);
   $('#token-form').hidden = true;
   setStatus('');
-  void refresh();
+  void loadRole().then(refresh);
 });
 
-void refresh();
+void loadRole().then(refresh);
 setInterval(refresh, REFRESH_MS);
 setInterval(tick, 100);

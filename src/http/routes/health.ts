@@ -2,6 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import type { ClockReading } from '../../db-clock.js';
 
 export interface HealthOptions {
   /** True once the boot load is armed. */
@@ -9,10 +10,26 @@ export interface HealthOptions {
   /** True when the database answers now. */
   databaseUp: () => Promise<boolean>;
   armed: () => number;
+  /** The database clock's offset from punctual's (src/db-clock.ts). */
+  dbClock?: () => ClockReading;
 }
 
 const Health = Type.Object({ status: Type.String() });
-const Readiness = Type.Object({ status: Type.String(), armed: Type.Integer(), reason: Type.Optional(Type.String()) });
+const Readiness = Type.Object({
+  status: Type.String(),
+  armed: Type.Integer(),
+  reason: Type.Optional(Type.String()),
+  dbClockOffsetMs: Type.Optional(
+    Type.Union([Type.Number(), Type.Null()], {
+      description: "the database server's clock minus punctual's, in ms (null before the first check)",
+    }),
+  ),
+  warning: Type.Optional(
+    Type.String({
+      description: 'set when the database clock is more than 100 ms off: still ready, but direct inserts with NOW(3) fire off by that much',
+    }),
+  ),
+});
 
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, options) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -38,7 +55,15 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
       if (!options.booted()) return reply.status(503).send({ status: 'starting', armed, reason: 'the boot load is not armed yet' });
       if (!(await options.databaseUp()))
         return reply.status(503).send({ status: 'unavailable', armed, reason: 'the database does not answer' });
-      return { status: 'ready', armed };
+      // A clock offset is a warning, not unreadiness: punctual still fires by its own clock.
+      const clock = options.dbClock?.();
+      if (clock === undefined) return { status: 'ready', armed };
+      return {
+        status: 'ready',
+        armed,
+        dbClockOffsetMs: clock.offsetMs,
+        ...(clock.warning === undefined ? {} : { warning: clock.warning }),
+      };
     },
   );
 };

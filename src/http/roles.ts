@@ -1,0 +1,72 @@
+/**
+ * Who may call what. A token has one role; the roles are ordered, each allowing what the one
+ * below it allows: `read` (lists, summary, metrics: what the dashboard shows) < `write` (create,
+ * cancel, reschedule, retry) < `admin` (bulk changes, pauses, limits). API_TOKEN may do
+ * everything, so it has the highest role.
+ *
+ * ROUTE_ROLES is the one table from route to role. A route missing from it (and not public)
+ * stops the app from starting, so no route ships open by accident: a new route adds its line.
+ *
+ * Tokens are compared on SHA-256 digests with timingSafeEqual, against every known token each
+ * time (no early exit), so neither a token's length nor which role matched shows in the timing.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+export const ROLES = ['read', 'write', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** `METHOD route pattern` (as Fastify registers it) → the least role that may call it. */
+export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
+  'GET /auth/whoami': 'read',
+  'GET /metrics': 'read',
+  'GET /tasks/pending': 'read',
+  'GET /tasks/recent': 'read',
+  'GET /tasks/summary': 'read',
+  'GET /tasks/:id': 'read',
+  'GET /tasks/by-key/:key': 'read',
+  'POST /tasks': 'write',
+  'POST /tasks/:id/cancel': 'write',
+  'POST /tasks/:id/reschedule': 'write',
+  'POST /tasks/:id/retry': 'write',
+  'POST /tasks/by-key/:key/cancel': 'write',
+};
+
+/** The role a route needs; undefined when it is not in the table. */
+export function roleFor(method: string, url: string): Role | undefined {
+  // HEAD is answered by the GET route.
+  return ROUTE_ROLES[`${method === 'HEAD' ? 'GET' : method} ${url}`];
+}
+
+/** Does `role` allow what `needed` allows? */
+export function allows(role: Role, needed: Role): boolean {
+  return ROLES.indexOf(role) >= ROLES.indexOf(needed);
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+export class TokenRoles {
+  readonly #known: { digest: Buffer; role: Role }[] = [];
+
+  /** `full` is API_TOKEN (every role); `scoped` the tokens of each role. */
+  constructor(full: string | undefined, scoped: Partial<Record<Role, string[]>> = {}) {
+    if (full !== undefined) this.#known.push({ digest: digest(full), role: 'admin' });
+    for (const role of ROLES) for (const token of scoped[role] ?? []) this.#known.push({ digest: digest(token), role });
+  }
+
+  /** False when no token is configured: the API is open (on loopback only, config sees to it). */
+  get enabled(): boolean {
+    return this.#known.length > 0;
+  }
+
+  /** The role of `token`, or undefined for an unknown one. */
+  roleOf(token: string): Role | undefined {
+    const given = digest(token);
+    let found: Role | undefined;
+    for (const known of this.#known) {
+      if (timingSafeEqual(given, known.digest)) found = known.role;
+    }
+    return found;
+  }
+}

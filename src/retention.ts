@@ -1,0 +1,135 @@
+/**
+ * Retention: finished tasks do not pile up forever. Every RETENTION_INTERVAL_MS a sweep deletes
+ * done, cancelled and skipped tasks that finished more than RETENTION_MS ago, and failed ones
+ * after FAILED_RETENTION_MS (longer: a failure is what someone may still come to look at).
+ *
+ * Never one big DELETE: the sweep selects at most RETENTION_BATCH_SIZE ids through the
+ * (status, finished_at) index, deletes them by primary key, pauses RETENTION_PAUSE_MS, and
+ * repeats until a batch comes back short. The pause is abortable: stop() ends a sweep at once,
+ * between two statements, and a statement is small enough to finish quickly.
+ *
+ * Every process runs it; the statements (src/store/retention-sql.ts) make that harmless. The
+ * first sweep waits between half an interval and one, so processes started together spread out.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { Counter, type Registry } from 'prom-client';
+import type { Clock } from './clock.js';
+import type { Database } from './db/connection.js';
+import { deleteExpired, selectExpired, type FinishedStatus } from './store/retention-sql.js';
+
+export interface RetentionOptions {
+  database: Database;
+  clock: Clock;
+  log: Logger;
+  registry: Registry;
+  /** done, cancelled and skipped are deleted this long after they finished; 0 keeps them. */
+  retentionMs: number;
+  /** failed are deleted this long after they failed; 0 keeps them. */
+  failedRetentionMs: number;
+  intervalMs: number;
+  batchSize: number;
+  pauseMs: number;
+}
+
+export interface SweepResult {
+  deleted: Record<FinishedStatus, number>;
+  /** DELETE statements run. */
+  batches: number;
+  /** True when stop() ended the sweep before it was through. */
+  stopped: boolean;
+}
+
+export class Retention {
+  readonly #o: RetentionOptions;
+  readonly #deleted: Counter<'status'>;
+  readonly #abort = new AbortController();
+  #loop: Promise<void> | undefined;
+  #sweeping: Promise<SweepResult> | undefined;
+
+  constructor(options: RetentionOptions) {
+    this.#o = options;
+    this.#deleted = new Counter({
+      name: 'punctual_retention_deleted_total',
+      help: 'Finished tasks deleted by the retention sweep, by status.',
+      labelNames: ['status'] as const,
+      registers: [options.registry],
+    });
+  }
+
+  /** Starts the periodic sweep. */
+  start(): void {
+    if (this.#loop !== undefined || this.#abort.signal.aborted) return;
+    this.#loop = this.#run();
+  }
+
+  /** Ends the periodic sweep and any sweep in progress. Safe to call twice. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#loop;
+    await this.#sweeping?.catch(() => undefined);
+  }
+
+  /** One sweep, now (public for tests). A sweep already running is joined, not doubled. */
+  sweep(): Promise<SweepResult> {
+    this.#sweeping ??= this.#sweep().finally(() => {
+      this.#sweeping = undefined;
+    });
+    return this.#sweeping;
+  }
+
+  async #run(): Promise<void> {
+    const { intervalMs, log } = this.#o;
+    // Not at boot (a restart loop would sweep on every start), and spread across processes.
+    let wait = Math.floor(intervalMs / 2 + (Math.random() * intervalMs) / 2);
+    while (await this.#pause(wait)) {
+      try {
+        const result = await this.sweep();
+        const total = Object.values(result.deleted).reduce((a, b) => a + b, 0);
+        if (total > 0) log.info({ ...result.deleted, batches: result.batches }, 'retention: deleted finished tasks');
+      } catch (error) {
+        log.warn({ err: error }, 'retention: sweep failed; it runs again next interval');
+      }
+      wait = intervalMs;
+    }
+  }
+
+  /** Sleeps `ms`; false when stop() came first. */
+  async #pause(ms: number): Promise<boolean> {
+    if (this.#abort.signal.aborted) return false;
+    try {
+      await delay(ms, undefined, { signal: this.#abort.signal, ref: false });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async #sweep(): Promise<SweepResult> {
+    const { database, clock, retentionMs, failedRetentionMs, batchSize, pauseMs } = this.#o;
+    const result: SweepResult = { deleted: { done: 0, cancelled: 0, skipped: 0, failed: 0 }, batches: 0, stopped: false };
+    const now = clock.now();
+    const plan: [FinishedStatus, number][] = [
+      ['done', retentionMs],
+      ['cancelled', retentionMs],
+      ['skipped', retentionMs],
+      ['failed', failedRetentionMs],
+    ];
+    for (const [status, keepMs] of plan) {
+      if (keepMs === 0) continue;
+      const before = now - keepMs;
+      for (;;) {
+        if (this.#abort.signal.aborted) return { ...result, stopped: true };
+        const ids = await selectExpired(database, status, before, batchSize);
+        if (ids.length === 0) break;
+        const deleted = await deleteExpired(database, ids, status, before);
+        result.batches++;
+        result.deleted[status] += deleted;
+        this.#deleted.inc({ status }, deleted);
+        if (ids.length < batchSize) break;
+        if (!(await this.#pause(pauseMs))) return { ...result, stopped: true };
+      }
+    }
+    return result;
+  }
+}

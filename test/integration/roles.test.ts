@@ -1,0 +1,179 @@
+/**
+ * Scoped tokens over HTTP: each role may call its routes and gets a 403 naming the role needed
+ * everywhere above it; no token or an unknown one is a 401; a refused call changes nothing.
+ */
+import Fastify from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { installAuth } from '../../src/http/auth.js';
+import { ROLES, ROUTE_ROLES, TokenRoles, type Role } from '../../src/http/roles.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const FULL = 'full-token-0123456789abcdef';
+const TOKENS: Record<Role, string> = {
+  read: 'read-token-0123456789abcdef',
+  write: 'write-token-0123456789abcdef',
+  admin: 'admin-token-0123456789abcdef',
+};
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+let db: TestDatabase;
+let service: TestService;
+
+async function rows(): Promise<{ n: number; changed: string }> {
+  const [row] = await db.query<any[]>(
+    'SELECT COUNT(*) AS n, CONCAT(MAX(updated_at), GROUP_CONCAT(status ORDER BY id)) AS changed FROM tasks',
+  );
+  return { n: Number(row.n), changed: String(row.changed) };
+}
+
+/** A concrete request for a route of the table, on the task `id` with key `key`. */
+function request(route: string, id: number, key: string): [string, string, unknown] {
+  const [method, pattern] = route.split(' ') as [string, string];
+  const url = pattern.replace(':id', String(id)).replace(':key', encodeURIComponent(key));
+  const body =
+    method !== 'POST'
+      ? undefined
+      : pattern === '/tasks'
+        ? { type: 'close_order', payload: { orderSn: 'SN-NEW' }, delayMs: 3_600_000 }
+        : pattern.endsWith('/reschedule')
+          ? { delayMs: 7_200_000 }
+          : {};
+  return [method, url, body];
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('roles');
+  service = await startTestService(db, {
+    API_TOKEN: FULL,
+    API_TOKENS_READ: `${TOKENS.read}, another-read-token-0123`,
+    API_TOKENS_WRITE: TOKENS.write,
+    API_TOKENS_ADMIN: TOKENS.admin,
+  });
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await db?.drop();
+});
+
+describe('scoped tokens', () => {
+  it('answer /auth/whoami with their role; API_TOKEN has every role', async () => {
+    for (const role of ROLES) expect((await service.call('GET', '/auth/whoami', undefined, bearer(TOKENS[role]))).body).toEqual({ role });
+    expect((await service.call('GET', '/auth/whoami', undefined, bearer('another-read-token-0123'))).body).toEqual({ role: 'read' });
+    expect((await service.call('GET', '/auth/whoami', undefined, bearer(FULL))).body).toEqual({ role: 'admin' });
+  });
+
+  it('get a 403 naming the role needed on every route above their role, and change nothing', async () => {
+    const created = await service.call(
+      'POST',
+      '/tasks',
+      { type: 'close_order', payload: { orderSn: 'SN1' }, delayMs: 3_600_000, key: 'k:1' },
+      bearer(FULL),
+    );
+    expect(created.status).toBe(201);
+    const before = await rows();
+    let refused = 0;
+    for (const [route, needed] of Object.entries(ROUTE_ROLES)) {
+      for (const role of ROLES.filter((r) => ROLES.indexOf(r) < ROLES.indexOf(needed))) {
+        const [method, url, body] = request(route, created.body.id, 'k:1');
+        const answer = await service.call(method, url, body, bearer(TOKENS[role]));
+        expect(answer.status, `${role} on ${route}`).toBe(403);
+        expect(answer.body).toMatchObject({ statusCode: 403, error: 'Forbidden', code: 'PUNCTUAL_FORBIDDEN' });
+        expect(answer.body.message).toBe(`this route needs a token with the ${needed} role; this token has the ${role} role`);
+        refused++;
+      }
+    }
+    // read is refused the five write routes, write and read nothing else yet (no admin route today).
+    expect(refused).toBe(
+      Object.values(ROUTE_ROLES).filter((r) => r === 'write').length + 2 * Object.values(ROUTE_ROLES).filter((r) => r === 'admin').length,
+    );
+    expect(refused).toBeGreaterThanOrEqual(5);
+    expect(await rows()).toEqual(before);
+  });
+
+  it('let each role call the routes of its role and below', async () => {
+    for (const role of ROLES) {
+      for (const [route, needed] of Object.entries(ROUTE_ROLES)) {
+        if (ROLES.indexOf(role) < ROLES.indexOf(needed)) continue;
+        const key = `k:${role}:${route}`;
+        const task = await service.call(
+          'POST',
+          '/tasks',
+          { type: 'close_order', payload: { orderSn: 'SN2' }, delayMs: 3_600_000, key },
+          bearer(FULL),
+        );
+        if (route.endsWith('/retry'))
+          await db.execute("UPDATE tasks SET status = 'failed', finished_at = UTC_TIMESTAMP(3) WHERE id = ?", [task.body.id]);
+        const [method, url, body] = request(route, task.body.id, key);
+        const answer = await service.app.inject({ method: method as 'GET', url, payload: body as object, headers: bearer(TOKENS[role]) });
+        expect(answer.statusCode, `${role} on ${route}: ${answer.body}`).toBeLessThan(300);
+      }
+    }
+  });
+
+  it('answer 401, not 403, to no token or an unknown one, whatever the route', async () => {
+    const before = await rows();
+    for (const route of Object.keys(ROUTE_ROLES)) {
+      const [method, url, body] = request(route, 1, 'k:1');
+      for (const headers of [{}, bearer('unknown-token-0123456789'), { authorization: TOKENS.admin }]) {
+        const answer = await service.call(method, url, body, headers);
+        expect(answer.status, `${route} with ${JSON.stringify(headers)}`).toBe(401);
+      }
+    }
+    expect(await rows()).toEqual(before);
+  });
+
+  it('are in the OpenAPI document: GET /auth/whoami and its answer', async () => {
+    const document = (await service.app.inject({ url: '/openapi.json' })).json();
+    expect(document.paths['/auth/whoami'].get.responses['200'].content['application/json'].schema.properties.role).toMatchObject({
+      anyOf: ROLES.map((role) => expect.objectContaining({ enum: [role] })),
+    });
+  });
+
+  it('leave the probes and the dashboard page open', async () => {
+    for (const url of ['/healthz', '/readyz', '/', '/ui/dashboard.js', '/openapi.json']) {
+      expect((await service.app.inject({ url })).statusCode, url).toBe(200);
+    }
+  });
+});
+
+describe('the role table', () => {
+  it('covers every route the app serves: a route without a role stops the start', async () => {
+    const app = Fastify();
+    installAuth(app, new TokenRoles(FULL));
+    app.get('/tasks/pending', async () => ({}));
+    app.post('/bulk/cancel', async () => ({}));
+    await expect(app.ready()).rejects.toThrow('routes without a role in ROUTE_ROLES (src/http/roles.ts): POST /bulk/cancel');
+    await app.close();
+  });
+});
+
+describe('the token settings', () => {
+  it('refuse a short or spaced token without echoing it, and a token given twice', () => {
+    const secret = 'short-secret';
+    for (const env of [
+      { API_TOKENS_READ: secret },
+      { API_TOKENS_WRITE: `${TOKENS.write},${secret}` },
+      { API_TOKENS_ADMIN: 'has a space in it 0123456789' },
+    ]) {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+      expect(() => loadConfig(env)).toThrow(/API_TOKENS_\w+ entry \d must be at least 16 printable characters/);
+      try {
+        loadConfig(env);
+      } catch (error) {
+        expect((error as Error).message).not.toContain(secret);
+        expect((error as Error).message).not.toContain('space in it');
+      }
+    }
+    expect(() => loadConfig({ API_TOKEN: FULL, API_TOKENS_READ: FULL })).toThrow('a token in API_TOKENS_READ is also given elsewhere');
+    expect(() => loadConfig({ API_TOKENS_READ: TOKENS.read, API_TOKENS_ADMIN: TOKENS.read })).toThrow('a token in API_TOKENS_ADMIN');
+  });
+
+  it('turn auth on by themselves: a read token alone may listen beyond loopback', () => {
+    const config = loadConfig({ HOST: '0.0.0.0', API_TOKENS_READ: TOKENS.read });
+    expect(config.roleTokens).toEqual({ read: [TOKENS.read], write: [], admin: [] });
+    expect(config.apiToken).toBeUndefined();
+  });
+});
