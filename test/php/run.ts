@@ -12,7 +12,7 @@
  *   close_order works on; the built server (dist/main.js) on a free port with a token, webhook
  *   secrets (current and next) and a short refill; a second server on the same database behind
  *   a TCP proxy that is then cut, so a create meets the database outage and answers 503.
- * - PHPUnit gets the URLs, the DSN and the secrets in environment variables; whatever happens,
+ * - PHPUnit gets the URLs (and this script's arguments: `npm run test:php -- --filter Enqueue`), the DSN and the secrets in environment variables; whatever happens,
  *   the servers are stopped and the database is dropped afterwards. The exit code is PHPUnit's.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -116,7 +116,7 @@ async function main(): Promise<number> {
     proxy.refuse(true);
     proxy.cutAll();
 
-    const phpunit = spawn('phpunit', ['--colors=never'], {
+    const phpunit = spawn('phpunit', ['--colors=never', ...process.argv.slice(2)], {
       cwd: PHP_DIR,
       stdio: 'inherit',
       env: {

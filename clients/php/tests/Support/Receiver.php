@@ -57,12 +57,22 @@ final class Receiver
             }
             proc_terminate($this->process);
             proc_close($this->process);
+            self::remove($this->spool);
+            @unlink($this->spool . '.log');
         }
     }
 
     public function __destruct()
     {
         $this->stop();
+    }
+
+    private static function remove(string $path): void
+    {
+        foreach (glob("{$path}/*") ?: [] as $child) {
+            is_dir($child) ? self::remove($child) : @unlink($child);
+        }
+        @rmdir($path);
     }
 
     private static function freePort(): int
