@@ -31,6 +31,8 @@ const TOKEN = 'php-client-token-0123456789';
 const SECRET = 'php-webhook-secret-current';
 const SECRET_NEXT = 'php-webhook-secret-next';
 const REFILL_INTERVAL_MS = 200;
+/** A busy CI machine may take a while to boot a server; a broken one still fails in time. */
+const START_TIMEOUT_MS = 60_000;
 
 /** Debian package → the command it provides. */
 const PACKAGES: [pkg: string, check: () => boolean][] = [
@@ -110,9 +112,10 @@ async function main(): Promise<number> {
         REFILL_INTERVAL_MS: String(REFILL_INTERVAL_MS),
         RETRY_BASE_MS: '100',
       },
+      timeoutMs: START_TIMEOUT_MS,
     });
     await proxy.start();
-    down = await startServer({ env: { DATABASE_URL: proxy.url(db.name), API_TOKEN: TOKEN } });
+    down = await startServer({ env: { DATABASE_URL: proxy.url(db.name), API_TOKEN: TOKEN }, timeoutMs: START_TIMEOUT_MS });
     proxy.refuse(true);
     proxy.cutAll();
 
