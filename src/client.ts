@@ -103,6 +103,16 @@ export class PunctualClient {
     } while (cursor !== undefined);
   }
 
+  /** Every pending task, a page (one request) at a time, soonest first. */
+  async *pendingPages(query: { type?: string; pageSize?: number } = {}): AsyncGenerator<Task[]> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.pending({ type: query.type, limit: query.pageSize ?? 500, cursor });
+      if (page.tasks.length > 0) yield page.tasks;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
   /** The latest tasks to finish with `status`, newest first. */
   async recent(status: 'done' | 'failed' | 'skipped' | 'cancelled' = 'done', limit = 50): Promise<Task[]> {
     return (await this.#body<{ tasks: Task[] }>('GET', `/tasks/recent?status=${status}&limit=${limit}`)).tasks;
@@ -128,11 +138,21 @@ export class PunctualClient {
     }
   }
 
+  /** True when the process answers at all (/healthz). */
+  async healthy(): Promise<boolean> {
+    return (await this.#body<{ status: string }>('GET', '/healthz')).status === 'ok';
+  }
+
+  /** The Prometheus metrics, as text. */
+  async metrics(): Promise<string> {
+    return (await this.#call<string>('GET', '/metrics', undefined, 'text')).body;
+  }
+
   async #body<T>(method: string, path: string, body?: unknown): Promise<T> {
     return (await this.#call<T>(method, path, body)).body;
   }
 
-  async #call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  async #call<T>(method: string, path: string, body?: unknown, as: 'json' | 'text' = 'json'): Promise<{ status: number; body: T }> {
     const response = await this.#fetch(`${this.#baseUrl}${path}`, {
       method,
       headers: { ...this.#headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -140,6 +160,7 @@ export class PunctualClient {
       signal: AbortSignal.timeout(this.#timeoutMs),
     });
     const text = await response.text();
+    if (as === 'text' && response.ok) return { status: response.status, body: text as T };
     const parsed = text === '' ? undefined : JSON.parse(text);
     if (!response.ok) {
       const error = (parsed ?? {}) as { code?: string; message?: string; task?: Task };

@@ -57,6 +57,10 @@ describe('the TypeScript client', () => {
     for await (const task of client.allPending({ pageSize: 3 })) all.push(task.id);
     expect(all).toHaveLength(8);
     expect((await client.pending({ limit: 2 })).tasks).toHaveLength(2);
+    const pages = [];
+    for await (const page of client.pendingPages({ pageSize: 3 })) pages.push(page.map((task) => task.id));
+    expect(pages.map((page) => page.length)).toEqual([3, 3, 2]);
+    expect(pages.flat()).toEqual(all);
 
     expect((await client.cancelByKey('close_order:SN1')).status).toBe('cancelled');
     const missing = await client.cancelByKey('close_order:none').catch((error: unknown) => error);
@@ -71,6 +75,8 @@ describe('the TypeScript client', () => {
     expect(await client.summary()).toMatchObject({ running: 0, armed: expect.any(Number) });
     expect(await client.ready()).toBe(true);
     expect(await client.role()).toBe('admin');
+    expect(await client.healthy()).toBe(true);
+    expect(await client.metrics()).toContain('punctual_armed_timers');
     const anonymous = new PunctualClient({ baseUrl });
     await expect(anonymous.summary()).rejects.toMatchObject({ status: 401, code: 'PUNCTUAL_UNAUTHORIZED' });
   });

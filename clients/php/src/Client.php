@@ -1,0 +1,314 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Punctual;
+
+use Punctual\Exception\ApiException;
+use Punctual\Exception\ConnectionException;
+
+/**
+ * punctual's HTTP API for a PHP shop: one method per route, the same set the TypeScript client
+ * has (a test compares both with the OpenAPI document).
+ *
+ * What it decides:
+ * - An error status becomes a typed exception carrying the server's message and code
+ *   (BadRequestException, UnauthorizedException, ForbiddenException, NotFoundException,
+ *   ConflictException with the task as it is now, PayloadTooLargeException,
+ *   ServiceUnavailableException); no answer at all becomes a ConnectionException.
+ * - Retries on connection errors, with a short doubling pause. A call that certainly never
+ *   reached punctual (no connection could be made) is always retried. A call that may have
+ *   reached it (timeout, connection reset mid-answer) is retried only when sending it twice does
+ *   no harm: a read, or a create with a `key` (the server answers the second one with the task the
+ *   first made). Cancel, reschedule and retry are not sent twice behind the shop's back.
+ * - One curl handle per client, so consecutive calls reuse the connection (keep-alive).
+ */
+final class Client
+{
+    /** curl errors after which the request certainly did not reach the server. */
+    private const NOT_SENT = [CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT];
+
+    private readonly string $baseUrl;
+    private ?\CurlHandle $curl = null;
+    /** @var null|callable(int $attempt, ConnectionException $error): void */
+    private $onRetry;
+
+    /**
+     * @param string $baseUrl where punctual listens, e.g. http://127.0.0.1:3000
+     * @param string|null $token API_TOKEN, when the service has one
+     * @param int $timeoutMs give up on one attempt after this long (connect + answer)
+     * @param int $connectTimeoutMs give up connecting after this long
+     * @param int $retries extra attempts after a connection error, for the calls that allow it
+     * @param int $retryDelayMs pause before the first retry; doubles for each next one
+     * @param callable|null $onRetry called before each retry with the attempt number that failed and its error (for the shop's log)
+     */
+    public function __construct(
+        string $baseUrl,
+        private readonly ?string $token = null,
+        private readonly int $timeoutMs = 10_000,
+        private readonly int $connectTimeoutMs = 3_000,
+        private readonly int $retries = 2,
+        private readonly int $retryDelayMs = 200,
+        ?callable $onRetry = null,
+    ) {
+        $this->baseUrl = rtrim($baseUrl, '/');
+        $this->onRetry = $onRetry;
+    }
+
+    /**
+     * Schedules a task. Give exactly one of `runAt` and `delayMs` (or neither, with `cron`: the
+     * first occurrence is then the next match). `runAt` is an ISO-8601 string with an offset
+     * ("2026-12-01T10:00:00+08:00"), a naive local time ("2026-12-01 10:00:00", read in
+     * `timezone`, else the service's TIMEZONE), an integer of epoch milliseconds, or a
+     * DateTimeInterface. `created` in the answer is false when `key` named an existing task with
+     * the same content; a key taken by other content throws a ConflictException.
+     */
+    public function create(
+        string $type,
+        array $payload = [],
+        int|string|\DateTimeInterface|null $runAt = null,
+        ?int $delayMs = null,
+        ?string $timezone = null,
+        ?string $key = null,
+        ?int $maxAttempts = null,
+        ?string $misfire = null,
+        ?string $cron = null,
+    ): Created {
+        $body = self::withoutNulls([
+            'type' => $type,
+            // An empty PHP array would go out as [], which is not an object.
+            'payload' => $payload === [] ? new \stdClass() : $payload,
+            'runAt' => self::runAtValue($runAt),
+            'delayMs' => $delayMs,
+            'timezone' => $timezone,
+            'key' => $key,
+            'maxAttempts' => $maxAttempts,
+            'misfire' => $misfire,
+            'cron' => $cron,
+        ]);
+        // With a key, a second send finds the task the first one made: safe to repeat.
+        [$status, $task] = $this->call('POST', '/tasks', $body, $key !== null);
+        return new Created(Task::fromArray($task), $status === 201);
+    }
+
+    // createMany(): to come with POST /tasks/batch, which punctual does not have yet. It will
+    // send the tasks in one request and answer one Created per task; until the route exists there
+    // is no method, rather than a loop of creates pretending to be a batch.
+
+    public function get(int $id): Task
+    {
+        return Task::fromArray($this->call('GET', "/tasks/{$id}")[1]);
+    }
+
+    public function getByKey(string $key): Task
+    {
+        return Task::fromArray($this->call('GET', '/tasks/by-key/' . rawurlencode($key))[1]);
+    }
+
+    /** Cancels a pending task; a ConflictException (with the task) when it is not pending any more. */
+    public function cancel(int $id): Task
+    {
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/cancel")[1]);
+    }
+
+    /**
+     * Cancels by key: what a shop does when the order is paid. A ConflictException means the task
+     * already ran (check the order), a NotFoundException that there never was one. For a
+     * recurring task it ends the series.
+     */
+    public function cancelByKey(string $key): Task
+    {
+        return Task::fromArray($this->call('POST', '/tasks/by-key/' . rawurlencode($key) . '/cancel')[1]);
+    }
+
+    /** Moves a pending task to `runAt` or `delayMs` from now (a naive runAt is read in `timezone`, else the task's zone). */
+    public function reschedule(int $id, int|string|\DateTimeInterface|null $runAt = null, ?int $delayMs = null, ?string $timezone = null): Task
+    {
+        $body = self::withoutNulls(['runAt' => self::runAtValue($runAt), 'delayMs' => $delayMs, 'timezone' => $timezone]);
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/reschedule", $body)[1]);
+    }
+
+    /** Runs a failed task again: now, or at `runAt` / `delayMs` from now; its attempts start over. */
+    public function retry(int $id, int|string|\DateTimeInterface|null $runAt = null, ?int $delayMs = null, ?string $timezone = null): Task
+    {
+        $body = self::withoutNulls(['runAt' => self::runAtValue($runAt), 'delayMs' => $delayMs, 'timezone' => $timezone]);
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/retry", $body === [] ? null : $body)[1]);
+    }
+
+    /**
+     * One page of pending tasks, soonest first (then by id).
+     *
+     * @return array{tasks: list<Task>, nextCursor: ?string} nextCursor is null on the last page
+     */
+    public function pending(?string $type = null, ?int $limit = null, ?string $cursor = null): array
+    {
+        $query = http_build_query(self::withoutNulls(['type' => $type, 'limit' => $limit, 'cursor' => $cursor]), '', '&', PHP_QUERY_RFC3986);
+        $page = $this->call('GET', '/tasks/pending' . ($query === '' ? '' : "?{$query}"))[1];
+        return [
+            'tasks' => array_map([Task::class, 'fromArray'], $page['tasks'] ?? []),
+            'nextCursor' => $page['nextCursor'] ?? null,
+        ];
+    }
+
+    /**
+     * Every pending task, a page at a time, soonest first: `foreach ($client->pendingPages() as $tasks)`.
+     * Each page is one request; a task created meanwhile shows up if it sorts after the cursor.
+     *
+     * @return \Generator<int, list<Task>>
+     */
+    public function pendingPages(?string $type = null, int $pageSize = 500): \Generator
+    {
+        $cursor = null;
+        do {
+            $page = $this->pending($type, $pageSize, $cursor);
+            if ($page['tasks'] !== []) {
+                yield $page['tasks'];
+            }
+            $cursor = $page['nextCursor'];
+        } while ($cursor !== null);
+    }
+
+    /**
+     * Every pending task, one by one: `foreach ($client->allPending('close_order') as $task)`.
+     *
+     * @return \Generator<int, Task>
+     */
+    public function allPending(?string $type = null, int $pageSize = 500): \Generator
+    {
+        foreach ($this->pendingPages($type, $pageSize) as $tasks) {
+            yield from $tasks;
+        }
+    }
+
+    /**
+     * The latest tasks to finish with `status` (done, failed, skipped, cancelled), newest first.
+     *
+     * @return list<Task>
+     */
+    public function recent(string $status = 'done', int $limit = 50): array
+    {
+        $query = http_build_query(['status' => $status, 'limit' => $limit], '', '&', PHP_QUERY_RFC3986);
+        return array_map([Task::class, 'fromArray'], $this->call('GET', "/tasks/recent?{$query}")[1]['tasks'] ?? []);
+    }
+
+    /**
+     * The backlog at a glance: pending, running, failed, armed, latenessP50Ms, latenessP99Ms, countedAt.
+     */
+    public function summary(): array
+    {
+        return $this->call('GET', '/tasks/summary')[1];
+    }
+
+    /** True when the process answers at all (/healthz). */
+    public function healthy(): bool
+    {
+        return ($this->call('GET', '/healthz')[1]['status'] ?? null) === 'ok';
+    }
+
+    /** The role of this client's token: "read", "write" or "admin" (a call beyond it is a 403). */
+    public function role(): string
+    {
+        return (string) ($this->call('GET', '/auth/whoami')[1]['role'] ?? '');
+    }
+
+    /** True when punctual has armed its timers and its database answers (/readyz); false on its 503. */
+    public function ready(): bool
+    {
+        try {
+            $this->call('GET', '/readyz');
+            return true;
+        } catch (ApiException $error) {
+            if ($error->status === 503) {
+                return false;
+            }
+            throw $error;
+        }
+    }
+
+    /** The Prometheus metrics, as text. */
+    public function metrics(): string
+    {
+        return $this->call('GET', '/metrics', null, true, false)[1];
+    }
+
+    /**
+     * Sends one request, retrying connection errors as the class header says.
+     *
+     * @return array{0: int, 1: mixed} the status and the decoded JSON body (the raw text when $json is false)
+     */
+    private function call(string $method, string $path, ?array $body = null, ?bool $safe = null, bool $json = true): array
+    {
+        $safe ??= $method === 'GET';
+        $text = $body === null ? null : json_encode($body, JSON_UNESCAPED_UNICODE | JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR);
+        for ($attempt = 1; ; $attempt++) {
+            try {
+                [$status, $answer] = $this->send($method, $path, $text, $attempt);
+                break;
+            } catch (ConnectionException $error) {
+                $sent = !in_array($error->curlErrno, self::NOT_SENT, true);
+                if ($attempt > $this->retries || ($sent && !$safe)) {
+                    throw $error;
+                }
+                if ($this->onRetry !== null) {
+                    ($this->onRetry)($attempt, $error);
+                }
+                usleep($this->retryDelayMs * (2 ** ($attempt - 1)) * 1000);
+            }
+        }
+        if (!$json && $status < 300) {
+            return [$status, $answer];
+        }
+        $decoded = $answer === '' ? null : json_decode($answer, true);
+        if ($status >= 300) {
+            throw ApiException::fromResponse($status, is_array($decoded) ? $decoded : ['message' => "punctual answered {$status}: " . substr($answer, 0, 200)]);
+        }
+        if (!is_array($decoded)) {
+            throw new ApiException($status, 'PUNCTUAL_CLIENT_BAD_ANSWER', "{$method} {$path} answered {$status} with no JSON object: " . substr($answer, 0, 200));
+        }
+        return [$status, $decoded];
+    }
+
+    /** @return array{0: int, 1: string} */
+    private function send(string $method, string $path, ?string $body, int $attempt): array
+    {
+        $this->curl ??= curl_init();
+        curl_reset($this->curl);
+        $headers = ['Accept: application/json'];
+        if ($this->token !== null && $this->token !== '') {
+            $headers[] = "Authorization: Bearer {$this->token}";
+        }
+        if ($body !== null) {
+            $headers[] = 'Content-Type: application/json';
+        }
+        curl_setopt_array($this->curl, [
+            CURLOPT_URL => $this->baseUrl . $path,
+            CURLOPT_CUSTOMREQUEST => $method,
+            CURLOPT_HTTPHEADER => $headers,
+            CURLOPT_RETURNTRANSFER => true,
+            CURLOPT_FOLLOWLOCATION => false,
+            CURLOPT_NOSIGNAL => true,
+            CURLOPT_TIMEOUT_MS => $this->timeoutMs,
+            CURLOPT_CONNECTTIMEOUT_MS => $this->connectTimeoutMs,
+        ]);
+        if ($body !== null) {
+            curl_setopt($this->curl, CURLOPT_POSTFIELDS, $body);
+        }
+        $answer = curl_exec($this->curl);
+        if ($answer === false) {
+            $errno = curl_errno($this->curl);
+            throw new ConnectionException("punctual did not answer {$method} {$path}: " . curl_error($this->curl), $errno, $attempt);
+        }
+        return [(int) curl_getinfo($this->curl, CURLINFO_RESPONSE_CODE), (string) $answer];
+    }
+
+    private static function runAtValue(int|string|\DateTimeInterface|null $runAt): int|string|null
+    {
+        // An instant with its offset, to the millisecond: no zone needs guessing.
+        return $runAt instanceof \DateTimeInterface ? $runAt->format('Y-m-d\TH:i:s.vP') : $runAt;
+    }
+
+    private static function withoutNulls(array $fields): array
+    {
+        return array_filter($fields, static fn ($value) => $value !== null);
+    }
+}

@@ -1,0 +1,69 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Punctual;
+
+/**
+ * A task as punctual answers it (GET /tasks/:id and every other task route). Times are strings
+ * as the server writes them: `runAt` ISO-8601 UTC with milliseconds, `runAtLocal` the same
+ * instant with the offset of `timezone`. `runAt()` gives it as a DateTimeImmutable.
+ */
+final class Task
+{
+    public function __construct(
+        public readonly int $id,
+        public readonly ?string $key,
+        public readonly string $type,
+        public readonly array $payload,
+        /** pending | running | done | failed | cancelled | skipped */
+        public readonly string $status,
+        public readonly string $runAt,
+        public readonly string $runAtLocal,
+        public readonly string $timezone,
+        public readonly int $attempts,
+        public readonly int $maxAttempts,
+        public readonly string $misfire,
+        public readonly ?string $lastError,
+        public readonly string $createdAt,
+        public readonly string $updatedAt,
+        public readonly ?string $finishedAt,
+        public readonly ?string $cron = null,
+        public readonly ?int $seriesId = null,
+    ) {
+    }
+
+    public static function fromArray(array $task): self
+    {
+        return new self(
+            (int) $task['id'],
+            $task['key'] ?? null,
+            (string) $task['type'],
+            is_array($task['payload'] ?? null) ? $task['payload'] : [],
+            (string) $task['status'],
+            (string) $task['runAt'],
+            (string) $task['runAtLocal'],
+            (string) $task['timezone'],
+            (int) $task['attempts'],
+            (int) $task['maxAttempts'],
+            (string) $task['misfire'],
+            $task['lastError'] ?? null,
+            (string) $task['createdAt'],
+            (string) $task['updatedAt'],
+            $task['finishedAt'] ?? null,
+            $task['cron'] ?? null,
+            isset($task['seriesId']) ? (int) $task['seriesId'] : null,
+        );
+    }
+
+    /** The instant the task runs, in its own zone. */
+    public function runAt(): \DateTimeImmutable
+    {
+        return new \DateTimeImmutable($this->runAtLocal);
+    }
+
+    public function isPending(): bool
+    {
+        return $this->status === 'pending';
+    }
+}
