@@ -18,6 +18,7 @@ import { createRegistry, type HandlerRegistry } from './handlers/registry.js';
 import { buildApp } from './http/app.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics.js';
+import { ClockWatch } from './scheduler/clock-watch.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { Timers } from './scheduler/timers.js';
@@ -36,6 +37,7 @@ export class Service {
   readonly timers: Timers;
   readonly dispatcher: Dispatcher;
   readonly scheduler: Scheduler;
+  readonly clockWatch: ClockWatch;
   readonly app: FastifyInstance;
   readonly log: Logger;
   readonly metrics: Metrics;
@@ -86,6 +88,7 @@ export class Service {
       metrics: this.metrics,
     });
     this.scheduler = scheduler;
+    this.clockWatch = new ClockWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler });
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
@@ -112,6 +115,7 @@ export class Service {
     const { config } = this;
     await ensureDatabase(config.databaseUrl, config.databaseName);
     await migrateDatabase(config.databaseUrl, config.databaseName);
+    this.clockWatch.start(); // from the boot load on: a step re-arms what is armed so far
     await this.scheduler.boot();
   }
 
@@ -150,6 +154,7 @@ export class Service {
     const started = Date.now();
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
+    this.clockWatch.stop();
     await this.scheduler.stop();
     this.log.debug('stop: refill stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);

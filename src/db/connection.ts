@@ -155,7 +155,8 @@ export class Database {
     for (let tries = 0; ; tries++) {
       const conn = await this.pool.getConnection();
       const idle = Date.now() - (conn.connection as unknown as { lastActiveTime: number }).lastActiveTime;
-      if (idle < VALIDATE_AFTER_IDLE_MS || tries > this.#poolSize) return conn;
+      // A negative idle time means the wall clock stepped back: ping, rather than trust it for the step's length.
+      if ((idle >= 0 && idle < VALIDATE_AFTER_IDLE_MS) || tries > this.#poolSize) return conn;
       try {
         await withTimeout(conn.ping(), VALIDATE_TIMEOUT_MS);
         return conn;
