@@ -130,7 +130,9 @@ describe('wall-clock steps (libfaketime)', () => {
       task!.id,
     ]);
     expect(Math.abs(Number(row.ahead) - 3600)).toBeLessThan(5); // the server's now is an hour ahead of the database's
+    // Noticed as a step of an hour: the monotonic clock did not move with it.
     await waitFor(async () => stepLogs().length === 1, 5000, 'the step to be logged');
+    expect(Math.abs(stepLogs()[0]! - 3600_000)).toBeLessThan(1000);
     expect((await server!.request('POST', `/tasks/${task!.id}/cancel`)).status).toBe(200);
   });
 
