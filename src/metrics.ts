@@ -4,6 +4,7 @@
  * One registry per service, so two services in one process (tests) do not mix their numbers.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { STEP_THRESHOLD_MS } from './scheduler/clock-watch.js';
 
 /** Seconds, from 1 ms to 60 s. */
 const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -65,6 +66,18 @@ export class Metrics {
     name: 'punctual_refill_duration_seconds',
     help: 'How long one refill (arming newly near and newly inserted tasks) took.',
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly clockSteps = new Counter({
+    name: 'punctual_clock_steps_total',
+    help: `Steps of the wall clock noticed (its progress differed from the monotonic clock's by more than ${STEP_THRESHOLD_MS} ms); each re-armed the timers.`,
+    registers: [this.registry],
+  });
+
+  readonly clockLastStep = new Gauge({
+    name: 'punctual_clock_last_step_seconds',
+    help: 'Size of the last wall-clock step: positive forward, negative backward (0 before any).',
     registers: [this.registry],
   });
 

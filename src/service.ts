@@ -28,6 +28,7 @@ import { Lifecycle } from './lifecycle/lifecycle.js';
 import { Arming } from './scheduler/arming.js';
 import { Retention } from './retention.js';
 import { DbClock } from './db-clock.js';
+import { ClockWatch } from './scheduler/clock-watch.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
 import { DueQueue } from './scheduler/due-queue.js';
 import { Scheduler } from './scheduler/scheduler.js';
@@ -58,6 +59,7 @@ export class Service {
   readonly lifecycle: Lifecycle;
   readonly dispatcher: Dispatcher;
   readonly scheduler: Scheduler;
+  readonly clockWatch: ClockWatch;
   readonly app: FastifyInstance;
   readonly log: Logger;
   readonly metrics: Metrics;
@@ -133,6 +135,7 @@ export class Service {
       batchSize: config.retentionBatchSize,
       pauseMs: config.retentionPauseMs,
     });
+    this.clockWatch = new ClockWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler });
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
@@ -168,6 +171,7 @@ export class Service {
     if (this.stopping) return;
     await migrateDatabase(config.databaseUrl, config.databaseName);
     if (this.stopping) return;
+    this.clockWatch.start(); // from the boot load on: a step re-arms what is armed so far
     await this.scheduler.boot();
     await this.dbClock.measure();
     this.retention.start();
@@ -233,6 +237,7 @@ export class Service {
     }
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
+    this.clockWatch.stop();
     await Promise.all([this.scheduler.stop(), this.retention.stop()]);
     this.log.debug('stop: refill and retention stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);

@@ -169,7 +169,8 @@ export class Database {
       this.#waiting++;
       const conn = await this.pool.getConnection().finally(() => this.#waiting--);
       const idle = Date.now() - (this.#releasedAt.get(conn.connection) ?? Date.now());
-      if (idle < VALIDATE_AFTER_IDLE_MS || tries > this.#poolSize) return conn;
+      // A negative idle time means the wall clock stepped back: ping, rather than trust it for the step's length.
+      if ((idle >= 0 && idle < VALIDATE_AFTER_IDLE_MS) || tries > this.#poolSize) return conn;
       try {
         await withTimeout(conn.ping(), VALIDATE_TIMEOUT_MS);
         return conn;

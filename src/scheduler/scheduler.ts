@@ -55,6 +55,8 @@ export class Scheduler {
   #stopped = false;
   #refillTimer: NodeJS.Timeout | undefined;
   #refilling: Promise<void> | undefined;
+  /** A refill was asked for while one ran: run the next one at once. */
+  #refillAgain = false;
 
   constructor(options: SchedulerOptions) {
     this.#o = options;
@@ -120,6 +122,30 @@ export class Scheduler {
     log.debug({ pending: seen, armed: this.armed, ms: clock.now() - started }, 'reconciled');
   }
 
+  /**
+   * Hook for clock-watch.ts: the wall clock stepped by `stepMs`. The bookkeeping kept in wall-clock
+   * times keeps its age (a backward step must not hold the reconcile off for the step's length),
+   * and a refill runs at once: after a forward step the horizon moves to the new time and what
+   * came due is armed now. After a backward step what is armed stays armed; the horizon grows
+   * again once the clock has caught up.
+   */
+  followClockStep(stepMs: number): void {
+    this.#lastReconcile += stepMs;
+    for (const [id, seenAt] of this.#holes) this.#holes.set(id, seenAt + stepMs);
+    this.refillSoon();
+  }
+
+  /** Runs a refill now (or right after the one running), instead of at the next interval. */
+  refillSoon(): void {
+    if (this.#stopped || !this.#booted) return;
+    if (this.#refilling !== undefined) {
+      this.#refillAgain = true;
+      return;
+    }
+    clearTimeout(this.#refillTimer);
+    this.#scheduleRefill(0);
+  }
+
   /** Stops the refill and disarms every timer. Safe to call twice. */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -168,7 +194,7 @@ export class Scheduler {
     }
   }
 
-  #scheduleRefill(): void {
+  #scheduleRefill(delayMs = this.#o.refillIntervalMs): void {
     if (this.#stopped) return;
     this.#refillTimer = setTimeout(() => {
       const stopTimer = this.#o.metrics?.refillDuration.startTimer();
@@ -177,9 +203,11 @@ export class Scheduler {
         .catch((error: unknown) => this.#o.log.warn({ err: loggable(error) }, 'refill failed; trying again next interval'))
         .finally(() => {
           this.#refilling = undefined;
-          this.#scheduleRefill();
+          const again = this.#refillAgain;
+          this.#refillAgain = false;
+          this.#scheduleRefill(again ? 0 : undefined);
         });
-    }, this.#o.refillIntervalMs);
+    }, delayMs);
     this.#refillTimer.unref();
   }
 }

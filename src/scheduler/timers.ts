@@ -64,8 +64,29 @@ export class Timers {
     return this.#armed.size;
   }
 
-  #start(id: number, runAt: number): void {
-    const delay = Math.min(Math.max(runAt - this.clock.now(), 0), MAX_TIMER_DELAY_MS);
+  /**
+   * Hook for clock-watch.ts: the wall clock stepped, so every timer is set again from its runAt
+   * against the new time. Those now due are handed over at once, in runAt order (then id);
+   * answers how many.
+   */
+  rearmAll(): number {
+    const now = this.clock.now();
+    const due: { id: number; runAt: number }[] = [];
+    for (const [id, timer] of this.#armed) {
+      clearTimeout(timer);
+      if (timer.runAt <= now) due.push({ id, runAt: timer.runAt });
+      else this.#start(id, timer.runAt, now); // replaces this entry: no new key while iterating
+    }
+    due.sort((a, b) => a.runAt - b.runAt || a.id - b.id);
+    for (const { id } of due) {
+      this.#armed.delete(id);
+      this.onDue(id);
+    }
+    return due.length;
+  }
+
+  #start(id: number, runAt: number, now = this.clock.now()): void {
+    const delay = Math.min(Math.max(runAt - now, 0), MAX_TIMER_DELAY_MS);
     const timer = setTimeout(this.#onTimer, delay, id) as ArmedTimer;
     timer.runAt = runAt;
     timer.unref();

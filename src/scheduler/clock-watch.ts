@@ -1,0 +1,130 @@
+/**
+ * Watches for steps of the wall clock. Timers wait on the monotonic clock while `runAt` is a
+ * wall-clock instant, so when the wall clock steps (an NTP step, a VM resumed or migrated, an
+ * operator fixing the time) every armed timer is off by the step: forward, tasks would run late by
+ * up to the step; backward, timers would wake early and sleep again (never early, but wasted).
+ *
+ * Every CHECK_INTERVAL_MS it compares how far the wall clock (through the Clock seam) and the
+ * monotonic clock (performance.now) moved since the last check. A difference above
+ * STEP_THRESHOLD_MS is a step: it is logged with its size, counted
+ * (punctual_clock_steps_total, punctual_clock_last_step_seconds), every armed timer is set again
+ * from its runAt against the new time (the overdue ones are handed to the dispatcher at once, in
+ * runAt order) and the scheduler refills at once, so a forward step past the horizon arms what
+ * came due without waiting for the next refill.
+ *
+ * A process that was frozen (SIGSTOP, a paused VM whose monotonic clock kept going) sees both
+ * clocks move alike: that is no step, the timers are right and fire on wake-up; only the refill is
+ * pulled forward, so what entered the horizon meanwhile is armed at once. A freeze during which
+ * the monotonic clock stood still (a suspended VM) is a forward step and takes the path above.
+ *
+ * Slewing (NTP's gradual correction, at most 0.5 ms per second) stays far below the threshold;
+ * the two clocks are read back to back, bracketed by two monotonic reads, and read again when
+ * the thread was preempted between them, so a busy machine does not fake a step.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Metrics } from '../metrics.js';
+
+/** How often the clocks are compared: a step is noticed within this long. */
+export const CHECK_INTERVAL_MS = 250;
+/** A difference between the two clocks' progress above this is a step (documented in the README). */
+export const STEP_THRESHOLD_MS = 25;
+/** The monotonic clock moved this much more than CHECK_INTERVAL_MS: the process was frozen or blocked. */
+export const WAKE_LATE_MS = 1000;
+/** Readings taken further apart than this (the thread was preempted) are taken again. */
+const MAX_READ_SPREAD_MS = 2;
+
+export interface ClockWatchOptions {
+  clock: Clock;
+  log: Logger;
+  metrics?: Metrics;
+  /** Sets every armed timer again from its runAt; hands the overdue ones over. Answers how many were due. */
+  timers: { rearmAll(): number };
+  /** Moves the horizon to the new time at once; refills now. */
+  scheduler: { followClockStep(stepMs: number): void; refillSoon(): void };
+  /** The monotonic clock in ms; the global performance.now by default (looked up per call, so tests can fake it). */
+  monotonic?: () => number;
+}
+
+interface Reading {
+  wall: number;
+  mono: number;
+}
+
+export class ClockWatch {
+  readonly #o: ClockWatchOptions;
+  readonly #monotonic: () => number;
+  #last: Reading | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: ClockWatchOptions) {
+    this.#o = options;
+    this.#monotonic = options.monotonic ?? (() => performance.now());
+  }
+
+  start(): void {
+    if (this.#timer !== undefined) return;
+    this.#last = this.#read();
+    this.#timer = setInterval(() => this.check(), CHECK_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  /** Safe to call twice. */
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#last = undefined;
+  }
+
+  /**
+   * Compares the clocks' progress since the last check and acts on a step or a late wake-up.
+   * Runs on its own interval; public for tests. Answers the step in ms (0 when there was none).
+   */
+  check(): number {
+    const previous = this.#last;
+    const now = this.#read();
+    this.#last = now;
+    if (previous === undefined) return 0;
+    const monoMoved = now.mono - previous.mono;
+    const stepMs = Math.round(now.wall - previous.wall - monoMoved);
+    if (Math.abs(stepMs) > STEP_THRESHOLD_MS) {
+      this.#stepped(stepMs, now.wall);
+      return stepMs;
+    }
+    if (monoMoved > CHECK_INTERVAL_MS + WAKE_LATE_MS) {
+      this.#o.log.info({ gapMs: Math.round(monoMoved) }, 'woke up late (the process was frozen or its event loop blocked): refilling now');
+      this.#o.scheduler.refillSoon();
+    }
+    return 0;
+  }
+
+  #stepped(stepMs: number, wall: number): void {
+    const { log, metrics, timers, scheduler } = this.#o;
+    metrics?.clockSteps.inc();
+    metrics?.clockLastStep.set(stepMs / 1000);
+    const overdue = timers.rearmAll();
+    scheduler.followClockStep(stepMs);
+    log.warn(
+      { stepMs, direction: stepMs > 0 ? 'forward' : 'backward', now: new Date(wall).toISOString(), overdue },
+      'wall clock stepped: timers re-armed from their runAt',
+    );
+  }
+
+  /** The wall clock and the monotonic clock, read as close together as the thread allows. */
+  #read(): Reading {
+    let best: Reading | undefined;
+    let bestSpread = Number.POSITIVE_INFINITY;
+    for (let tries = 0; tries < 5; tries++) {
+      const before = this.#monotonic();
+      const wall = this.#o.clock.now();
+      const after = this.#monotonic();
+      const spread = after - before;
+      if (spread < bestSpread) {
+        best = { wall, mono: (before + after) / 2 };
+        bestSpread = spread;
+      }
+      if (spread <= MAX_READ_SPREAD_MS) break;
+    }
+    return best!;
+  }
+}
