@@ -61,7 +61,7 @@ describe('restart', () => {
       expect(afterBoot.length).toBeGreaterThan(onTime.length / 2);
       expect(afterBoot[Math.floor(afterBoot.length * 0.99)]).toBeLessThan(500);
       const check = await checkShop(db, orders);
-      expect(check).toMatchObject({ closed: onTime.length + 1, closedTwice: 0, stockMatches: true });
+      expect(check).toMatchObject({ closed: onTime.length + 1, ranTwice: 0, stockMatches: true });
     } finally {
       expect(await second.stop('SIGINT')).toBe(0);
     }
