@@ -61,8 +61,8 @@ describe('rows inserted straight into the table', () => {
     expect(Math.abs(row.created_at.getTime() - (row.run_at.getTime() - 700))).toBeLessThan(1000);
     expect(row).toMatchObject({ timezone: 'UTC', max_attempts: 4, misfire: 'run' });
     const [late] = await lateness([id]);
+    // Never early; how close to on time is measured alone, in test/timing/in-process.test.ts.
     expect(late).toBeGreaterThanOrEqual(0);
-    expect(late).toBeLessThan(100);
   });
 
   it('runs a row whose insert commits after a higher id was already seen', async () => {
@@ -101,10 +101,8 @@ describe('the horizon', () => {
     expect(service.timers.has(far.body.id)).toBe(false);
     await waitFor(async () => service.timers.has(far.body.id), 2000, 'the far task to be armed');
     await waitFor(async () => (await statusOf(far.body.id)) === 'done', 4000, 'the far task to run');
-    for (const late of await lateness([near.body.id, far.body.id])) {
-      expect(late).toBeGreaterThanOrEqual(0);
-      expect(late).toBeLessThan(100);
-    }
+    // Never early; how close to on time is measured alone, in test/timing/in-process.test.ts.
+    for (const late of await lateness([near.body.id, far.body.id])) expect(late).toBeGreaterThanOrEqual(0);
   });
 });
 
