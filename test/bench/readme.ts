@@ -37,6 +37,7 @@ function figure(row: Row): string {
 
 const order: string[] = [];
 for (const row of results.rows) if (!order.includes(row.scenario)) order.push(row.scenario);
+order.sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 const lines = [
   `Last run ${results.at.slice(0, 16).replace('T', ' ')} UTC${results.machine ? `, ${results.machine}` : ''}:`,
   '',

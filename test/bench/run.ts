@@ -4,7 +4,7 @@
  * and through the database. Ratios compare two things measured in the same run. Prints one
  * table and writes the same figures to bench-results.json.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
@@ -87,7 +87,7 @@ function precision(S: string, N: number, p99Ms: number, maxMs?: number): (db: Be
     try {
       await scrape(server); // resets the event-loop histogram
       // Inserted straight into the table, the refill arms them; far enough ahead that the insert is done.
-      const first = Date.now() + 3000 + N / 20;
+      const first = Date.now() + 3000 + N / 5;
       await db.seedTasks(N, utcSql(first, `(seq - 1) * ${10_000 / N}`));
       if (Date.now() >= first) throw new Error(`seeding ${N} tasks outlasted the lead time`);
       await waitUntil(async () => (await doneCount(db)) === N, 120_000, `${S} tasks to run`);
@@ -409,9 +409,17 @@ async function main(): Promise<void> {
   const machine = `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, load average ${loadavg()
     .map((n) => n.toFixed(1))
     .join(' ')} at the end`;
+  // A run of some scenarios replaces their rows and keeps the others' from earlier runs.
+  const ran = new Set(rows.map((row) => row.scenario));
+  let kept: Row[] = [];
+  try {
+    kept = (JSON.parse(readFileSync('bench-results.json', 'utf8')) as { rows: Row[] }).rows.filter((row) => !ran.has(row.scenario));
+  } catch {
+    // no earlier results
+  }
   writeFileSync(
     'bench-results.json',
-    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, machine, scenarios: described, rows }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, machine, scenarios: described, rows: [...kept, ...rows] }, null, 2)}\n`,
   );
   console.log('figures written to bench-results.json');
 }
