@@ -411,10 +411,12 @@ async function main(): Promise<void> {
     .map((n) => n.toFixed(1))
     .join(' ')} at the end`;
   // A run of some scenarios replaces their rows and keeps the others' from earlier runs.
-  const ran = new Set(rows.map((row) => row.scenario));
+  const ran = new Set(rows.map((row) => row.scenario.toUpperCase()));
   let kept: Row[] = [];
   try {
-    kept = (JSON.parse(readFileSync('bench-results.json', 'utf8')) as { rows: Row[] }).rows.filter((row) => !ran.has(row.scenario));
+    kept = (JSON.parse(readFileSync('bench-results.json', 'utf8')) as { rows: Row[] }).rows.filter(
+      (row) => !ran.has(row.scenario.toUpperCase()),
+    );
   } catch {
     // no earlier results
   }
