@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
@@ -271,4 +272,80 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number
 /** SQL for the UTC DATETIME of epoch milliseconds `ms` plus `extraSql` (an expression, in ms). */
 export function utcSql(ms: number, extraSql = '0'): string {
   return `TIMESTAMP'1970-01-01 00:00:00' + INTERVAL (${ms} + ${extraSql}) * 1000 MICROSECOND`;
+}
+
+// ── `npm start`, as a shop starts it ──────────────────────────────────────────────────────
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A TCP port free right now (bound to port 0, then let go). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The pid of the node process running dist/main.js under `root` (npm → sh → node), or undefined. */
+function serviceUnder(root: number): number | undefined {
+  const children = (pid: number): number[] => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  };
+  const queue = [root];
+  while (queue.length > 0) {
+    const pid = queue.shift()!;
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (/(^|\/)node$/.test(argv[0]!) && argv.some((arg) => arg.endsWith('dist/main.js'))) return pid;
+    } catch {
+      continue;
+    }
+    queue.push(...children(pid));
+  }
+  return undefined;
+}
+
+/**
+ * Runs `npm start` in the repository and answers the ms from spawn to the first 200 from
+ * /readyz, with the service's own pid (not npm's) for its memory; stop() ends it with SIGTERM.
+ */
+export async function npmStart(db: BenchDb): Promise<{ readyMs: number; pid: number; stop(): Promise<number | null> }> {
+  const port = await freePort();
+  const started = performance.now();
+  const npm = spawn('npm', ['start', '--silent'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: db.url, PORT: String(port), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const errors: string[] = [];
+  createInterface({ input: npm.stderr! }).on('line', (line) => errors.push(line));
+  const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+  let ended = false;
+  void exited.then(() => (ended = true));
+  for (;;) {
+    if (ended) throw new Error(`npm start exited: ${errors.join('\n')}`);
+    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (response) => response.status,
+      () => 0,
+    );
+    if (status === 200) break;
+    if (performance.now() - started > 120_000) throw new Error('npm start: not ready in 120 s');
+    await sleep(10);
+  }
+  const readyMs = performance.now() - started;
+  const pid = serviceUnder(npm.pid!);
+  if (pid === undefined) throw new Error('npm start: the service process was not found');
+  return {
+    readyMs,
+    pid,
+    async stop() {
+      process.kill(pid, 'SIGTERM');
+      return exited;
+    },
+  };
 }

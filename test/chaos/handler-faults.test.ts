@@ -110,7 +110,7 @@ describe('handler faults', () => {
       expect(of('close_order').every((row) => row.status === 'done' && row.attempts === 1)).toBe(true);
       expect(of('close_crossed').every((row) => row.status === 'done' && row.attempts === 1)).toBe(true);
       expect(deadlocksRetried).toBeGreaterThan(0);
-      expect(await checkShop(db, [...ordinary, ...crossed])).toMatchObject({ closedTwice: 0, stockMatches: true });
+      expect(await checkShop(db, [...ordinary, ...crossed])).toMatchObject({ ranTwice: 0, stockMatches: true });
       expect((await service.call('GET', '/readyz')).status).toBe(200);
     } finally {
       await service.stop();

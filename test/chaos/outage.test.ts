@@ -84,14 +84,15 @@ describe('database outage', () => {
         'last of them run ms after return': Math.max(...afterReturn),
         'readyz answers while down': [...new Set(readiness)].join('/'),
         'refused connections': proxy.refused,
-        'closed twice': check.closedTwice,
+        'ran twice': check.ranTwice,
+        runs: check.runs,
       });
       expect(server.child.exitCode).toBeNull();
       expect(readiness).toContain(503);
       expect(dueInOutage.length).toBeGreaterThan(0);
       expect(Math.max(...afterReturn)).toBeLessThanOrEqual(2000);
       expect((await server.request('GET', '/readyz')).status).toBe(200);
-      expect(check).toMatchObject({ closedTwice: 0, stockMatches: true });
+      expect(check).toMatchObject({ ranTwice: 0, stockMatches: true });
     },
   );
 

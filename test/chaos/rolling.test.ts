@@ -43,6 +43,7 @@ describe('rolling restart', () => {
     } finally {
       expect(await replacement.stop()).toBe(0);
     }
+    // Who ran what, for the report only: the ledger below is what the test counts on.
     const ran = (logs: typeof old.logs) => logs.filter((line) => line.msg === 'task done').length;
     const check = await checkShop(db, orders);
     report('rolling restart', {
@@ -52,13 +53,13 @@ describe('rolling restart', () => {
       'old stopped in ms': stopMs,
       'run by old': ran(old.logs),
       'run by new': ran(replacement.logs),
-      'closed twice': check.closedTwice,
+      'ran twice': check.ranTwice,
+      runs: check.runs,
     });
     expect(code).toBe(0);
     expect(stopMs).toBeLessThan(10_000);
     expect(doneAtHandover).toBeGreaterThan(0);
     expect(doneAtHandover).toBeLessThan(N);
-    expect(ran(old.logs) + ran(replacement.logs)).toBe(N);
-    expect(check).toMatchObject({ closed: N, closedTwice: 0, stockMatches: true });
+    expect(check).toMatchObject({ closed: N, runs: N, ranTwice: 0, stockMatches: true });
   });
 });

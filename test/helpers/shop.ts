@@ -1,6 +1,9 @@
 /**
- * A shop's tables as the seeds describe them (orders, goods), with a trigger that logs every
- * close, so a test can tell "closed once" from "closed twice" even if the status check failed.
+ * A shop's tables as the seeds describe them (orders, goods), and an effects ledger: a trigger on
+ * `tasks` adds a row to `close_runs` every time a close_order task is marked done, whatever the
+ * order's state. close_order re-reads the order under lock, so a second run leaves the shop's
+ * tables unchanged; the ledger still gets its second row, so a double run is counted, never
+ * silent. A run that rolls back takes its ledger row with it: the ledger counts committed runs.
  */
 import { createTestDatabase, type TestDatabase } from './db.js';
 
@@ -17,9 +20,10 @@ export async function createShop(db: TestDatabase, goodsCount = 20, initialStock
     status VARCHAR(16) NOT NULL DEFAULT 'unpaid',
     items JSON NOT NULL,
     closed_at DATETIME(3) NULL)`);
-  await db.execute('CREATE TABLE close_log (id BIGINT AUTO_INCREMENT PRIMARY KEY, order_sn VARCHAR(64) NOT NULL)');
-  await db.execute(`CREATE TRIGGER orders_close_log AFTER UPDATE ON orders FOR EACH ROW
-    INSERT INTO close_log (order_sn) SELECT NEW.order_sn FROM DUAL WHERE NEW.status = 'closed' AND OLD.status <> 'closed'`);
+  // One row per committed completion (its own key), so two completions of one task are two rows.
+  await db.execute('CREATE TABLE close_runs (id BIGINT AUTO_INCREMENT PRIMARY KEY, task_id BIGINT UNSIGNED NOT NULL, KEY (task_id))');
+  await db.execute(`CREATE TRIGGER tasks_close_runs AFTER UPDATE ON tasks FOR EACH ROW
+    INSERT INTO close_runs (task_id) SELECT NEW.id FROM DUAL WHERE NEW.status = 'done' AND NEW.type = 'close_order'`);
   const rows = Array.from({ length: goodsCount }, (_, i) => [i + 1, initialStock]);
   await db.execute('INSERT INTO goods (id, stock) VALUES ?', [rows]);
 }
@@ -46,20 +50,24 @@ export async function insertOrders(db: TestDatabase, orders: Order[], status = '
 
 export interface ShopCheck {
   closed: number;
-  closedTwice: number;
+  /** close_order completions committed (ledger rows). */
+  runs: number;
+  /** close_order tasks completed more than once: must be 0. */
+  ranTwice: number;
   stockMatches: boolean;
   expectedStock: Map<number, number>;
   actualStock: Map<number, number>;
 }
 
-/** Counts closes and checks that stock = initial + the items of every closed order, once. */
+/** Counts closes and runs, and checks that stock = initial + the items of every closed order, once. */
 export async function checkShop(db: TestDatabase, orders: Order[], goodsCount = 20, initialStock = 1000): Promise<ShopCheck> {
   const closedRows = await db.query<({ order_sn: string } & import('mysql2').RowDataPacket)[]>(
     "SELECT order_sn FROM orders WHERE status = 'closed'",
   );
   const closed = new Set(closedRows.map((row) => row.order_sn));
-  const twice = await db.query<({ n: number } & import('mysql2').RowDataPacket)[]>(
-    'SELECT COUNT(*) AS n FROM (SELECT order_sn FROM close_log GROUP BY order_sn HAVING COUNT(*) > 1) AS t',
+  const [ledger] = await db.query<({ runs: number; twice: number } & import('mysql2').RowDataPacket)[]>(
+    `SELECT (SELECT COUNT(*) FROM close_runs) AS runs,
+            (SELECT COUNT(*) FROM (SELECT task_id FROM close_runs GROUP BY task_id HAVING COUNT(*) > 1) AS t) AS twice`,
   );
   const expectedStock = new Map<number, number>();
   for (let id = 1; id <= goodsCount; id++) expectedStock.set(id, initialStock);
@@ -70,7 +78,25 @@ export async function checkShop(db: TestDatabase, orders: Order[], goodsCount = 
   const stockRows = await db.query<({ id: number; stock: number } & import('mysql2').RowDataPacket)[]>('SELECT id, stock FROM goods');
   const actualStock = new Map(stockRows.map((row) => [Number(row.id), row.stock]));
   const stockMatches = [...expectedStock].every(([id, stock]) => actualStock.get(id) === stock);
-  return { closed: closed.size, closedTwice: Number(twice[0]?.n ?? 0), stockMatches, expectedStock, actualStock };
+  return {
+    closed: closed.size,
+    runs: Number(ledger?.runs ?? 0),
+    ranTwice: Number(ledger?.twice ?? 0),
+    stockMatches,
+    expectedStock,
+    actualStock,
+  };
+}
+
+/** The ledger's committed runs of each of `ids` (0 for those that never completed). */
+export async function runsOf(db: TestDatabase, ids: number[]): Promise<Map<number, number>> {
+  const rows = await db.query<({ task_id: number; n: number } & import('mysql2').RowDataPacket)[]>(
+    'SELECT task_id, COUNT(*) AS n FROM close_runs WHERE task_id IN (?) GROUP BY task_id',
+    [ids],
+  );
+  const runs = new Map(ids.map((id) => [id, 0]));
+  for (const row of rows) runs.set(Number(row.task_id), Number(row.n));
+  return runs;
 }
 
 /** A test database with the shop's tables and `orders` in it, unpaid. */

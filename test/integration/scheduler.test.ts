@@ -4,7 +4,7 @@ import type { TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
 import { sleep, startTestService, type TestService } from '../helpers/service.js';
-import { checkShop, closeLateness, countStatus, createShopDatabase, makeOrders } from '../helpers/shop.js';
+import { checkShop, closeLateness, countStatus, createShopDatabase, makeOrders, runsOf } from '../helpers/shop.js';
 
 let db: TestDatabase;
 const services: TestService[] = [];
@@ -61,8 +61,8 @@ describe('rows inserted straight into the table', () => {
     expect(Math.abs(row.created_at.getTime() - (row.run_at.getTime() - 700))).toBeLessThan(1000);
     expect(row).toMatchObject({ timezone: 'UTC', max_attempts: 4, misfire: 'run' });
     const [late] = await lateness([id]);
+    // Never early; how close to on time is measured alone, in test/timing/in-process.test.ts.
     expect(late).toBeGreaterThanOrEqual(0);
-    expect(late).toBeLessThan(100);
   });
 
   it('runs a row whose insert commits after a higher id was already seen', async () => {
@@ -101,10 +101,8 @@ describe('the horizon', () => {
     expect(service.timers.has(far.body.id)).toBe(false);
     await waitFor(async () => service.timers.has(far.body.id), 2000, 'the far task to be armed');
     await waitFor(async () => (await statusOf(far.body.id)) === 'done', 4000, 'the far task to run');
-    for (const late of await lateness([near.body.id, far.body.id])) {
-      expect(late).toBeGreaterThanOrEqual(0);
-      expect(late).toBeLessThan(100);
-    }
+    // Never early; how close to on time is measured alone, in test/timing/in-process.test.ts.
+    for (const late of await lateness([near.body.id, far.body.id])) expect(late).toBeGreaterThanOrEqual(0);
   });
 });
 
@@ -180,7 +178,7 @@ describe('database trouble', () => {
     await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 15_000, 'every task to run');
     expect((await service.call('GET', '/readyz')).status).toBe(200);
     const check = await checkShop(db, orders);
-    expect(check.closedTwice).toBe(0);
+    expect(check.ranTwice).toBe(0);
     expect(check.stockMatches).toBe(true);
     const attempts = await db.query<any[]>('SELECT MAX(attempts) AS most FROM tasks WHERE id IN (?)', [ids]);
     expect(Number(attempts[0].most)).toBe(1);
@@ -204,13 +202,14 @@ describe('two processes on one database', () => {
     // Both arm every task: A armed its own, B finds A's through its refill, and the other way round.
     await waitFor(async () => a.timers.size + b.timers.size >= ids.length * 2 || Date.now() > due, 3000, 'both to arm');
     await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 15_000, 'every task to run');
-    const ranBy = (service: TestService) =>
-      service.logs.filter((line) => line.msg === 'task done' && ids.includes(line.taskId as number)).length;
-    expect(ranBy(a) + ranBy(b)).toBe(ids.length);
-    expect(ranBy(a)).toBeGreaterThan(0);
-    expect(ranBy(b)).toBeGreaterThan(0);
+    // Each ran some (its own run counter), and together each task once (one ledger row each).
+    const ranBy = async (service: TestService) =>
+      (await service.metrics.runs.get()).values.find((v) => v.labels.type === 'close_order' && v.labels.outcome === 'done')?.value ?? 0;
+    expect(await ranBy(a)).toBeGreaterThan(0);
+    expect(await ranBy(b)).toBeGreaterThan(0);
+    expect(await runsOf(db, ids)).toEqual(new Map(ids.map((id) => [id, 1])));
     const check = await checkShop(db, orders);
-    expect(check.closedTwice).toBe(0);
+    expect(check.ranTwice).toBe(0);
     expect(check.stockMatches).toBe(true);
   });
 });

@@ -1,0 +1,58 @@
+/**
+ * npm run bench:readme: writes the README's performance table from bench-results.json (what the
+ * last `npm run bench` measured), between the bench-table markers, so no figure is typed by hand.
+ * One line per scenario: every figure it recorded, a target's figure marked ✓ or ✗.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+interface Row {
+  scenario: string;
+  metric: string;
+  value: number;
+  unit: string;
+  target?: string;
+  ok?: boolean;
+}
+
+interface Results {
+  at: string;
+  machine?: string;
+  scenarios?: Record<string, string>;
+  rows: Row[];
+}
+
+const START = '<!-- bench-table:start (written by npm run bench:readme from bench-results.json) -->';
+const END = '<!-- bench-table:end -->';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const results = JSON.parse(readFileSync(`${root}bench-results.json`, 'utf8')) as Results;
+
+function figure(row: Row): string {
+  const value = row.unit === 'bool' ? (row.value === 1 ? 'yes' : 'no') : `${row.value.toLocaleString('en')} ${row.unit}`;
+  const text = `${row.metric} ${value}`;
+  if (row.target === undefined) return text;
+  return `${row.ok ? '✓' : '✗'} **${text}** (${row.target})`;
+}
+
+const order: string[] = [];
+for (const row of results.rows) if (!order.includes(row.scenario)) order.push(row.scenario);
+order.sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+const lines = [
+  `Last run ${results.at.slice(0, 16).replace('T', ' ')} UTC${results.machine ? `, ${results.machine}` : ''}:`,
+  '',
+  '| # | scenario | measured (✓/✗: against its target) |',
+  '| --- | --- | --- |',
+  ...order.map((scenario) => {
+    const figures = results.rows.filter((row) => row.scenario === scenario).map(figure);
+    return `| ${scenario} | ${results.scenarios?.[scenario] ?? ''} | ${figures.join('; ')} |`;
+  }),
+];
+
+const readmePath = `${root}README.md`;
+const readme = readFileSync(readmePath, 'utf8');
+const from = readme.indexOf(START);
+const to = readme.indexOf(END);
+if (from < 0 || to < from) throw new Error(`README.md has no ${START} … ${END} markers`);
+writeFileSync(readmePath, `${readme.slice(0, from + START.length)}\n${lines.join('\n')}\n${readme.slice(to)}`);
+console.log(`README.md: performance table written from bench-results.json (${order.length} scenarios)`);
