@@ -22,6 +22,7 @@ import { Dispatcher } from './scheduler/dispatcher.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { Timers } from './scheduler/timers.js';
 import { TaskStore } from './store/task-store.js';
+import { UpcomingLoad } from './store/upcoming-load.js';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -52,11 +53,14 @@ export class Service {
     this.log = options.logger ?? createLogger(config.logLevel);
     this.database = Database.fromConfig(config);
     this.store = new TaskStore(this.database);
+    const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config);
     this.metrics = new Metrics({
       armed: () => this.timers.size,
       pool: () => this.database.usage,
       pendingByType: () => this.store.countPendingByType(),
+      overdue: (before) => upcoming.countDueBefore(before),
+      ready: async () => this.scheduler.booted && (await this.database.ping()),
     });
     let scheduler: Scheduler | undefined;
     this.dispatcher = new Dispatcher({
@@ -104,6 +108,7 @@ export class Service {
         databaseUp: () => this.database.ping(),
         armed: () => this.timers.size,
       },
+      charts: { clock, upcoming, recent: this.metrics.recent },
     });
   }
 
