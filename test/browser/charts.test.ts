@@ -60,7 +60,7 @@ interface Drawn {
 /** What uPlot holds for a chart now: its series' labels and data arrays. */
 async function drawn(page: Page, name: string): Promise<Drawn | undefined> {
   return page.evaluate((chart) => {
-    const entry = (window as any).punctualCharts?.[chart];
+    const entry = (globalThis as any).punctualCharts?.[chart];
     if (entry === undefined) return undefined;
     return { labels: entry.plot.series.map((s: any) => s.label), data: entry.plot.data.map((a: any) => Array.from(a)) };
   }, name);
@@ -131,7 +131,7 @@ describe('the dashboard charts', () => {
       20_000,
       'the minute chart to show the tasks',
     ).catch(async (error: Error) => {
-      const inPage = await page.evaluate(() => (window as any).punctualCharts?.errors ?? []);
+      const inPage = await page.evaluate(() => (globalThis as any).punctualCharts?.errors ?? []);
       throw new Error(`${error.message}; errors in the page: ${[...errors, ...inPage].join('; ') || 'none'}`);
     });
     expect(countsAt(minutes, Math.floor(soon / MINUTE) * MINUTE)).toEqual({ report: 3, reminder: 1 });
