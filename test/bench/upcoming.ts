@@ -22,7 +22,7 @@ const ROUNDS = 3;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function seed(db: TestDatabase): Promise<void> {
-  const [[version]] = await db.query<any[]>('SELECT VERSION() AS v');
+  const [version] = await db.query<any[]>('SELECT VERSION() AS v');
   const mariadb = String(version.v).includes('MariaDB');
   const spreadMs = DAYS * 24 * HOUR_MS;
   for (let start = 1; start <= N; start += CHUNK) {
