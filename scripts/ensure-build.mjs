@@ -5,22 +5,22 @@
  * rather than run: stale code must never run silently. Up to date, this costs a few ms of stat
  * calls. Plain JavaScript, so it needs nothing compiled to run.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from './build.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const built = join(root, 'dist', 'main.js');
 
-/** The newest modification time (ms) of the compiler's inputs: src/**\/*.ts and the configs. */
+/** The newest modification time (ms) of the build's inputs: every file in src/ and the configs. */
 function newestSource() {
   let newest = 0;
   const visit = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) visit(path);
-      else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+      else newest = Math.max(newest, statSync(path).mtimeMs);
     }
   };
   if (existsSync(join(root, 'src'))) visit(join(root, 'src'));
@@ -36,9 +36,7 @@ const reason = !existsSync(built) ? 'dist/ is missing' : statSync(built).mtimeMs
 if (reason !== undefined) {
   process.stderr.write(`punctual: ${reason}: building it first (npm run build)\n`);
   try {
-    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')], {
-      stdio: 'inherit',
-    });
+    build();
   } catch {
     process.stderr.write('punctual: the build failed (is typescript installed? run `npm install`); not starting stale code\n');
     process.exit(1);

@@ -5,6 +5,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { STEP_THRESHOLD_MS } from './scheduler/clock-watch.js';
+import { RecentRuns } from './recent-runs.js';
 
 /** Seconds, from 1 ms to 60 s. */
 const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -18,13 +19,22 @@ export interface MetricSources {
   pool: () => { inUse: number; waiting: number; total: number };
   /** Pending tasks per type; called at most every PENDING_REFRESH_MS. */
   pendingByType: () => Promise<Map<string, number>>;
+  /** Pending tasks due more than OVERDUE_AFTER_MS before `now`; called at most every PENDING_REFRESH_MS. */
+  overdue: (now: number) => Promise<number>;
+  /** What /readyz answers: booted and the database answers. */
+  ready: () => Promise<boolean>;
 }
+
+/** A task this late and still pending is overdue (a healthy service starts it within milliseconds). */
+export const OVERDUE_AFTER_MS = 1000;
 
 /** Counting the backlog reads an index range: at most this often. */
 const PENDING_REFRESH_MS = 15_000;
 
 export class Metrics {
   readonly registry = new Registry();
+  /** The last hour of runs in 10 s slots, for the dashboard's charts. */
+  readonly recent = new RecentRuns();
 
   readonly runs = new Counter({
     name: 'punctual_task_runs_total',
@@ -127,6 +137,32 @@ export class Metrics {
         for (const [type, count] of counted.byType) this.set({ type }, count);
       },
     });
+
+    let overdue: { at: number; count: number } | undefined;
+    new Gauge({
+      name: 'punctual_overdue_tasks',
+      help: `Pending tasks due more than ${OVERDUE_AFTER_MS / 1000} s ago, in the whole table (counted at most every ${PENDING_REFRESH_MS / 1000} s). Should stay near 0.`,
+      registers: [this.registry],
+      async collect() {
+        const now = Date.now();
+        if (overdue === undefined || now - overdue.at > PENDING_REFRESH_MS) {
+          try {
+            overdue = { at: now, count: await sources.overdue(now - OVERDUE_AFTER_MS) };
+          } catch {
+            return; // the database is away: keep the last count
+          }
+        }
+        this.set(overdue.count);
+      },
+    });
+    new Gauge({
+      name: 'punctual_ready',
+      help: '1 when this process is ready (booted, and the database answers), as /readyz says; else 0.',
+      registers: [this.registry],
+      async collect() {
+        this.set((await sources.ready().catch(() => false)) ? 1 : 0);
+      },
+    });
   }
 
   /** Records one run that started at `startedAt` for a task due at `runAt`. */
@@ -135,5 +171,6 @@ export class Metrics {
     this.lateness.observe({ type }, Math.max(0, startedAt - runAt) / 1000);
     this.duration.observe({ type }, durationMs / 1000);
     if (outcome === 'retry') this.retries.inc({ type });
+    this.recent.record(outcome, startedAt - runAt, startedAt);
   }
 }

@@ -36,6 +36,7 @@ import { Timers } from './scheduler/timers.js';
 import { TaskStore } from './store/task-store.js';
 import { Summary } from './summary.js';
 import { sleep } from './util/async.js';
+import { UpcomingLoad } from './store/upcoming-load.js';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -79,11 +80,14 @@ export class Service {
     this.log = options.logger ?? createLogger(config.logLevel);
     this.database = Database.fromConfig(config);
     this.store = new TaskStore(this.database);
+    const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config);
     this.metrics = new Metrics({
       armed: () => this.timers.size,
       pool: () => this.database.usage,
       pendingByType: () => this.store.countPendingByType(),
+      overdue: (before) => upcoming.countDueBefore(before),
+      ready: async () => this.scheduler.booted && (await this.database.ping()),
     });
     this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: this.metrics.registry });
     const queue = new DueQueue();
@@ -156,6 +160,7 @@ export class Service {
         armed: () => this.timers.size,
         dbClock: () => this.dbClock.reading,
       },
+      charts: { clock, upcoming, recent: this.metrics.recent },
     });
   }
 

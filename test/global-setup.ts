@@ -1,6 +1,7 @@
 /**
  * Once per `npm test`: make sure MariaDB/MySQL answers, drop test databases that crashed runs
- * left behind, and build dist/ for the tests that start the real server as a child process.
+ * left behind, and build dist/ (npm run build: the code and the dashboard's files) for the tests
+ * that start the real server as a child process.
  */
 import { execFileSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
@@ -23,5 +24,7 @@ export default async function setup(): Promise<void> {
   } finally {
     await conn.end();
   }
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  // chromium, promtool and libfaketime: installed with apt when missing, so `npm test` passes on a fresh machine.
+  execFileSync('scripts/ensure-test-tools.sh', { stdio: 'inherit' });
+  execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
 }

@@ -14,6 +14,7 @@ import { healthRoutes, type HealthOptions } from './routes/health.js';
 import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
 import type { Metrics } from '../metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
@@ -27,6 +28,7 @@ export interface AppOptions {
   metrics: Metrics;
   tasks: TaskRoutesOptions;
   health: HealthOptions;
+  charts: ChartRoutesOptions;
 }
 
 export function buildApp(options: AppOptions): FastifyInstance {
@@ -53,5 +55,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(metricsRoutes, { metrics: options.metrics });
   void app.register(dashboardRoutes);
   void app.register(authRoutes);
+  void app.register(chartRoutes, options.charts);
   return app;
 }

@@ -3,9 +3,7 @@
  * backlog with live countdowns, recent runs and failures, and its buttons cancel and retry
  * through the API. A screenshot is kept in test-artifacts/.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
@@ -16,7 +14,6 @@ import { createShopDatabase, makeOrders } from '../helpers/shop.js';
 
 const TOKEN = 'dashboard-token-0123456789';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ENSURE_CHROMIUM = fileURLToPath(new URL('../../scripts/ensure-chromium.sh', import.meta.url));
 const orders = makeOrders(30, 20, 'DB');
 let db: TestDatabase;
 let service: TestService;
@@ -35,8 +32,6 @@ async function status(id: number): Promise<string> {
 }
 
 beforeAll(async () => {
-  // A fresh machine has no browser: install Debian's (when apt is usable) or say what to do.
-  execFileSync(ENSURE_CHROMIUM, { stdio: 'inherit' });
   db = await createShopDatabase('dashboard', orders);
   service = await startTestService(
     db,

@@ -31,6 +31,8 @@ export interface StartOptions {
   env: Record<string, string>;
   /** How long to wait for "punctual is ready". */
   timeoutMs?: number;
+  /** Another built entry point (default: this checkout's dist/main.js). */
+  main?: string;
 }
 
 const running = new Set<ChildProcess>();
@@ -44,8 +46,8 @@ export function killLeftoverServers(): number {
   return left;
 }
 
-export async function startServer({ env, timeoutMs = 20_000 }: StartOptions): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [MAIN], {
+export async function startServer({ env, timeoutMs = 20_000, main = MAIN }: StartOptions): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [main], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -4,7 +4,8 @@ const state = { token: localStorage.getItem('punctual.token') ?? '', pending: []
 
 const $ = (selector) => document.querySelector(selector);
 
-async function api(method, path) {
+/** Exported for the charts (charts.js), so they use the same token. */
+export async function api(method, path) {
   const headers = state.token === '' ? {} : { authorization: `Bearer ${state.token}` };
   const response = await fetch(path, { method, headers });
   if (response.status === 401) {

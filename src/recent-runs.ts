@@ -1,0 +1,112 @@
+/**
+ * The last hour of this process's runs, in 10 s slots, for the dashboard's charts: how many runs
+ * started in each slot by outcome, and how late they started (p50, p99).
+ *
+ * Prometheus keeps the long history (its histogram has 15 fixed buckets, fine for rates and
+ * alerts, too coarse for a p50 of 2 ms); this ring answers "is lateness climbing right now"
+ * without a Prometheus. It is fixed in size: 360 slots, each a handful of counters and a sparse
+ * histogram of lateness in buckets 5 % wide, so a quantile is at most 5 % high whatever the rate,
+ * and memory does not grow with the number of runs.
+ *
+ * Several processes each keep their own ring: the dashboard shows the process it talks to.
+ */
+import type { RunOutcome } from './metrics.js';
+
+export const SLOT_MS = 10_000;
+export const SLOTS = 360;
+
+/** Lateness buckets: [0, 0.1 ms) is bucket 0, then each bucket is 5 % wider than the last. */
+const SMALLEST_MS = 0.1;
+const GROWTH = 1.05;
+const LOG_GROWTH = Math.log(GROWTH);
+
+function bucketOf(lateMs: number): number {
+  return lateMs < SMALLEST_MS ? 0 : 1 + Math.floor(Math.log(lateMs / SMALLEST_MS) / LOG_GROWTH);
+}
+
+/** The upper bound of a bucket: what a quantile that falls in it reports. */
+function upperBound(bucket: number): number {
+  return SMALLEST_MS * GROWTH ** bucket;
+}
+
+interface Slot {
+  /** Epoch ms at which the slot starts (a multiple of SLOT_MS). */
+  start: number;
+  done: number;
+  retry: number;
+  failed: number;
+  maxLateMs: number;
+  lateness: Map<number, number>;
+}
+
+/** The ring, oldest slot first; one entry per slot, `null` where nothing ran. */
+export interface RecentRunsSnapshot {
+  slotMs: number;
+  /** Start of each slot, epoch ms. */
+  starts: number[];
+  done: number[];
+  retries: number[];
+  failures: number[];
+  latenessP50Ms: (number | null)[];
+  latenessP99Ms: (number | null)[];
+}
+
+export class RecentRuns {
+  readonly #slots: (Slot | undefined)[] = new Array<Slot | undefined>(SLOTS);
+
+  /** One run that started at `startedAt` (epoch ms), `lateMs` after its runAt. */
+  record(outcome: RunOutcome, lateMs: number, startedAt: number): void {
+    const start = Math.floor(startedAt / SLOT_MS) * SLOT_MS;
+    const index = (start / SLOT_MS) % SLOTS;
+    let slot = this.#slots[index];
+    if (slot === undefined || slot.start < start) {
+      slot = { start, done: 0, retry: 0, failed: 0, maxLateMs: 0, lateness: new Map() };
+      this.#slots[index] = slot;
+    } else if (slot.start > start) {
+      return; // older than the ring reaches
+    }
+    slot[outcome]++;
+    const late = Math.max(0, lateMs);
+    slot.maxLateMs = Math.max(slot.maxLateMs, late);
+    const bucket = bucketOf(late);
+    slot.lateness.set(bucket, (slot.lateness.get(bucket) ?? 0) + 1);
+  }
+
+  /** The SLOTS slots that end with the one holding `now`. */
+  snapshot(now: number): RecentRunsSnapshot {
+    const last = Math.floor(now / SLOT_MS) * SLOT_MS;
+    const out: RecentRunsSnapshot = {
+      slotMs: SLOT_MS,
+      starts: [],
+      done: [],
+      retries: [],
+      failures: [],
+      latenessP50Ms: [],
+      latenessP99Ms: [],
+    };
+    for (let i = SLOTS - 1; i >= 0; i--) {
+      const start = last - i * SLOT_MS;
+      const slot = this.#slots[(start / SLOT_MS) % SLOTS];
+      const live = slot !== undefined && slot.start === start ? slot : undefined;
+      out.starts.push(start);
+      out.done.push(live?.done ?? 0);
+      out.retries.push(live?.retry ?? 0);
+      out.failures.push(live?.failed ?? 0);
+      out.latenessP50Ms.push(live === undefined ? null : quantile(live, 0.5));
+      out.latenessP99Ms.push(live === undefined ? null : quantile(live, 0.99));
+    }
+    return out;
+  }
+}
+
+/** The nearest-rank quantile of a slot's lateness, rounded to 0.1 ms. */
+function quantile(slot: Slot, q: number): number {
+  const total = slot.done + slot.retry + slot.failed;
+  const rank = Math.max(1, Math.ceil(q * total));
+  let seen = 0;
+  for (const bucket of [...slot.lateness.keys()].sort((a, b) => a - b)) {
+    seen += slot.lateness.get(bucket)!;
+    if (seen >= rank) return Math.round(Math.min(upperBound(bucket), slot.maxLateMs) * 10) / 10;
+  }
+  return Math.round(slot.maxLateMs * 10) / 10;
+}

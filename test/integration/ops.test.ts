@@ -1,0 +1,157 @@
+/**
+ * The files operators load into their monitoring: every metric the Grafana dashboard and the
+ * alert rules query exists in /metrics after a real run (a renamed metric would leave a panel
+ * empty and an alert silent, with nothing failing), and the rules pass `promtool check rules`.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PermanentError } from '../../src/handlers/handler.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { testHandler } from '../helpers/handlers.js';
+import { waitFor } from '../helpers/server.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const ALERTS = 'ops/alerts.yml';
+const DASHBOARD = 'ops/grafana-dashboard.json';
+/** Series Prometheus makes itself; they are never in an exporter's /metrics. */
+const FROM_PROMETHEUS = new Set(['up']);
+
+/** PromQL words that are not metric names. */
+const KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+  'inf',
+  'nan',
+]);
+
+/** The metric names a PromQL expression reads. */
+export function metricNames(expr: string): string[] {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""') // strings
+    .replace(/\{[^}]*\}/g, '') // label matchers
+    .replace(/\[[^\]]*\]/g, '') // ranges
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, '') // label lists
+    .replace(/\$__\w+/g, ''); // Grafana's variables
+  const names = new Set<string>();
+  for (const match of bare.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)) {
+    const after = bare.slice(match.index + match[0].length).trimStart();
+    if (after.startsWith('(') || KEYWORDS.has(match[0].toLowerCase())) continue; // a function or a keyword
+    names.add(match[0]);
+  }
+  return [...names];
+}
+
+function alertExpressions(): string[] {
+  const text = readFileSync(ALERTS, 'utf8');
+  const exprs = [...text.matchAll(/^\s+expr:\s*(.+)$/gm)].map((match) => match[1]!.trim());
+  // One line each, so this reading of the file sees all of every expression.
+  expect(text.match(/^\s+expr:\s*[|>]/m)).toBeNull();
+  return exprs;
+}
+
+function dashboardExpressions(): string[] {
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+  expect(dashboard.panels.length).toBeGreaterThan(0);
+  for (const panel of dashboard.panels) expect(panel.targets.length, panel.title).toBeGreaterThan(0);
+  return dashboard.panels.flatMap((panel) => panel.targets.map((target) => target.expr));
+}
+
+/** promtool, installed from Debian's prometheus package when it is missing and we may. */
+function promtool(): string {
+  const found = spawnSync('promtool', ['--version']);
+  if (found.status === 0) return 'promtool';
+  const install = spawnSync('scripts/ensure-test-tools.sh', { encoding: 'utf8', timeout: 600_000 });
+  if (install.status !== 0 || spawnSync('promtool', ['--version']).status !== 0) {
+    throw new Error(
+      `promtool is missing and could not be installed (${(install.stderr ?? '').trim() || install.error?.message}); ` +
+        "install Debian's prometheus package: apt-get install -y --no-install-recommends prometheus",
+    );
+  }
+  return 'promtool';
+}
+
+let db: TestDatabase;
+let service: TestService;
+
+beforeAll(async () => {
+  db = await createTestDatabase('ops');
+  service = await startTestService(
+    db,
+    { RETRY_BASE_MS: '50' },
+    {
+      handlers: [
+        testHandler('flaky', async ({ task }) => {
+          if (task.attempts === 0) throw new Error('first try fails');
+        }),
+        testHandler('hopeless', async () => {
+          throw new PermanentError('never');
+        }),
+      ],
+    },
+  );
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await db?.drop();
+});
+
+describe('ops files', () => {
+  it('reads metric names out of PromQL', () => {
+    expect(metricNames('histogram_quantile(0.99, sum by (le) (rate(a_bucket{x="y"}[1m]))) > 1')).toEqual(['a_bucket']);
+    expect(metricNames('max(b) > 100 and max(deriv(c[10m])) > 0')).toEqual(['b', 'c']);
+    expect(metricNames('sum by (outcome) (rate(d_total[$__rate_interval]))')).toEqual(['d_total']);
+    expect(metricNames('up{job="punctual"} == 0')).toEqual(['up']);
+  });
+
+  it('queries only metrics that /metrics has after a real run', async () => {
+    const create = (body: Record<string, unknown>) => service.call('POST', '/tasks', body).then((answer) => answer.body.id as number);
+    const ids = [await create({ type: 'flaky', payload: {}, delayMs: 0 }), await create({ type: 'hopeless', payload: {}, delayMs: 0 })];
+    await create({ type: 'flaky', payload: {}, delayMs: 3_600_000 });
+    await waitFor(async () => {
+      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status IN ('done', 'failed')", [ids]);
+      return Number(row.n) === ids.length;
+    });
+    const text = (await service.app.inject({ url: '/metrics' })).body;
+    const exposed = new Set(
+      text
+        .split('\n')
+        .filter((line) => line !== '' && !line.startsWith('#'))
+        .map((line) => /^[^{ ]+/.exec(line)![0]),
+    );
+
+    const queried = new Set([...alertExpressions(), ...dashboardExpressions()].flatMap(metricNames));
+    expect(queried.size).toBeGreaterThan(10);
+    const missing = [...queried].filter((name) => !exposed.has(name) && !FROM_PROMETHEUS.has(name));
+    expect(missing).toEqual([]);
+    // What the issue asks the dashboard and the alerts to cover is there.
+    for (const name of [
+      'punctual_pending_tasks',
+      'punctual_task_lateness_seconds_bucket',
+      'punctual_task_runs_total',
+      'punctual_lease_recoveries_total',
+      'punctual_db_pool_in_use',
+      'nodejs_eventloop_lag_p99_seconds',
+      'punctual_overdue_tasks',
+      'punctual_ready',
+    ]) {
+      expect(queried.has(name), name).toBe(true);
+    }
+    expect(text).toContain('\npunctual_ready 1\n');
+  });
+
+  it('has alert rules that promtool accepts', () => {
+    const output = execFileSync(promtool(), ['check', 'rules', ALERTS], { encoding: 'utf8' });
+    expect(output).toContain('SUCCESS: 5 rules found');
+  }, 660_000);
+});
