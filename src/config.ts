@@ -161,7 +161,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (seen.size === 0 && !isLoopback(host)) {
     throw new ConfigError(
-      `HOST ${host} is reachable from other machines: set API_TOKEN (or API_TOKENS_READ/_WRITE/_ADMIN), or listen on 127.0.0.1`,
+      `HOST ${host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`,
     );
   }
 
