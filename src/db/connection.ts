@@ -261,8 +261,16 @@ export class Database {
     }
   }
 
+  /**
+   * Ends the pool. A connection still checked out now is stuck (the stop already waited for the
+   * work it carried, e.g. a boot query waiting for a row lock): it is dropped, so ending the pool
+   * does not wait for it; its transaction rolls back on the server.
+   */
   close(): Promise<void> {
-    this.#closing ??= this.pool.end().catch(() => undefined);
+    if (this.#closing === undefined) {
+      for (const conn of this.#checkedOut) (conn as { destroy(): void }).destroy();
+      this.#closing = this.pool.end().catch(() => undefined);
+    }
     return this.#closing;
   }
 }
