@@ -120,10 +120,7 @@ export class Database {
       });
     });
     this.pool.pool.on('acquire', (conn) => void this.#checkedOut.add(conn));
-    this.pool.pool.on('release', (conn) => {
-      this.#checkedOut.delete(conn);
-      this.#releasedAt.set(conn, Date.now());
-    });
+    this.pool.pool.on('release', (conn) => void this.#checkedOut.delete(conn));
   }
 
   static fromConfig(config: Config): Database {
@@ -160,6 +157,12 @@ export class Database {
     return db;
   }
 
+  /** Back to the pool (or straight to a caller waiting for one), noting when. */
+  #release(conn: Connection): void {
+    this.#releasedAt.set(conn.connection, Date.now());
+    conn.release();
+  }
+
   /**
    * A connection from the pool that answers: one that sat idle is pinged first, and replaced
    * when the ping fails, so a dead connection costs a ping instead of a failed statement.
@@ -188,11 +191,11 @@ export class Database {
     const conn = await this.#acquire();
     try {
       const result = await withTimeout(fn(conn), deadlineMs, () => this.kill(conn));
-      conn.release();
+      this.#release(conn);
       return result;
     } catch (error) {
       if (error instanceof TimeoutError || isConnectionError(error)) conn.destroy();
-      else conn.release();
+      else this.#release(conn);
       throw error instanceof TimeoutError ? connectionStalled(deadlineMs) : error;
     }
   }
@@ -214,7 +217,7 @@ export class Database {
         deadlineMs,
         () => this.kill(conn),
       );
-      conn.release();
+      this.#release(conn);
       return result;
     } catch (error) {
       await this.abandon(conn, error);
@@ -230,7 +233,7 @@ export class Database {
     }
     try {
       await conn.query('ROLLBACK');
-      conn.release();
+      this.#release(conn);
     } catch {
       conn.destroy();
     }
