@@ -20,7 +20,11 @@ beforeAll(async () => {
   db = await createTestDatabase('bootstop', { create: false });
 });
 
+/** Every server this file started: killed at the end even if a test timed out before its finally. */
+const children = new Set<ReturnType<typeof spawn>>();
+
 afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
   await db?.drop();
 });
 
@@ -30,6 +34,7 @@ function boot(env: Record<string, string>) {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'debug', DATABASE_URL: db.url, STOP_TIMEOUT_MS: '3000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   const logs: { msg: string }[] = [];
   createInterface({ input: child.stdout! }).on('line', (line) => {
