@@ -120,10 +120,7 @@ export class Database {
       });
     });
     this.pool.pool.on('acquire', (conn) => void this.#checkedOut.add(conn));
-    this.pool.pool.on('release', (conn) => {
-      this.#checkedOut.delete(conn);
-      this.#releasedAt.set(conn, Date.now());
-    });
+    this.pool.pool.on('release', (conn) => void this.#checkedOut.delete(conn));
   }
 
   static fromConfig(config: Config): Database {
@@ -160,6 +157,12 @@ export class Database {
     return db;
   }
 
+  /** Back to the pool (or straight to a caller waiting for one), noting when. */
+  #release(conn: Connection): void {
+    this.#releasedAt.set(conn.connection, Date.now());
+    conn.release();
+  }
+
   /**
    * A connection from the pool that answers: one that sat idle is pinged first, and replaced
    * when the ping fails, so a dead connection costs a ping instead of a failed statement.
@@ -189,11 +192,11 @@ export class Database {
     const conn = await this.#acquire();
     try {
       const result = await withTimeout(fn(conn), deadlineMs, () => this.kill(conn));
-      conn.release();
+      this.#release(conn);
       return result;
     } catch (error) {
       if (error instanceof TimeoutError || isConnectionError(error)) conn.destroy();
-      else conn.release();
+      else this.#release(conn);
       throw error instanceof TimeoutError ? connectionStalled(deadlineMs) : error;
     }
   }
@@ -215,7 +218,7 @@ export class Database {
         deadlineMs,
         () => this.kill(conn),
       );
-      conn.release();
+      this.#release(conn);
       return result;
     } catch (error) {
       await this.abandon(conn, error);
@@ -231,7 +234,7 @@ export class Database {
     }
     try {
       await conn.query('ROLLBACK');
-      conn.release();
+      this.#release(conn);
     } catch {
       conn.destroy();
     }
@@ -262,8 +265,16 @@ export class Database {
     }
   }
 
+  /**
+   * Ends the pool. A connection still checked out now is stuck (the stop already waited for the
+   * work it carried, e.g. a boot query waiting for a row lock): it is dropped, so ending the pool
+   * does not wait for it; its transaction rolls back on the server.
+   */
   close(): Promise<void> {
-    this.#closing ??= this.pool.end().catch(() => undefined);
+    if (this.#closing === undefined) {
+      for (const conn of this.#checkedOut) (conn as { destroy(): void }).destroy();
+      this.#closing = this.pool.end().catch(() => undefined);
+    }
     return this.#closing;
   }
 }
