@@ -16,6 +16,7 @@ import { Database, ensureDatabase } from './db/connection.js';
 import { migrateDatabase } from './db/migrate.js';
 import { createRegistry, type HandlerRegistry } from './handlers/registry.js';
 import { buildApp } from './http/app.js';
+import { securityOptions } from './http/security.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
@@ -99,6 +100,7 @@ export class Service {
         maxAttempts: config.maxAttempts,
         armed: () => this.timers.size,
       },
+      security: securityOptions(config),
       health: {
         booted: () => scheduler.booted,
         databaseUp: () => this.database.ping(),

@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { installAuth } from './auth.js';
+import { installHeaders, installRequestGuard, type SecurityOptions, serverOptions } from './security.js';
 import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
@@ -23,6 +24,7 @@ export interface AppOptions {
   metrics: Metrics;
   tasks: TaskRoutesOptions;
   health: HealthOptions;
+  security: SecurityOptions;
 }
 
 export function buildApp(options: AppOptions): FastifyInstance {
@@ -34,10 +36,13 @@ export function buildApp(options: AppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     // A key is up to 191 characters, up to 12 URL-encoded characters each.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2400 },
+    ...serverOptions(options.security),
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   installErrorHandler(app);
-  installAuth(app, options.apiToken);
+  installHeaders(app);
+  installRequestGuard(app, options.security);
+  installAuth(app, { token: options.apiToken, failuresPerMinute: options.security.authFailuresPerMinute });
   app.addHook('onResponse', async (request, reply) => {
     if (reply.statusCode >= 400) {
       request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode }, 'request refused');
