@@ -187,6 +187,12 @@ const SQL_DUE_PAGE = (lower: boolean, cursor: boolean) =>
 const SQL_PENDING_PAGE = (type: boolean, cursor: boolean) =>
   `SELECT ${TASK_COLUMNS} FROM tasks WHERE status = 'pending'${type ? ' AND type = ?' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`;
 
+// What a row weighs in a page, read without bringing the payload over: page bounds are set on it.
+const SQL_PENDING_SIZES = (type: boolean, cursor: boolean) =>
+  `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks WHERE status = 'pending'` +
+  `${type ? ' AND type = ?' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`;
+const SQL_PENDING_BY_IDS = `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY run_at, id`;
+
 function cursorValues(cursor: RunAtCursor | undefined): unknown[] {
   return cursor === undefined ? [] : [new Date(cursor.runAt), new Date(cursor.runAt), cursor.id];
 }
@@ -352,6 +358,35 @@ export class TaskStore {
       options.limit,
     ]);
     return rows.map(fromRaw);
+  }
+
+  /**
+   * A page of pending tasks bounded in bytes as well as in rows: the rows' sizes are read first,
+   * then only the rows that fit within `maxBytes` (at least one), each counted as its stored size
+   * plus `rowBytes`. `more` says whether pending tasks follow the page.
+   */
+  async listPendingWithin(options: {
+    type?: string;
+    limit: number;
+    after?: RunAtCursor;
+    maxBytes: number;
+    rowBytes: number;
+  }): Promise<{ tasks: Task[]; more: boolean }> {
+    const filter = [...(options.type === undefined ? [] : [options.type]), ...cursorValues(options.after)];
+    const sizes = await this.#query<[number, number][] & mysql.RowDataPacket[]>(
+      { sql: SQL_PENDING_SIZES(options.type !== undefined, options.after !== undefined), rowsAsArray: true },
+      [...filter, options.limit + 1],
+    );
+    const ids: number[] = [];
+    let bytes = 0;
+    for (const [id, size] of sizes.slice(0, options.limit)) {
+      bytes += Number(size) + options.rowBytes;
+      if (ids.length > 0 && bytes > options.maxBytes) break;
+      ids.push(Number(id));
+    }
+    if (ids.length === 0) return { tasks: [], more: false };
+    const rows = await this.#query<RawTaskRow[]>(SQL_PENDING_BY_IDS, [ids]);
+    return { tasks: rows.map(fromRaw), more: sizes.length > ids.length };
   }
 
   /** pending → cancelled. False when the task is not pending (or does not exist). */
