@@ -16,7 +16,7 @@ const PAYLOAD_BYTES = 60 * 1024;
 const CLIENTS = 8;
 const LOAD_MS = 8000;
 /** A page's budget (PAGE_MAX_BYTES in src/http/routes/tasks.ts) plus one task's worth of slack. */
-const PAGE_BOUND_BYTES = 1024 * 1024 + 64 * 1024 + 2048;
+const PAGE_BOUND_BYTES = 256 * 1024 + 64 * 1024 + 2048;
 
 let db: TestDatabase;
 let server: ServerProcess | undefined;

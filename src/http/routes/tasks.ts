@@ -32,10 +32,11 @@ import {
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /**
  * A list page is bounded in bytes too: eight clients asking for 1000 tasks of 60 KB each would
- * otherwise hold half a gigabyte and stall every timer. A page that reaches it is cut short, with
+ * otherwise hold half a gigabyte and stall every timer; a small page also keeps each step of its
+ * serialization short. A page that reaches it is cut short, with
  * a nextCursor; each task counts its stored payload, key and error plus PAGE_ROW_BYTES.
  */
-export const PAGE_MAX_BYTES = 1024 * 1024;
+export const PAGE_MAX_BYTES = 256 * 1024;
 const PAGE_ROW_BYTES = 512;
 /** Deeper JSON is refused before anything walks it (MariaDB's JSON functions stop at 32 levels). */
 export const MAX_PAYLOAD_DEPTH = 32;
