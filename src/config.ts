@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { redactCredentials } from './redact.js';
 import { canonicalZone } from './time.js';
 import { ROLES, type Role } from './http/roles.js';
 
@@ -40,6 +41,19 @@ export interface Config {
   retentionBatchSize: number;
   /** The pause between two retention DELETEs, so the sweep never hogs the table. */
   retentionPauseMs: number;
+  /** Per-host webhook keys (`host` or `host:port` → key); a listed host is signed with its own key only. */
+  webhookHostSecrets: Map<string, string>;
+  webhookHostSecretsNext: Map<string, string>;
+  /** Hosts whose error answers may be quoted (briefly) in lastError; others give status and size. */
+  webhookTrustedHosts: string[];
+  /** Host names the API answers to without a token, besides loopback and HOST (DNS rebinding). */
+  allowedHostNames: string[];
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+  /** Requests with a wrong or missing token one client address may make per minute. */
+  authFailuresPerMinute: number;
 }
 
 export class ConfigError extends Error {
@@ -75,7 +89,10 @@ function databaseNameOf(url: string): string {
   try {
     parsed = new URL(url);
   } catch {
-    throw new ConfigError(`DATABASE_URL is not a URL: ${JSON.stringify(url)}`);
+    // The text may hold a password: show it only with credentials masked.
+    throw new ConfigError(
+      `DATABASE_URL is not a URL (mysql://user:password@host:port/database): ${JSON.stringify(redactCredentials(url))}`,
+    );
   }
   if (parsed.protocol !== 'mysql:') {
     throw new ConfigError(`DATABASE_URL must start with mysql://, got ${JSON.stringify(parsed.protocol)}`);
@@ -90,7 +107,7 @@ function databaseNameOf(url: string): string {
 }
 
 /** `host` (any port) or `host:port`, lower-cased; IPv6 literals in brackets. */
-function allowedHosts(raw: string | undefined): string[] {
+function allowedHosts(raw: string | undefined, name = 'WEBHOOK_ALLOWED_HOSTS'): string[] {
   if (raw === undefined) return [];
   return raw
     .split(',')
@@ -98,7 +115,38 @@ function allowedHosts(raw: string | undefined): string[] {
     .filter((entry) => entry !== '')
     .map((entry) => {
       if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/.test(entry)) {
-        throw new ConfigError(`WEBHOOK_ALLOWED_HOSTS entries must be host or host:port, got ${JSON.stringify(entry)}`);
+        throw new ConfigError(`${name} entries must be host or host:port, got ${JSON.stringify(entry)}`);
+      }
+      return entry;
+    });
+}
+
+/** `host` or `host:port`=key pairs, comma-separated; a key of at least 16 characters. */
+function hostSecrets(raw: string | undefined, name: string): Map<string, string> {
+  const secrets = new Map<string, string>();
+  for (const entry of (raw ?? '').split(',')) {
+    if (entry.trim() === '') continue;
+    const at = entry.indexOf('=');
+    const host = entry.slice(0, Math.max(at, 0)).trim().toLowerCase();
+    const secret = entry.slice(at + 1).trim();
+    if (at < 1 || !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/.test(host) || secret.length < 16) {
+      // Never echo the entry: it holds a key.
+      throw new ConfigError(`${name} entries must be host=key or host:port=key with a key of at least 16 characters`);
+    }
+    secrets.set(host, secret);
+  }
+  return secrets;
+}
+
+/** Host names (no port), lower-cased. */
+function hostNames(raw: string | undefined, name: string): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((entry) => entry.trim().toLowerCase())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/.test(entry)) {
+        throw new ConfigError(`${name} entries must be host names without a port, got ${JSON.stringify(entry)}`);
       }
       return entry;
     });
@@ -160,9 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
   if (seen.size === 0 && !isLoopback(host)) {
-    throw new ConfigError(
-      `HOST ${host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`,
-    );
+    throw new ConfigError(`HOST ${host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`);
   }
 
   const logLevel = (text(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
@@ -189,6 +235,19 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('WEBHOOK_SECRET_NEXT is the key that will replace WEBHOOK_SECRET: set WEBHOOK_SECRET too');
   }
 
+  const webhookHostSecrets = hostSecrets(text(env, 'WEBHOOK_HOST_SECRETS'), 'WEBHOOK_HOST_SECRETS');
+  const webhookHostSecretsNext = hostSecrets(text(env, 'WEBHOOK_HOST_SECRETS_NEXT'), 'WEBHOOK_HOST_SECRETS_NEXT');
+  for (const host of webhookHostSecretsNext.keys()) {
+    if (!webhookHostSecrets.has(host)) {
+      throw new ConfigError(`WEBHOOK_HOST_SECRETS_NEXT names ${host}, which has no key in WEBHOOK_HOST_SECRETS to replace`);
+    }
+  }
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 1000, 3600_000);
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 500, 3600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+
   return {
     databaseUrl,
     databaseName,
@@ -212,12 +271,21 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     webhookSecret,
     webhookSecretNext,
-    webhookAllowedHosts: allowedHosts(text(env, 'WEBHOOK_ALLOWED_HOSTS')),
+    webhookAllowedHosts: allowedHosts(text(env, 'WEBHOOK_ALLOWED_HOSTS'), 'WEBHOOK_ALLOWED_HOSTS'),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
     retentionMs: integer(env, 'RETENTION_MS', 7 * DAY_MS, 0, 100 * 365 * DAY_MS),
     failedRetentionMs: integer(env, 'FAILED_RETENTION_MS', 30 * DAY_MS, 0, 100 * 365 * DAY_MS),
     retentionIntervalMs: integer(env, 'RETENTION_INTERVAL_MS', 10 * 60_000, 1000, 24 * 3600_000),
     retentionBatchSize: integer(env, 'RETENTION_BATCH_SIZE', 500, 1, 10_000),
     retentionPauseMs: integer(env, 'RETENTION_PAUSE_MS', 200, 0, 60_000),
+    webhookHostSecrets,
+    webhookHostSecretsNext,
+    webhookTrustedHosts: allowedHosts(text(env, 'WEBHOOK_TRUSTED_HOSTS'), 'WEBHOOK_TRUSTED_HOSTS'),
+    allowedHostNames: hostNames(text(env, 'ALLOWED_HOST_NAMES'), 'ALLOWED_HOST_NAMES'),
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3600_000),
+    maxConnections: integer(env, 'MAX_CONNECTIONS', 1024, 1, 1_000_000),
+    authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', 30, 1, 1_000_000),
   };
 }

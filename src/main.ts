@@ -4,6 +4,7 @@
  */
 import { ConfigError, loadConfig } from './config.js';
 import { loggable } from './db/errors.js';
+import { redactCredentials } from './redact.js';
 import { Service } from './service.js';
 
 let config;
@@ -11,7 +12,7 @@ try {
   config = loadConfig(process.env);
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error;
-  process.stderr.write(`punctual: bad configuration: ${error.message}\n`);
+  process.stderr.write(`punctual: bad configuration: ${redactCredentials(error.message)}\n`);
   process.exit(1);
 }
 

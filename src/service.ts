@@ -22,6 +22,7 @@ import { Database, ensureDatabase } from './db/connection.js';
 import { migrateDatabase } from './db/migrate.js';
 import { createRegistry, type HandlerRegistry } from './handlers/registry.js';
 import { buildApp } from './http/app.js';
+import { securityOptions } from './http/security.js';
 import { createLogger } from './log.js';
 import { Metrics } from './metrics.js';
 import { Lifecycle } from './lifecycle/lifecycle.js';
@@ -154,6 +155,7 @@ export class Service {
         timezone: config.timezone,
         maxAttempts: config.maxAttempts,
       },
+      security: securityOptions(config),
       health: {
         booted: () => scheduler.booted,
         databaseUp: () => this.database.ping(),

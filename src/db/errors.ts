@@ -2,6 +2,7 @@
  * Sorting database errors by what to do about them. drizzle wraps driver errors
  * (DrizzleQueryError with the driver's error as `cause`), so every check walks the cause chain.
  */
+import { redactCredentials } from '../redact.js';
 
 interface DriverError {
   code?: string;
@@ -91,6 +92,6 @@ export function rootMessage(error: unknown): string {
  */
 export function loggable(error: unknown): { message: string; code?: string; errno?: number; stack?: string } {
   const root = [...chain(error)].find((link) => !String(link.message ?? '').startsWith('Failed query:'));
-  const stack = root instanceof Error ? root.stack : undefined;
-  return { message: rootMessage(error), code: root?.code, errno: root?.errno, stack };
+  const stack = root instanceof Error && root.stack !== undefined ? redactCredentials(root.stack) : undefined;
+  return { message: redactCredentials(rootMessage(error)), code: root?.code, errno: root?.errno, stack };
 }

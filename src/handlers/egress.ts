@@ -3,66 +3,84 @@
  * the shop's network, so:
  *
  * - the URL's host must be listed in WEBHOOK_ALLOWED_HOSTS (`host`, any port, or `host:port`);
- * - a private, loopback, link-local or otherwise internal address is refused unless that address
- *   itself is listed. A listed name that resolves to one (DNS rebinding, or a name pointed at
- *   the metadata service) is refused too. The check runs on the addresses the connection then
- *   uses, so the answer cannot change between the check and the connect.
+ * - an internal address (anything but global unicast: private, loopback, link-local, and the
+ *   IPv6 forms that carry an IPv4 address inside, such as NAT64, 6to4, Teredo or `::a.b.c.d`) is
+ *   refused unless that address itself is listed, and then only on the listed port when the entry
+ *   names one. A listed name that resolves to one (DNS rebinding, or a name pointed at the
+ *   metadata service) is refused too.
+ * - The check runs in the connector, on the (address, port) pair the socket is then opened to,
+ *   so the answer cannot change between the check and the connect, and a `host:port` entry never
+ *   opens the address's other ports through another name.
+ *
+ * Ranges come from ipaddr.js, maintained with the IANA registries, rather than a list kept here.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
-import { Agent } from 'undici';
+import { lookup as dnsLookup } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Agent, buildConnector } from 'undici';
 
-const internal = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  internal.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-  ['2001:db8::', 32],
-] as const) {
-  internal.addSubnet(network, prefix, 'ipv6');
+/** IPv6 addresses outside 2000::/3 are not on the public internet (::/96 IPv4-compatible among them). */
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
+
+function bare(address: string): string {
+  return address.replace(/^\[|\]$/g, '').toLowerCase();
 }
 
-/** True for an address inside the shop's walls (or nobody's): private, loopback, link-local… */
+/** True for an address inside the shop's walls (or nobody's): anything but global unicast. */
 export function isInternalAddress(address: string): boolean {
-  const bare = address.replace(/^\[|\]$/g, '').toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
-  if (mapped !== null) return internal.check(mapped[1]!, 'ipv4');
-  const family = isIP(bare);
-  if (family === 4) return internal.check(bare, 'ipv4');
-  if (family === 6) return internal.check(bare, 'ipv6');
-  return false;
+  const text = bare(address);
+  if (isIP(text) === 0) return false;
+  let parsed = ipaddr.parse(text);
+  if (parsed instanceof ipaddr.IPv6 && parsed.isIPv4MappedAddress()) parsed = parsed.toIPv4Address();
+  if (parsed instanceof ipaddr.IPv4) return parsed.range() !== 'unicast';
+  return parsed.range() !== 'unicast' || !parsed.match(GLOBAL_UNICAST);
+}
+
+interface Entry {
+  /** Lower case; an IPv6 address without brackets. */
+  host: string;
+  /** undefined: any port. */
+  port: number | undefined;
+}
+
+function entryOf(text: string): Entry {
+  const match = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(text.toLowerCase());
+  return { host: bare(match?.[1] ?? text), port: match?.[2] === undefined ? undefined : Number(match[2]) };
+}
+
+/** The port a URL connects to. */
+export function portOf(url: URL): number {
+  return url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+}
+
+/** Does a `host` / `host:port` list name this host and port? */
+export function listed(entries: string[], host: string, port: number): boolean {
+  const name = bare(host);
+  return entries.map(entryOf).some((entry) => entry.host === name && (entry.port === undefined || entry.port === port));
 }
 
 export class Egress {
-  /** Listed hosts, lower case: `name` or `name:port`, IPv6 in brackets. */
   readonly #allowed: string[];
-  /** Listed internal addresses, bare (no brackets, no port). */
-  readonly #listedAddresses: Set<string>;
   readonly dispatcher: Agent;
 
   constructor(allowedHosts: string[]) {
     this.#allowed = allowedHosts;
-    this.#listedAddresses = new Set(
-      allowedHosts.map((entry) => entry.replace(/:\d+$/, '').replace(/^\[|\]$/g, '')).filter((host) => isIP(host) !== 0),
-    );
-    this.dispatcher = new Agent({ connect: { lookup: (hostname, options, callback) => this.#lookup(hostname, options, callback) } });
+    const connect = buildConnector({});
+    this.dispatcher = new Agent({
+      connect: (options, callback) => {
+        const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
+        dnsLookup(options.hostname, { all: true }, (error, addresses) => {
+          if (error !== null) return callback(error, null);
+          const refused = addresses.map(({ address }) => this.#addressRefusal(address, port)).find((reason) => reason !== undefined);
+          if (refused !== undefined || addresses.length === 0) {
+            const reason = refused ?? 'resolves to no address';
+            return callback(Object.assign(new Error(`${options.hostname}: ${reason}`), { code: 'EPUNCTUALREFUSED' }), null);
+          }
+          // Connect to the very address checked; TLS still checks the certificate against the URL's name.
+          connect({ ...options, hostname: addresses[0]!.address }, callback);
+        });
+      },
+    });
   }
 
   /** Why `url` may not be called, or undefined when it may (before any name is resolved). */
@@ -75,35 +93,18 @@ export class Egress {
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'must be http or https';
     if (parsed.username !== '' || parsed.password !== '') return 'must not carry credentials; use headers';
-    const host = parsed.hostname.toLowerCase();
-    const port = parsed.port === '' ? (parsed.protocol === 'https:' ? '443' : '80') : parsed.port;
-    if (!this.#allowed.some((entry) => entry === host || entry === `${host}:${port}`)) {
+    const port = portOf(parsed);
+    if (!listed(this.#allowed, parsed.hostname, port)) {
       return `host ${parsed.host} is not in WEBHOOK_ALLOWED_HOSTS`;
     }
-    return this.#addressRefusal(host);
+    return this.#addressRefusal(parsed.hostname, port);
   }
 
-  #addressRefusal(address: string): string | undefined {
-    const bare = address.replace(/^\[|\]$/g, '').toLowerCase();
-    if (isIP(bare) === 0 || !isInternalAddress(bare) || this.#listedAddresses.has(bare)) return undefined;
-    return `address ${bare} is internal (private, loopback or link-local): list the address itself in WEBHOOK_ALLOWED_HOSTS to allow it`;
-  }
-
-  /** dns.lookup, refusing internal addresses that are not listed. */
-  #lookup(
-    hostname: string,
-    options: object,
-    callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
-  ): void {
-    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error !== null) return callback(error, []);
-      const refused = addresses.map(({ address }) => this.#addressRefusal(address)).find((reason) => reason !== undefined);
-      if (refused !== undefined) {
-        return callback(Object.assign(new Error(`${hostname}: ${refused}`), { code: 'EPUNCTUALREFUSED' }), []);
-      }
-      if ((options as { all?: boolean }).all === true) return callback(null, addresses);
-      const [first] = addresses;
-      return callback(null, first?.address ?? '', first?.family);
-    });
+  /** An internal address may be called only where the list names it, with this port if the entry has one. */
+  #addressRefusal(address: string, port: number): string | undefined {
+    const text = bare(address);
+    if (isIP(text) === 0 || !isInternalAddress(text) || listed(this.#allowed, text, port)) return undefined;
+    const shown = isIP(text) === 6 ? `[${text}]` : text;
+    return `address ${text} is internal (private, loopback or link-local): list ${shown}:${port} (or the address) in WEBHOOK_ALLOWED_HOSTS to allow it`;
   }
 }

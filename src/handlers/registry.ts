@@ -58,7 +58,10 @@ export function createRegistry(config: Config): HandlerRegistry {
     webhook({
       secret: config.webhookSecret,
       nextSecret: config.webhookSecretNext,
+      hostSecrets: config.webhookHostSecrets,
+      hostSecretsNext: config.webhookHostSecretsNext,
       allowedHosts: config.webhookAllowedHosts,
+      trustedHosts: config.webhookTrustedHosts,
       timeoutMs: config.webhookTimeoutMs,
     }),
   );

@@ -3,19 +3,49 @@
  * the task to run again when its lease runs out, so every call carries the same
  * `Idempotency-Key` for a task across all its attempts, and receivers drop repeats.
  *
- * Every request is signed: `X-Punctual-Signature: t=<epoch ms>,v1=<hex HMAC-SHA256 of
- * "<t>.<body>" with WEBHOOK_SECRET>`, plus a second `v1=` with WEBHOOK_SECRET_NEXT while a key
- * rotation is under way. Only hosts listed in WEBHOOK_ALLOWED_HOSTS are called (see egress.ts),
- * redirects are not followed, and the response body read is bounded.
+ * Every request is signed: `X-Punctual-Signature: t=<epoch ms>,v2=<hex HMAC-SHA256>` over the
+ * canonical string (see `canonicalString`): the time, the method, the full URL, the idempotency
+ * key and the body's SHA-256, one per line. A signature is thus good for one call only: not for
+ * another method, URL, task or body. The key is the host's own (WEBHOOK_HOST_SECRETS) when it has
+ * one, else WEBHOOK_SECRET; a second `v2=` is added with the next key while a rotation is under
+ * way. Only hosts listed in WEBHOOK_ALLOWED_HOSTS are called (see egress.ts), redirects are not
+ * followed, the response body read is bounded, and only a host in WEBHOOK_TRUSTED_HOSTS has its
+ * error answers quoted in lastError (anyone else's could be an internal page read back).
  */
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { Type } from 'typebox';
 import { fetch } from 'undici';
-import { Egress } from './egress.js';
+import { Egress, listed, portOf } from './egress.js';
 import { type OutsideHandler, PermanentError } from './handler.js';
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'idempotency-key']);
+/** Excerpt of a trusted host's error answer kept in lastError. */
+const EXCERPT_CHARS = 200;
+/**
+ * Headers a payload may not set: those punctual sets, hop-by-hop ones that change how the
+ * connection or body is handled, and those a receiver may trust as a proxy's word about the caller.
+ */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'expect',
+  'te',
+  'trailer',
+  'forwarded',
+  'idempotency-key',
+]);
+const RESERVED_PREFIXES = ['x-punctual-', 'proxy-', 'x-forwarded-'];
+
+function reservedHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((prefix) => lower.startsWith(prefix));
+}
 
 const payload = Type.Object(
   {
@@ -27,9 +57,8 @@ const payload = Type.Object(
       Type.Record(
         Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" }),
         Type.String({ maxLength: 1024, pattern: '^[\\x20-\\x7e]*$' }),
-        {
-          maxProperties: 32,
-        },
+        // Without it, a name the pattern refuses is simply not checked (patternProperties).
+        { maxProperties: 32, additionalProperties: false },
       ),
     ),
     body: Type.Optional(Type.Unknown({ description: 'sent as JSON' })),
@@ -41,18 +70,51 @@ export interface WebhookOptions {
   secret: string | undefined;
   /** The key that will replace `secret`: calls carry a signature with each while both are set. */
   nextSecret?: string | undefined;
+  /** A host's own key (`host` or `host:port`, lower case): used for it instead of `secret`. */
+  hostSecrets?: Map<string, string>;
+  hostSecretsNext?: Map<string, string>;
   /** `host` (any port) or `host:port`, lower case. */
   allowedHosts: string[];
+  /** Hosts whose error answers may be quoted in lastError. */
+  trustedHosts?: string[];
   timeoutMs: number;
 }
 
+/** What a signature covers. */
+export interface SignedCall {
+  timestamp: number;
+  method: string;
+  /** The URL called, as the WHATWG URL parser writes it (`new URL(url).href`), without a fragment. */
+  url: string;
+  idempotencyKey: string;
+  body: string;
+}
+
+/** The URL as it goes into the canonical string: WHATWG-serialized, fragment dropped (it is never sent). */
+export function canonicalUrl(url: string): string {
+  const parsed = new URL(url);
+  parsed.hash = '';
+  return parsed.href;
+}
+
 /**
- * The signature header value for `body` sent at `timestamp`, one `v1=` per secret. Receivers
- * recompute it with the secret they know and accept the call if any `v1=` matches.
+ * The text that is signed, one field per line:
+ * `<t>\n<METHOD>\n<url>\n<Idempotency-Key>\n<hex SHA-256 of the raw body>` (the empty body's
+ * hash for a call without one).
  */
-export function sign(secrets: string[], timestamp: number, body: string): string {
-  const digests = secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`);
-  return `t=${timestamp},${digests.join(',')}`;
+export function canonicalString(call: SignedCall): string {
+  const bodyHash = createHash('sha256').update(call.body).digest('hex');
+  return `${call.timestamp}\n${call.method.toUpperCase()}\n${call.url}\n${call.idempotencyKey}\n${bodyHash}`;
+}
+
+/**
+ * The signature header value for a call, one `v2=` per secret. Receivers recompute it with the
+ * secret they know and accept the call if any `v2=` matches and `t` is recent.
+ */
+export function sign(secrets: string[], call: SignedCall): string {
+  const text = canonicalString(call);
+  const digests = secrets.map((secret) => `v2=${createHmac('sha256', secret).update(text).digest('hex')}`);
+  return `t=${call.timestamp},${digests.join(',')}`;
 }
 
 /** The key a receiver uses to drop repeats: the same for every attempt of a task. */
@@ -60,8 +122,8 @@ export function idempotencyKey(task: { id: number; createdAt: number }): string 
   return `punctual-${task.id}-${task.createdAt}`;
 }
 
-async function readBounded(response: Awaited<ReturnType<typeof fetch>>): Promise<string> {
-  if (response.body === null) return '';
+async function readBounded(response: Awaited<ReturnType<typeof fetch>>): Promise<Buffer> {
+  if (response.body === null) return Buffer.alloc(0);
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -75,7 +137,15 @@ async function readBounded(response: Awaited<ReturnType<typeof fetch>>): Promise
   } finally {
     await reader.cancel().catch(() => undefined);
   }
-  return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8');
+  return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES);
+}
+
+/** A short, printable excerpt of an answer. */
+function excerpt(answer: Buffer): string {
+  return answer
+    .toString('utf8')
+    .slice(0, EXCERPT_CHARS)
+    .replace(/[\x00-\x1f\x7f]+/g, ' ');
 }
 
 /** The network error under fetch's "fetch failed", as the task's lastError. */
@@ -90,7 +160,27 @@ function callError(error: unknown): Error {
 
 export function webhook(options: WebhookOptions): OutsideHandler<typeof payload> {
   const egress = new Egress(options.allowedHosts);
-  const secrets = [options.secret, options.nextSecret].filter((secret): secret is string => secret !== undefined);
+  const hostSecrets = options.hostSecrets ?? new Map<string, string>();
+  const hostSecretsNext = options.hostSecretsNext ?? new Map<string, string>();
+  const trusted = options.trustedHosts ?? [];
+
+  /** The keys a call to `url` is signed with: the host's own, else the global ones. Empty: none. */
+  function secretsFor(url: string): string[] {
+    const parsed = new URL(url);
+    const host = parsed.hostname.toLowerCase();
+    const entry = [`${host}:${portOf(parsed)}`, host].find((name) => hostSecrets.has(name));
+    const keys = entry === undefined ? [options.secret, options.nextSecret] : [hostSecrets.get(entry), hostSecretsNext.get(entry)];
+    return keys.filter((secret): secret is string => secret !== undefined);
+  }
+
+  /** lastError for a non-2xx answer: an excerpt for a trusted host, the status and size for anyone else. */
+  function answerError(url: string, status: number, answer: Buffer): string {
+    const parsed = new URL(url);
+    if (listed(trusted, parsed.hostname, portOf(parsed))) return `answered ${status}: ${excerpt(answer)}`;
+    const size = answer.length >= MAX_RESPONSE_BYTES ? `at least ${MAX_RESPONSE_BYTES}` : String(answer.length);
+    return `answered ${status} with ${size} bytes (the body is quoted only for WEBHOOK_TRUSTED_HOSTS)`;
+  }
+
   return {
     type: 'webhook',
     effect: 'outside',
@@ -98,21 +188,26 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
     timeoutMs: options.timeoutMs,
 
     check({ url, headers }) {
-      if (options.secret === undefined) return 'cannot be sent: webhooks are off until WEBHOOK_SECRET is set';
       const refused = egress.refusal(url);
-      if (refused !== undefined) return `/url ${refused}`;
-      const reserved = Object.keys(headers ?? {}).find(
-        (name) => RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('x-punctual-'),
-      );
+      if (refused !== undefined) {
+        return options.secret === undefined && hostSecrets.size === 0
+          ? 'cannot be sent: webhooks are off until WEBHOOK_SECRET is set'
+          : `/url ${refused}`;
+      }
+      if (secretsFor(url).length === 0) return 'cannot be sent: webhooks are off until WEBHOOK_SECRET is set';
+      const reserved = Object.keys(headers ?? {}).find(reservedHeader);
       return reserved === undefined ? undefined : `/headers may not set ${reserved}`;
     },
 
     async run({ task, payload: { url, method = 'POST', headers = {}, body }, signal, attempt, now }) {
-      if (secrets.length === 0) throw new PermanentError('webhooks are off until WEBHOOK_SECRET is set');
       const refused = egress.refusal(url);
       if (refused !== undefined) throw new PermanentError(`url ${refused}`);
+      const secrets = secretsFor(url);
+      if (secrets.length === 0) throw new PermanentError('webhooks are off until WEBHOOK_SECRET is set');
 
       const text = body === undefined || method === 'GET' ? '' : JSON.stringify(body);
+      const key = idempotencyKey(task);
+      const signature = sign(secrets, { timestamp: now, method, url: canonicalUrl(url), idempotencyKey: key, body: text });
       const response = await fetch(url, {
         method,
         redirect: 'manual',
@@ -121,10 +216,10 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
         headers: {
           ...headers,
           ...(text === '' ? {} : { 'content-type': 'application/json' }),
-          'idempotency-key': idempotencyKey(task),
+          'idempotency-key': key,
           'x-punctual-task-id': String(task.id),
           'x-punctual-attempt': String(attempt),
-          'x-punctual-signature': sign(secrets, now, text),
+          'x-punctual-signature': signature,
         },
         body: text === '' ? undefined : text,
       }).catch((error: unknown) => {
@@ -135,7 +230,7 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
         throw new PermanentError(`answered ${response.status}: redirects are not followed`);
       }
       if (response.status >= 200 && response.status < 300) return `answered ${response.status}`;
-      const message = `answered ${response.status}: ${answer.slice(0, 500)}`;
+      const message = answerError(url, response.status, answer);
       // A 4xx says the request itself is wrong; sending it again will not help (but 408/425/429 say "later").
       const later = response.status >= 500 || [408, 425, 429].includes(response.status);
       throw later ? new Error(message) : new PermanentError(message);

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { installAuth } from './auth.js';
 import { TokenRoles } from './roles.js';
 import { authRoutes } from './routes/auth.js';
+import { installHeaders, installRequestGuard, type SecurityOptions, serverOptions } from './security.js';
 import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
@@ -29,6 +30,7 @@ export interface AppOptions {
   tasks: TaskRoutesOptions;
   health: HealthOptions;
   charts: ChartRoutesOptions;
+  security: SecurityOptions;
 }
 
 export function buildApp(options: AppOptions): FastifyInstance {
@@ -40,10 +42,16 @@ export function buildApp(options: AppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     // A key is up to 191 characters, up to 12 URL-encoded characters each.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2400 },
+    ...serverOptions(options.security),
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   installErrorHandler(app);
-  installAuth(app, new TokenRoles(options.apiToken, options.roleTokens));
+  installHeaders(app);
+  installRequestGuard(app, options.security);
+  installAuth(app, {
+    tokens: new TokenRoles(options.apiToken, options.roleTokens),
+    failuresPerMinute: options.security.authFailuresPerMinute,
+  });
   app.addHook('onResponse', async (request, reply) => {
     if (reply.statusCode >= 400) {
       request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode }, 'request refused');

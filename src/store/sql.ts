@@ -24,6 +24,11 @@ export const SQL = {
   pendingPage: (type: boolean, cursor: boolean) =>
     select(`WHERE status = 'pending'${type ? ' AND type = ?' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`),
   finished: select('WHERE status = ? ORDER BY finished_at DESC, id DESC LIMIT ?'),
+  /** What each row of a pending page weighs, read without bringing its payload over: pages are bounded in bytes on it. */
+  pendingSizes: (type: boolean, cursor: boolean) =>
+    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks WHERE status = 'pending'` +
+    `${type ? ' AND type = ?' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
+  pendingByIds: select("WHERE id IN (?) AND status = 'pending' ORDER BY run_at, id"),
   /** Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index alone. */
   duePage: (lower: boolean, cursor: boolean) =>
     `SELECT id, ${ms('run_at')} FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +

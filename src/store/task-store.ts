@@ -86,6 +86,34 @@ export class TaskStore {
     return (await this.#tasks(SQL.byKey, [key]))[0];
   }
 
+  /**
+   * A page of pending tasks bounded in bytes as well as in rows: the rows' sizes are read first,
+   * then only the rows that fit within `maxBytes` (at least one), each counted as its stored size
+   * plus `rowBytes`. `more` says whether pending tasks follow the page.
+   */
+  async listPendingWithin(options: {
+    type?: string;
+    limit: number;
+    after?: RunAtCursor;
+    maxBytes: number;
+    rowBytes: number;
+  }): Promise<{ tasks: Task[]; more: boolean }> {
+    const filter = [...(options.type === undefined ? [] : [options.type]), ...cursorValues(options.after)];
+    const sizes = await this.#arrays<[number, number]>(SQL.pendingSizes(options.type !== undefined, options.after !== undefined), [
+      ...filter,
+      options.limit + 1,
+    ]);
+    const ids: number[] = [];
+    let bytes = 0;
+    for (const [id, size] of sizes.slice(0, options.limit)) {
+      bytes += Number(size) + options.rowBytes;
+      if (ids.length > 0 && bytes > options.maxBytes) break;
+      ids.push(Number(id));
+    }
+    if (ids.length === 0) return { tasks: [], more: false };
+    return { tasks: await this.#tasks(SQL.pendingByIds, [ids]), more: sizes.length > ids.length };
+  }
+
   /** The pending occurrence of the recurring series whose first task is `seriesId`. */
   async pendingOccurrence(seriesId: number): Promise<Task | undefined> {
     return (await this.#tasks(SQL.pendingOccurrence, [seriesId, seriesId]))[0];

@@ -74,7 +74,15 @@ describe('the dashboard', () => {
     await waitFor(async () => (await status(failing)) === 'failed');
 
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(`${baseUrl}/`);
+    // The page works under its Content-Security-Policy: the browser reports no violation.
+    const violations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
+    });
+    page.on('pageerror', (error) => violations.push(error.message));
+    const response = await page.goto(`${baseUrl}/`);
+    expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
+    expect(response?.headers()['x-frame-options']).toBe('DENY');
     // The page needs the token for the data, like any client.
     await page.locator('#token-form').waitFor({ state: 'visible' });
     await page.fill('#token', TOKEN);
@@ -109,6 +117,14 @@ describe('the dashboard', () => {
     await waitFor(async () => (await status(failing)) === 'done', 5000, 'the retried task to run');
     await page.locator(`#failed-tasks tbody tr[data-id="${failing}"]`).waitFor({ state: 'detached' });
     expect(await page.locator('#status').textContent()).toContain(`task ${failing} will run again now`);
+    // The token lives with the tab, not on disk.
+    expect(
+      await page.evaluate(() => {
+        const storage = globalThis as unknown as Record<'sessionStorage' | 'localStorage', { getItem(key: string): string | null }>;
+        return [storage.sessionStorage.getItem('punctual.token'), storage.localStorage.getItem('punctual.token')];
+      }),
+    ).toEqual([TOKEN, null]);
+    expect(violations).toEqual([]);
     await page.close();
   });
 });

@@ -142,7 +142,7 @@ describe('scoped tokens', () => {
 describe('the role table', () => {
   it('covers every route the app serves: a route without a role stops the start', async () => {
     const app = Fastify();
-    installAuth(app, new TokenRoles(FULL));
+    installAuth(app, { tokens: new TokenRoles(FULL), failuresPerMinute: 30 });
     app.get('/tasks/pending', async () => ({}));
     app.post('/bulk/cancel', async () => ({}));
     await expect(app.ready()).rejects.toThrow('routes without a role in ROUTE_ROLES (src/http/roles.ts): POST /bulk/cancel');

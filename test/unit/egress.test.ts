@@ -22,6 +22,22 @@ describe('which addresses are internal', () => {
     '::ffff:127.0.0.1',
     '::ffff:10.0.0.1',
     '[::1]',
+    // Forms that carry an IPv4 address inside, or are otherwise not global unicast.
+    '64:ff9b::7f00:1', // NAT64 of 127.0.0.1
+    '64:ff9b::a9fe:a9fe', // NAT64 of 169.254.169.254
+    '64:ff9b:1::a00:1', // local-use NAT64
+    '2002:7f00:1::1', // 6to4 of 127.0.0.1
+    '2002:a00:5::', // 6to4 of 10.0.0.5
+    '::7f00:1', // IPv4-compatible ::127.0.0.1
+    '::127.0.0.1',
+    '::10.0.0.5',
+    'fec0::1', // site-local
+    '2001::1', // Teredo
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    '2001:db8::1',
+    '100::1', // discard-only
+    '192.0.2.1',
+    '198.18.0.1',
   ])('%s is internal', (address) => expect(isInternalAddress(address)).toBe(true));
 
   it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', 'example.com'])(

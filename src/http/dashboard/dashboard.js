@@ -1,6 +1,7 @@
 // The dashboard: the same HTTP API as everyone else, with the same token. No build step.
 const REFRESH_MS = 2000;
-const state = { token: localStorage.getItem('punctual.token') ?? '', pending: [], noticeUntil: 0 };
+// The token lives in sessionStorage: it ends with the tab, and is not left on disk for whoever opens the browser next.
+const state = { token: sessionStorage.getItem('punctual.token') ?? '', pending: [], noticeUntil: 0 };
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -155,7 +156,7 @@ function tick() {
 $('#token-form').addEventListener('submit', (event) => {
   event.preventDefault();
   state.token = $('#token').value.trim();
-  localStorage.setItem('punctual.token', state.token);
+  sessionStorage.setItem('punctual.token', state.token);
   $('#token-form').hidden = true;
   setStatus('');
   void loadRole().then(refresh);

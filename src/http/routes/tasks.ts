@@ -35,6 +35,14 @@ import {
 
 /** Payloads are kept small: a task names its work, it does not carry it. */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/**
+ * A list page is bounded in bytes too: eight clients asking for 1000 tasks of 60 KB each would
+ * otherwise hold half a gigabyte and stall every timer; a small page also keeps each step of its
+ * serialization short. A page that reaches it is cut short, with
+ * a nextCursor; each task counts its stored payload, key and error plus PAGE_ROW_BYTES.
+ */
+export const PAGE_MAX_BYTES = 256 * 1024;
+const PAGE_ROW_BYTES = 512;
 /** Deeper JSON is refused before anything walks it (MariaDB's JSON functions stop at 32 levels). */
 export const MAX_PAYLOAD_DEPTH = 32;
 
@@ -226,10 +234,10 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
     async (request) => {
       const { type, limit = DEFAULT_PAGE, cursor } = request.query;
-      const tasks = await store.listPending({ type, limit: limit + 1, after: cursor === undefined ? undefined : decodeCursor(cursor) });
-      const page = tasks.slice(0, limit);
-      const last = page[page.length - 1];
-      return { tasks: page.map(present), nextCursor: tasks.length > limit && last !== undefined ? encodeCursor(last) : null };
+      const after = cursor === undefined ? undefined : decodeCursor(cursor);
+      const page = await store.listPendingWithin({ type, limit, after, maxBytes: PAGE_MAX_BYTES, rowBytes: PAGE_ROW_BYTES });
+      const last = page.tasks[page.tasks.length - 1];
+      return { tasks: page.tasks.map(present), nextCursor: page.more && last !== undefined ? encodeCursor(last) : null };
     },
   );
 

@@ -1,0 +1,460 @@
+/**
+ * A hostile caller against the real server (node dist/main.js as a child process), one attack per
+ * test, each asserting that it is refused and changed nothing. The webhook cases call receivers
+ * on 127.0.0.1 that this file starts: a shop's receiver, and an "internal service" that must stay
+ * out of reach.
+ */
+import { spawnSync } from 'node:child_process';
+import { createServer, type IncomingHttpHeaders, request as httpRequest, type Server } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { type ServerProcess, startServer, waitFor } from '../helpers/server.js';
+
+const TOKEN = 'attack-test-token-0123456789';
+const SECRET = 'attack-test-webhook-secret';
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+
+// Each test starts a server (or six): generous on a busy machine, the checks themselves are not timed by this.
+vi.setConfig({ testTimeout: 180_000 });
+
+interface Call {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+let db: TestDatabase;
+let server: ServerProcess | undefined;
+/** The shop's webhook receiver: records calls, answers 200 (or 500 with an error page on /error). */
+let receiver: Server;
+let receiverPort: number;
+const received: Call[] = [];
+/** A service on the same machine that no webhook may reach. */
+let internal: Server;
+let internalPort: number;
+const reachedInternal: Call[] = [];
+
+function listen(record: Call[], answer: (call: Call, res: import('node:http').ServerResponse) => void): Promise<[Server, number]> {
+  const http = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      const call = { method: req.method!, path: req.url!, headers: req.headers, body };
+      record.push(call);
+      answer(call, res);
+    });
+  });
+  return new Promise((resolve) => http.listen(0, '127.0.0.1', () => resolve([http, (http.address() as AddressInfo).port])));
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('attacks');
+  [receiver, receiverPort] = await listen(received, (call, res) => {
+    if (call.path.startsWith('/error')) {
+      res
+        .writeHead(500, { 'content-type': 'text/html' })
+        .end(`<h1>Internal Server Error</h1><pre>SECRET-STACK-TRACE db=prod-${'z'.repeat(600)}</pre>`);
+    } else res.writeHead(200).end('ok');
+  });
+  [internal, internalPort] = await listen(reachedInternal, (_call, res) => {
+    res.writeHead(500).end('INTERNAL-ADMIN-PAGE: root password is hunter2');
+  });
+});
+
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+  received.length = 0;
+  reachedInternal.length = 0;
+});
+
+afterAll(async () => {
+  for (const http of [receiver, internal]) {
+    http?.closeAllConnections();
+    await new Promise((resolve) => http?.close(resolve));
+  }
+  await db?.drop();
+});
+
+async function start(env: Record<string, string> = {}): Promise<ServerProcess> {
+  server = await startServer({ env: { DATABASE_URL: db.url, ...env }, timeoutMs: 60_000 });
+  return server;
+}
+
+/** A request with full control of its headers (fetch would not let a test set Host). */
+function raw(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: any }> {
+  const url = new URL(path, server!.baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => {
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          // not JSON: keep the text
+        }
+        resolve({ status: res.statusCode!, headers: res.headers, body: parsed });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function createTask(body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<any> {
+  const answer = await server!.request('POST', '/tasks', body, headers);
+  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+  return answer.body;
+}
+
+async function statusOf(id: number): Promise<string> {
+  const [row] = await db.query<any[]>('SELECT status FROM tasks WHERE id = ?', [id]);
+  return row.status;
+}
+
+async function taskCount(): Promise<number> {
+  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+  return Number(row.n);
+}
+
+describe('cross-site requests and DNS rebinding, without a token (finding 1)', () => {
+  it('refuses a cross-site cancel or retry, a non-JSON body and a foreign Host', async () => {
+    await start({ ALLOWED_HOST_NAMES: 'punctual.internal' });
+    const port = new URL(server!.baseUrl).port;
+    const tasksBefore = await taskCount();
+    const task = await createTask({ type: 'close_order', payload: { orderSn: 'CSRF1' }, delayMs: 3_600_000, key: 'close_order:CSRF1' });
+
+    // A web page the operator visits posts a "simple" request: text/plain, or no body at all.
+    const crossSite = { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' };
+    const attempts = [
+      raw('POST', '/tasks/by-key/close_order%3ACSRF1/cancel', { ...crossSite, 'content-type': 'text/plain' }, '{}'),
+      raw('POST', '/tasks/by-key/close_order%3ACSRF1/cancel', crossSite),
+      raw('POST', `/tasks/${task.id}/cancel`, { origin: 'https://evil.example' }),
+      raw('POST', `/tasks/${task.id}/cancel`, { 'sec-fetch-site': 'same-site' }),
+      raw('POST', `/tasks/${task.id}/cancel`, { origin: 'null' }),
+      raw('POST', `/tasks/${task.id}/retry`, crossSite),
+    ];
+    for (const answer of await Promise.all(attempts)) {
+      expect(answer.status).toBe(403);
+      expect(answer.body.code).toBe('PUNCTUAL_CROSS_SITE');
+    }
+    // An old browser that sends no Origin still cannot send a body that is not JSON.
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+      const answer = await raw('POST', `/tasks/${task.id}/cancel`, { 'content-type': type }, 'a=1');
+      expect(answer.status, type).toBe(415);
+    }
+    const created = await raw(
+      'POST',
+      '/tasks',
+      { 'content-type': 'text/plain' },
+      JSON.stringify({ type: 'close_order', payload: { orderSn: 'X' }, delayMs: 0 }),
+    );
+    expect(created.status).toBe(415);
+    expect(await statusOf(task.id)).toBe('pending');
+    expect(await taskCount()).toBe(tasksBefore + 1);
+
+    // A DNS-rebinding page reaches 127.0.0.1 under its own name.
+    for (const host of [`rebind.evil.example:${port}`, 'evil.example', `127.0.0.1.evil.example:${port}`]) {
+      const answer = await raw('GET', '/tasks/pending', { host });
+      expect(answer.status, host).toBe(403);
+      expect(answer.body.code).toBe('PUNCTUAL_HOST_NOT_ALLOWED');
+    }
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `punctual.internal:${port}`]) {
+      expect((await raw('GET', '/tasks/pending', { host })).status, host).toBe(200);
+    }
+
+    // The dashboard's own same-origin request, and a plain client's, still work.
+    const sameOrigin = await raw('POST', `/tasks/${task.id}/cancel`, {
+      origin: `http://127.0.0.1:${port}`,
+      'sec-fetch-site': 'same-origin',
+    });
+    expect(sameOrigin.status).toBe(200);
+    expect(await statusOf(task.id)).toBe('cancelled');
+    const other = await createTask({ type: 'close_order', payload: { orderSn: 'CSRF2' }, delayMs: 3_600_000 });
+    expect((await raw('POST', `/tasks/${other.id}/cancel`)).status).toBe(200);
+  });
+});
+
+describe('the bearer token', () => {
+  it('accepts the scheme in any case, and slows down a client guessing the token (429)', async () => {
+    await start({ API_TOKEN: TOKEN, AUTH_FAILURES_PER_MINUTE: '5' });
+    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+      expect((await raw('GET', '/tasks/pending', { authorization: `${scheme} ${TOKEN}` })).status, scheme).toBe(200);
+    }
+    const guesses: number[] = [];
+    for (let i = 0; i < 8; i++) guesses.push((await raw('GET', '/tasks/pending', { authorization: `Bearer guess-${i}` })).status);
+    expect(guesses).toEqual([401, 401, 401, 401, 401, 429, 429, 429]);
+    // The limit holds for every route while it lasts.
+    expect((await raw('GET', '/tasks/summary', { authorization: 'Bearer guess-9' })).status).toBe(429);
+    // A client with the right token is never held back.
+    expect((await raw('GET', '/tasks/pending', { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+    expect((await raw('GET', '/healthz')).status).toBe(200);
+  });
+});
+
+/** Opens a socket and resolves when the server closes it, with how long that took. */
+function whenClosed(socket: Socket, started: number): Promise<number> {
+  return new Promise((resolve) => socket.on('close', () => resolve(Date.now() - started)));
+}
+
+describe('slow clients (finding 5)', () => {
+  it('cuts a body that trickles in, even after its 401, within REQUEST_TIMEOUT_MS', async () => {
+    await start({ API_TOKEN: TOKEN, REQUEST_TIMEOUT_MS: '2000', HEADERS_TIMEOUT_MS: '1000' });
+    const { port } = new URL(server!.baseUrl);
+    for (const auth of ['', `Authorization: Bearer ${TOKEN}\r\n`]) {
+      const socket = connect(Number(port), '127.0.0.1');
+      const started = Date.now();
+      const closed = whenClosed(socket, started);
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk));
+      socket.on('error', () => undefined);
+      socket.write(
+        `POST /tasks HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${auth}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+      );
+      const trickle = setInterval(() => socket.write(' '), 200);
+      const ms = await Promise.race([closed, new Promise<number>((resolve) => setTimeout(() => resolve(Infinity), 15_000))]);
+      clearInterval(trickle);
+      socket.destroy();
+      console.log(`slow body ${auth === '' ? 'without' : 'with'} a token: cut after ${ms} ms (REQUEST_TIMEOUT_MS 2000)`);
+      // The deadline plus Node's once-a-second check, and room for a busy machine.
+      expect(ms).toBeLessThan(6000);
+    }
+  });
+
+  it('caps the connections', async () => {
+    await start({ HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '3000', MAX_CONNECTIONS: '5' });
+    const { port } = new URL(server!.baseUrl);
+    // Five keep-alive connections that each got an answer: the sixth is dropped unanswered.
+    const held: Socket[] = [];
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.on('error', () => undefined);
+      held.push(socket);
+      await new Promise<void>((resolve) => {
+        socket.once('data', () => resolve());
+        socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+      });
+    }
+    const extra = connect(Number(port), '127.0.0.1');
+    extra.on('error', () => undefined);
+    let answered = false;
+    extra.on('data', () => (answered = true));
+    extra.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+    expect(
+      await Promise.race([whenClosed(extra, Date.now()), new Promise<number>((r) => setTimeout(() => r(Infinity), 15_000))]),
+    ).toBeLessThan(15_000);
+    expect(answered).toBe(false);
+    for (const socket of held) socket.destroy();
+    await waitFor(async () => (await fetch(`${server!.baseUrl}/healthz`).catch(() => undefined))?.status === 200, 5000, 'a free slot');
+  });
+});
+
+describe('a bad DATABASE_URL (finding 11)', () => {
+  it('never prints its password', () => {
+    const password = 'hunter2-pa55word';
+    const urls = [
+      `mysql://root:${password}@127.0.0.1:99999/punctual`, // not a URL (port out of range)
+      `mysql://root:${password}@127.0.0.1:3306/bad name`, // bad database name
+      `postgres://root:${password}@127.0.0.1/punctual`, // wrong scheme
+      `mysql://root:${password}@127.0.0.1:1/punctual_test_never`, // nothing listens there
+      `mysql://no_such_user:${password}@127.0.0.1:3306/punctual_test_never`, // access denied
+      `mysql://root:p@ss:${password}@[::1:3306/punctual`, // garbage with '@' and ':' in the password
+    ];
+    for (const url of urls) {
+      const run = spawnSync(process.execPath, [MAIN], {
+        env: { PATH: process.env.PATH ?? '', PORT: '0', DATABASE_URL: url },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      const output = `${run.stdout}\n${run.stderr}`;
+      expect(run.status, output).toBe(1);
+      expect(output, url).not.toContain(password);
+      expect(output, url).toMatch(/DATABASE_URL|could not start/);
+    }
+  });
+});
+
+describe('webhooks against the shop (findings 2, 3, 6, 7, 8)', () => {
+  function settled(id: number) {
+    return waitFor(
+      async () => {
+        const task = (await server!.request('GET', `/tasks/${id}`)).body;
+        return ['done', 'failed'].includes(task.status) ? task : undefined;
+      },
+      15_000,
+      `task ${id} to settle`,
+    );
+  }
+
+  it('never widens a host:port entry to the other ports of that address, whatever the name', async () => {
+    await start({ WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort},localhost` });
+    const attack = await createTask({
+      type: 'webhook',
+      payload: { url: `http://localhost:${internalPort}/admin` },
+      delayMs: 0,
+      maxAttempts: 1,
+    });
+    const failed = await settled(attack.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.lastError).toContain('refused');
+    expect(failed.lastError).not.toContain('INTERNAL-ADMIN-PAGE');
+    expect(reachedInternal).toEqual([]);
+    // The listed pair itself still works.
+    const ok = await createTask({ type: 'webhook', payload: { url: `http://127.0.0.1:${receiverPort}/fine` }, delayMs: 0 });
+    expect(await settled(ok.id)).toMatchObject({ status: 'done' });
+    expect(received.map((call) => call.path)).toEqual(['/fine']);
+  });
+
+  it('signs method, URL, idempotency key and body: the README receiver accepts the call and refuses any replay of it', async () => {
+    const hostSecret = 'receiver-own-secret-0123456789';
+    await start({
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}`,
+      WEBHOOK_HOST_SECRETS: `127.0.0.1:${receiverPort}=${hostSecret}`,
+    });
+    const first = await createTask({
+      type: 'webhook',
+      payload: { url: `http://127.0.0.1:${receiverPort}/orders/expired?sn=1`, body: { orderSn: 'S1' } },
+      delayMs: 0,
+    });
+    const second = await createTask({
+      type: 'webhook',
+      payload: { url: `http://127.0.0.1:${receiverPort}/orders/refund`, method: 'DELETE' },
+      delayMs: 0,
+    });
+    await settled(first.id);
+    await settled(second.id);
+    const [post, del] = [received.find((c) => c.method === 'POST')!, received.find((c) => c.method === 'DELETE')!];
+
+    const { verifyPunctual } = await readmeReceiver();
+    const origin = `http://127.0.0.1:${receiverPort}`;
+    const check = (
+      call: Call,
+      over: Partial<{ method: string; url: string; rawBody: string; secrets: string[]; now: number; key: string }> = {},
+    ) =>
+      verifyPunctual({
+        method: over.method ?? call.method,
+        url: over.url ?? new URL(call.path, origin).href,
+        headers: { ...call.headers, ...(over.key === undefined ? {} : { 'idempotency-key': over.key }) },
+        rawBody: over.rawBody ?? call.body,
+        secrets: over.secrets ?? [hostSecret],
+        now: over.now,
+      });
+    expect(check(post)).toBe(true);
+    expect(check(del)).toBe(true);
+    // The host's own key signs its calls; the global one (known to other receivers) does not.
+    expect(check(post, { secrets: [SECRET] })).toBe(false);
+    // The same signature replayed for another method, URL, task or body is refused…
+    expect(check(post, { method: 'PUT' })).toBe(false);
+    expect(check(post, { url: `${origin}/orders/expired?sn=2` })).toBe(false);
+    expect(check(post, { key: del.headers['idempotency-key'] as string })).toBe(false);
+    expect(check(post, { rawBody: '{"orderSn":"S2"}' })).toBe(false);
+    // …a body-less call's signature does not fit another body-less call…
+    expect(check({ ...del, path: '/orders/expired?sn=1', method: 'DELETE' })).toBe(false);
+    // …and a replay outside the five-minute window is refused.
+    const t = Number(/t=(\d+)/.exec(String(post.headers['x-punctual-signature']))![1]);
+    expect(check(post, { now: t + 5 * 60_000 + 1 })).toBe(false);
+    expect(check(post, { now: t + 60_000 })).toBe(true);
+  });
+
+  it('refuses malformed and hop-by-hop or spoofing headers at create, with a 400 (findings 6 and 7)', async () => {
+    await start({ WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}` });
+    const url = `http://127.0.0.1:${receiverPort}/x`;
+    const before = await taskCount();
+    const bad: Record<string, unknown>[] = [
+      { 'Host ': 'evil.example' },
+      { 'X Shop': 'a' },
+      { 'X-Shop\r\nX-Injected': 'a' },
+      { 'X-Nested': { a: 1 } },
+      { '': 'a' },
+      ...[
+        'Keep-Alive',
+        'Upgrade',
+        'Expect',
+        'TE',
+        'Proxy-Authorization',
+        'Proxy-Connection',
+        'Content-Encoding',
+        'X-Forwarded-For',
+        'x-forwarded-host',
+        'Forwarded',
+      ].map((name) => ({ [name]: 'x' })),
+    ];
+    for (const headers of bad) {
+      const answer = await server!.request('POST', '/tasks', { type: 'webhook', payload: { url, headers }, delayMs: 0 });
+      expect(answer.status, JSON.stringify(headers)).toBe(400);
+      expect(answer.body.message).toMatch(/headers/);
+    }
+    expect(await taskCount()).toBe(before);
+    await createTask({ type: 'webhook', payload: { url, headers: { 'X-Shop': 'demo' } }, delayMs: 60_000 });
+  });
+
+  it('keeps an untrusted host’s error page out of lastError; a trusted host gets a short excerpt (finding 8)', async () => {
+    await start({
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort},localhost:${receiverPort},127.0.0.1:${internalPort}`,
+      WEBHOOK_TRUSTED_HOSTS: `localhost:${receiverPort}`,
+    });
+    const untrusted = await createTask({
+      type: 'webhook',
+      payload: { url: `http://127.0.0.1:${internalPort}/admin` },
+      delayMs: 0,
+      maxAttempts: 1,
+    });
+    const failed = await settled(untrusted.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.lastError).toMatch(/^answered 500 with \d+ bytes/);
+    expect(failed.lastError).not.toContain('INTERNAL-ADMIN-PAGE');
+    const trusted = await createTask({
+      type: 'webhook',
+      payload: { url: `http://localhost:${receiverPort}/error` },
+      delayMs: 0,
+      maxAttempts: 1,
+    });
+    const quoted = await settled(trusted.id);
+    expect(quoted.lastError).toContain('SECRET-STACK-TRACE');
+    expect(quoted.lastError.length).toBeLessThanOrEqual(250);
+  });
+});
+
+describe('browser-facing headers (finding 10)', () => {
+  it('sends CSP, frame, sniffing and referrer headers on every page and answer', async () => {
+    await start({ API_TOKEN: TOKEN });
+    for (const path of ['/', '/ui/dashboard.js', '/tasks/pending', '/healthz', '/docs']) {
+      const { headers } = await raw('GET', path, { authorization: `Bearer ${TOKEN}` });
+      expect(headers['content-security-policy'], path).toContain("frame-ancestors 'none'");
+      expect(headers['content-security-policy'], path).toContain("script-src 'self'");
+      expect(headers['x-frame-options'], path).toBe('DENY');
+      expect(headers['x-content-type-options'], path).toBe('nosniff');
+      expect(headers['referrer-policy'], path).toBe('no-referrer');
+    }
+  });
+});
+
+/** The Node receiver snippet from the README, as a module. */
+async function readmeReceiver(): Promise<{ verifyPunctual: (call: Record<string, unknown>) => boolean }> {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const code = /```js\n(\/\/ verify-punctual\.mjs[\s\S]*?)```/.exec(readme)?.[1];
+  expect(code, 'the README has a Node receiver snippet').toBeDefined();
+  const dir = mkdtempSync(join(tmpdir(), 'punctual-readme-'));
+  try {
+    const file = join(dir, 'verify-punctual.mjs');
+    writeFileSync(file, code!);
+    return await import(pathToFileURL(file).href);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
