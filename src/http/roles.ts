@@ -18,6 +18,8 @@ export type Role = (typeof ROLES)[number];
 /** `METHOD route pattern` (as Fastify registers it) → the least role that may call it. */
 export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /auth/whoami': 'read',
+  'GET /charts/upcoming': 'read',
+  'GET /charts/recent': 'read',
   'GET /metrics': 'read',
   'GET /tasks/pending': 'read',
   'GET /tasks/recent': 'read',

@@ -234,9 +234,17 @@ describe('slow clients (finding 5)', () => {
     }
   });
 
-  it('caps the connections', async () => {
+  it('closes a connection that never finishes its headers, and caps the connections', async () => {
     await start({ HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '3000', MAX_CONNECTIONS: '5' });
     const { port } = new URL(server!.baseUrl);
+    const silent = connect(Number(port), '127.0.0.1');
+    silent.on('error', () => undefined);
+    silent.resume(); // read what the server sends (its 408), or 'close' never comes
+    silent.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    expect(
+      await Promise.race([whenClosed(silent, Date.now()), new Promise<number>((r) => setTimeout(() => r(Infinity), 15_000))]),
+    ).toBeLessThan(8000);
+
     // Five keep-alive connections that each got an answer: the sixth is dropped unanswered.
     const held: Socket[] = [];
     for (let i = 0; i < 5; i++) {
