@@ -10,7 +10,8 @@
  * - The server is built (npm run build) unless dist/ is newer than every file in src/.
  * - One fresh database of its own (punctual_test_php_<epoch>_<random>) with the shop's tables
  *   close_order works on; the built server (dist/main.js) on a free port with a token, webhook
- *   secrets (current and next) and a short refill; a second server on the same database behind
+ *   secrets (current and next; a host key of its own for 127.0.0.2, where a second receiver
+ *   listens) and a short refill; a second server on the same database behind
  *   a TCP proxy that is then cut, so a create meets the database outage and answers 503.
  * - PHPUnit gets the URLs (and this script's arguments: `npm run test:php -- --filter Enqueue`), the DSN and the secrets in environment variables; whatever happens,
  *   the servers are stopped and the database is dropped afterwards. The exit code is PHPUnit's.
@@ -30,6 +31,9 @@ const PHP_DIR = fileURLToPath(new URL('../../clients/php/', import.meta.url));
 const TOKEN = 'php-client-token-0123456789';
 const SECRET = 'php-webhook-secret-current';
 const SECRET_NEXT = 'php-webhook-secret-next';
+/** The key of one receiving host of its own (WEBHOOK_HOST_SECRETS): calls to it are signed with this alone. */
+const HOST_SECRET_HOST = '127.0.0.2';
+const HOST_SECRET = 'php-webhook-secret-of-127.0.0.2';
 const REFILL_INTERVAL_MS = 200;
 /** A busy CI machine may take a while to boot a server; a broken one still fails in time. */
 const START_TIMEOUT_MS = 60_000;
@@ -108,7 +112,8 @@ async function main(): Promise<number> {
         API_TOKEN: TOKEN,
         WEBHOOK_SECRET: SECRET,
         WEBHOOK_SECRET_NEXT: SECRET_NEXT,
-        WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+        WEBHOOK_ALLOWED_HOSTS: `127.0.0.1,${HOST_SECRET_HOST}`,
+        WEBHOOK_HOST_SECRETS: `${HOST_SECRET_HOST}=${HOST_SECRET}`,
         REFILL_INTERVAL_MS: String(REFILL_INTERVAL_MS),
         RETRY_BASE_MS: '100',
       },
@@ -132,6 +137,8 @@ async function main(): Promise<number> {
         PUNCTUAL_DB_PASSWORD: '',
         PUNCTUAL_WEBHOOK_SECRET: SECRET,
         PUNCTUAL_WEBHOOK_SECRET_NEXT: SECRET_NEXT,
+        PUNCTUAL_WEBHOOK_HOST: HOST_SECRET_HOST,
+        PUNCTUAL_WEBHOOK_HOST_SECRET: HOST_SECRET,
         PUNCTUAL_REFILL_INTERVAL_MS: String(REFILL_INTERVAL_MS),
       },
     });

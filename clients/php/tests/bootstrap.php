@@ -6,7 +6,7 @@ declare(strict_types=1);
 // instead of failing obscurely when run without them.
 require __DIR__ . '/../vendor/autoload.php';
 
-foreach (['PUNCTUAL_URL', 'PUNCTUAL_TOKEN', 'PUNCTUAL_DSN', 'PUNCTUAL_DOWN_URL', 'PUNCTUAL_WEBHOOK_SECRET', 'PUNCTUAL_WEBHOOK_SECRET_NEXT'] as $name) {
+foreach (['PUNCTUAL_URL', 'PUNCTUAL_TOKEN', 'PUNCTUAL_DSN', 'PUNCTUAL_DOWN_URL', 'PUNCTUAL_WEBHOOK_SECRET', 'PUNCTUAL_WEBHOOK_SECRET_NEXT', 'PUNCTUAL_WEBHOOK_HOST', 'PUNCTUAL_WEBHOOK_HOST_SECRET'] as $name) {
     if (getenv($name) === false) {
         fwrite(STDERR, "{$name} is not set: run these tests with `npm run test:php` from the project root\n");
         exit(1);

@@ -16,21 +16,22 @@ final class Receiver
     public readonly string $baseUrl;
     public readonly string $spool;
 
-    public function __construct(array $env = [])
+    /** @param string $host the loopback address to listen on (127.0.0.2: a host with its own key) */
+    public function __construct(array $env = [], string $host = '127.0.0.1')
     {
         $this->spool = sys_get_temp_dir() . '/punctual-receiver-' . bin2hex(random_bytes(4));
         mkdir($this->spool);
-        $port = self::freePort();
-        $this->baseUrl = "http://127.0.0.1:{$port}";
+        $port = self::freePort($host);
+        $this->baseUrl = "http://{$host}:{$port}";
         $this->process = proc_open(
-            [PHP_BINARY, '-S', "127.0.0.1:{$port}", __DIR__ . '/../fixtures/receiver.php'],
+            [PHP_BINARY, '-S', "{$host}:{$port}", __DIR__ . '/../fixtures/receiver.php'],
             [0 => ['file', '/dev/null', 'r'], 1 => ['file', $this->spool . '.log', 'a'], 2 => ['file', $this->spool . '.log', 'a']],
             $pipes,
             null,
             array_merge(getenv(), $env, ['RECEIVER_SPOOL' => $this->spool, 'PHP_CLI_SERVER_WORKERS' => '4']),
         );
         $deadline = microtime(true) + 10;
-        while (@fsockopen('127.0.0.1', $port) === false) {
+        while (@fsockopen($host, $port) === false) {
             if (microtime(true) > $deadline) {
                 throw new \RuntimeException('the receiver did not start: ' . @file_get_contents($this->spool . '.log'));
             }
@@ -75,9 +76,9 @@ final class Receiver
         @rmdir($path);
     }
 
-    private static function freePort(): int
+    private static function freePort(string $host): int
     {
-        $socket = stream_socket_server('tcp://127.0.0.1:0');
+        $socket = stream_socket_server("tcp://{$host}:0");
         $port = (int) substr(strrchr(stream_socket_get_name($socket, false), ':'), 1);
         fclose($socket);
         return $port;
