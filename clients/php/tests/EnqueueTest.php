@@ -39,8 +39,8 @@ final class EnqueueTest extends ServiceTestCase
 
         self::waitFor(fn () => $client->get($id)->status === 'done', 15_000, 'the enqueued close to run');
         self::assertSame('closed', self::scalar($pdo, 'SELECT status FROM orders WHERE order_sn = ?', [$sn]));
-        // The close_log trigger counts every close: exactly one, and the stock came back once.
-        self::assertSame(1, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM close_log WHERE order_sn = ?', [$sn]));
+        // The close_runs ledger gets a row for every committed run of the task: exactly one, and the stock came back once.
+        self::assertSame(1, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM close_runs WHERE task_id = ?', [$id]));
         self::assertSame($stockBefore + 3, (int) self::scalar($pdo, 'SELECT stock FROM goods WHERE id = 1'));
         $task = $client->getByKey("close_order:{$sn}");
         self::assertSame($id, $task->id);
@@ -63,7 +63,7 @@ final class EnqueueTest extends ServiceTestCase
         usleep(2 * $refill * 1000); // and one more refill period on top
 
         self::assertSame(0, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM tasks WHERE id = ? OR task_key = ?', [$id, "close_order:{$sn}"]));
-        self::assertSame(0, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM close_log WHERE order_sn = ?', [$sn]));
+        self::assertSame(0, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM close_runs WHERE task_id = ?', [$id]));
         $this->expectException(NotFoundException::class);
         $client->getByKey("close_order:{$sn}");
     }
