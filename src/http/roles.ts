@@ -26,8 +26,6 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /tasks/summary': 'read',
   'GET /tasks/:id': 'read',
   'GET /tasks/by-key/:key': 'read',
-  'GET /charts/upcoming': 'read',
-  'GET /charts/recent': 'read',
   'POST /tasks': 'write',
   'POST /tasks/:id/cancel': 'write',
   'POST /tasks/:id/reschedule': 'write',

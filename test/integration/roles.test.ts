@@ -50,6 +50,8 @@ beforeAll(async () => {
     API_TOKENS_READ: `${TOKENS.read}, another-read-token-0123`,
     API_TOKENS_WRITE: TOKENS.write,
     API_TOKENS_ADMIN: TOKENS.admin,
+    // Every route is tried without a token: more refusals than the per-address limit allows.
+    AUTH_FAILURES_PER_MINUTE: '1000',
   });
 });
 

@@ -1,8 +1,8 @@
 /**
  * Steps of the wall clock, on the real server: libfaketime moves the server's wall clock (its
  * monotonic clock, which the timers wait on, is left alone); the database's clock is not moved.
- * The tasks are close_order: each run is one row of close_log (a trigger writes it when an order
- * is closed), so a second run would show; orders.closed_at is stamped by the database's clock,
+ * The tasks are close_order: each run is one row of close_runs (a trigger writes it when a task
+ * is marked done), so a second run would show; orders.closed_at is stamped by the database's clock,
  * which is the real time, and says when each ran.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -72,7 +72,7 @@ async function closes(count: number, when: (i: number) => { delayMs: number } | 
 interface Run {
   status: string;
   attempts: number;
-  /** Closes logged for its order: the ledger. */
+  /** Committed runs of its task: the close_runs ledger. */
   closes: number;
   /** When the order was closed, by the database's (real) clock; NaN while open. */
   closedAt: number;
@@ -83,7 +83,7 @@ interface Run {
 async function runs(tasks: Created[]): Promise<Run[]> {
   const rows = await db.query<any[]>(
     `SELECT t.id, t.status, t.attempts, o.closed_at, t.run_at > UTC_TIMESTAMP(3) AS future,
-            (SELECT COUNT(*) FROM close_log c WHERE c.order_sn = o.order_sn) AS closes
+            (SELECT COUNT(*) FROM close_runs c WHERE c.task_id = t.id) AS closes
        FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
       WHERE t.id IN (?) ORDER BY t.id`,
     [tasks.map((task) => task.id)],
