@@ -21,7 +21,7 @@ import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
 import type { Failure, Task, TaskStore } from '../store/task-store.js';
 import type { RetryPolicy } from './backoff.js';
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
-import { create, type CreateRequest, type CreateResult } from './create.js';
+import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
 import { recoverExpiredLeases, skipMisfired } from './repair.js';
 import * as run from './run.js';
@@ -63,6 +63,19 @@ export class Lifecycle {
   /** `now` is the instant the request's time was read at (a delayMs counts from it). */
   async create(request: CreateRequest, now = this.#o.clock.now()): Promise<CreateResult> {
     return this.#apply(await create(this.#o.store, request, now));
+  }
+
+  /**
+   * Many creates at once (a batch), each answered as `create` would. The effects of the ones
+   * written are applied even when another item failed; then the first failure is thrown.
+   */
+  async createMany(requests: readonly CreateRequest[], now = this.#o.clock.now()): Promise<CreateResult[]> {
+    const settled = await createMany(this.#o.store, requests, now);
+    const results = settled.flatMap((item) => (item.status === 'fulfilled' ? [item.value] : []));
+    this.#apply({ effects: results.flatMap((result) => result.effects) });
+    const failed = settled.find((item) => item.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    return results;
   }
 
   async cancel(task: Task): Promise<ChangeResult> {

@@ -39,12 +39,20 @@ export const SQL = {
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
   insertRows: (rows: number, returning: boolean) =>
-    'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, cron, created_at, updated_at) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
+    'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
     (returning ? ' RETURNING id' : ''),
+  /**
+   * `rows` (task_id, tag) pairs of tasks just inserted, in their transaction. `again`: the
+   * occurrence may be there already (insertOccurrence found it), and so may its tags.
+   */
+  insertTags: (rows: number, again = false) =>
+    'INSERT INTO task_tags (task_id, tag) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?)').join(', ') +
+    (again ? ' ON DUPLICATE KEY UPDATE tag = tag' : ''),
   /** The next occurrence of a series; if it is there already, LAST_INSERT_ID answers its id. */
-  insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
+  insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
 
   // ── the shop's changes ──────────────────────────────────────────────────────────────────
   /** pending → cancelled, for the ids among ? that are pending. */

@@ -13,6 +13,7 @@ import { lockConflicts, retrying } from '../db/retry.js';
 import { Intake, type InsertResult } from './intake.js';
 import { fromRow, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
 import { SQL } from './sql.js';
+import { tagPairs } from './tags.js';
 
 export type { InsertResult } from './intake.js';
 export type { NewTask, RunAtCursor, Task, TimerEntry } from './rows.js';
@@ -238,9 +239,12 @@ export class TaskStore {
       task.misfire,
       task.cron,
       seriesId,
+      task.tags.length === 0 ? null : JSON.stringify(task.tags),
       at,
       at,
     ]);
+    // The series keeps its tags, so a bulk change by tag reaches its next occurrence too.
+    if (task.tags.length > 0) await conn.query(SQL.insertTags(task.tags.length, true), tagPairs(result.insertId, task.tags));
     return result.insertId;
   }
 
