@@ -244,10 +244,14 @@ export const BatchBody = Type.Object(
   },
 );
 
-/** One item's answer: the status POST /tasks would give it, with the task or the error. */
+/**
+ * One item's answer: the status POST /tasks would give it, with the task's id (and key), or the
+ * error. Only the id: a batch is about throughput, GET /tasks/:id shows the whole task.
+ */
 export const BatchItem = Type.Object({
   status: Type.Integer({ description: '201 created, 200 same key and content, 409 same key other content, 400 bad item' }),
-  task: Type.Optional(TaskJson),
+  id: Type.Optional(Type.Integer({ description: 'the task created, or for 200 and 409 the task the key names' })),
+  key: Type.Optional(Nullable(Type.String())),
   code: Type.Optional(Type.String()),
   message: Type.Optional(Type.String({ description: 'for a 400 or 409: what POST /tasks would say' })),
 });

@@ -20,9 +20,14 @@ export const SQL = {
   byKey: select('WHERE task_key = ?'),
   /** The pending occurrence of the series whose first task is ? (given twice). */
   pendingOccurrence: select("WHERE status = 'pending' AND (id = ? OR series_id = ?) ORDER BY run_at LIMIT 1"),
-  /** Pending tasks in (run_at, id) order, optionally of one type, after a cursor. */
-  pendingPage: (type: boolean, cursor: boolean) =>
-    select(`WHERE status = 'pending'${type ? ' AND type = ?' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`),
+  /** Pending tasks in (run_at, id) order, optionally of one type, with a tag, a key prefix, after a cursor. */
+  pendingPage: (type: boolean, cursor: boolean, tag = false, keyPrefix = false) =>
+    select(
+      `WHERE status = 'pending'${type ? ' AND type = ?' : ''}` +
+        `${tag ? ' AND id IN (SELECT task_id FROM task_tags WHERE tag = ?)' : ''}` +
+        `${keyPrefix ? " AND task_key LIKE ? ESCAPE '!'" : ''}` +
+        `${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
+    ),
   finished: select('WHERE status = ? ORDER BY finished_at DESC, id DESC LIMIT ?'),
   /** Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index alone. */
   duePage: (lower: boolean, cursor: boolean) =>
@@ -53,6 +58,22 @@ export const SQL = {
   /** The next occurrence of a series; if it is there already, LAST_INSERT_ID answers its id. */
   insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
+
+  // ── bulk changes (a chunk of ids at a time, picked with an index, after a cursor) ─────────
+  /** Pending tasks with a tag, as [id, id]: the (tag, task_id) index in id order. */
+  pickByTag: `SELECT g.task_id, g.task_id FROM task_tags g JOIN tasks t ON t.id = g.task_id
+    WHERE g.tag = ? AND g.task_id > ? AND t.status = 'pending' ORDER BY g.task_id LIMIT ?`,
+  /** Pending tasks of a type, as [id, id]: the (type, status) index in id order. */
+  pickByType: "SELECT id, id FROM tasks WHERE type = ? AND status = 'pending' AND id > ? ORDER BY id LIMIT ?",
+  /** Pending tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
+  pickByKeyPrefix:
+    "SELECT id, task_key FROM tasks WHERE task_key LIKE ? ESCAPE '!' AND task_key > ? AND status = 'pending' ORDER BY task_key LIMIT ?",
+  /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
+  lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
+  /** Moved to one instant; the zone only when one is given. */
+  moveTo: 'UPDATE tasks SET run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?)',
+  /** Moved by a duration, stamped with the request that moved them. */
+  shiftBy: 'UPDATE tasks SET run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?)',
 
   // ── the shop's changes ──────────────────────────────────────────────────────────────────
   /** pending → cancelled, for the ids among ? that are pending. */

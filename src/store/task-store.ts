@@ -33,6 +33,14 @@ function clip(error: string): string {
   return error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
 }
 
+/** Which pending tasks a bulk change (or a list) selects. */
+export type Selector = { tag: string } | { keyPrefix: string } | { type: string };
+
+/** A LIKE pattern for "starts with": `!` escapes the prefix's own wildcards. */
+function prefixPattern(prefix: string): string {
+  return `${prefix.replace(/[!%_]/g, '!$&')}%`;
+}
+
 function cursorValues(cursor: RunAtCursor | undefined): unknown[] {
   return cursor === undefined ? [] : [new Date(cursor.runAt), new Date(cursor.runAt), cursor.id];
 }
@@ -93,9 +101,12 @@ export class TaskStore {
   }
 
   /** Pending tasks in (runAt, id) order, strictly after `after`. */
-  listPending(options: { type?: string; limit: number; after?: RunAtCursor }): Promise<Task[]> {
-    return this.#tasks(SQL.pendingPage(options.type !== undefined, options.after !== undefined), [
-      ...(options.type === undefined ? [] : [options.type]),
+  listPending(options: { type?: string; tag?: string; keyPrefix?: string; limit: number; after?: RunAtCursor }): Promise<Task[]> {
+    const { type, tag, keyPrefix } = options;
+    return this.#tasks(SQL.pendingPage(type !== undefined, options.after !== undefined, tag !== undefined, keyPrefix !== undefined), [
+      ...(type === undefined ? [] : [type]),
+      ...(tag === undefined ? [] : [tag]),
+      ...(keyPrefix === undefined ? [] : [prefixPattern(keyPrefix)]),
       ...cursorValues(options.after),
       options.limit,
     ]);
@@ -150,6 +161,24 @@ export class TaskStore {
   async recentLateness(limit: number): Promise<number[]> {
     const rows = await this.#arrays<[number]>(SQL.recentLateness, [limit]);
     return rows.map(([late]) => Number(late)).sort((a, b) => a - b);
+  }
+
+  /**
+   * Up to `limit` pending tasks a bulk change selects, after `cursor` (the last pick's), each
+   * with the cursor that follows it. Read without locks: the change itself is conditional.
+   */
+  async pickPending(
+    selector: Selector,
+    cursor: number | string | undefined,
+    limit: number,
+  ): Promise<{ id: number; cursor: number | string }[]> {
+    const rows =
+      'keyPrefix' in selector
+        ? await this.#arrays<[number, string]>(SQL.pickByKeyPrefix, [prefixPattern(selector.keyPrefix), cursor ?? '', limit])
+        : 'tag' in selector
+          ? await this.#arrays<[number, number]>(SQL.pickByTag, [selector.tag, cursor ?? 0, limit])
+          : await this.#arrays<[number, number]>(SQL.pickByType, [selector.type, cursor ?? 0, limit]);
+    return rows.map(([id, next]) => ({ id: Number(id), cursor: typeof next === 'string' ? next : Number(next) }));
   }
 
   // ── writes on a connection of their own ─────────────────────────────────────────────────────
@@ -246,6 +275,25 @@ export class TaskStore {
     // The series keeps its tags, so a bulk change by tag reaches its next occurrence too.
     if (task.tags.length > 0) await conn.query(SQL.insertTags(task.tags.length, true), tagPairs(result.insertId, task.tags));
     return result.insertId;
+  }
+
+  /** Locks the pending ones among `ids` for a bulk move. */
+  async lockPendingToMove(
+    conn: Connection,
+    ids: number[],
+  ): Promise<{ id: number; runAt: number; timezone: string; requestId: string | null }[]> {
+    const [rows] = await conn.query<Rows<[number, number, string, string | null][]>>({ sql: SQL.lockPendingToMove, rowsAsArray: true }, [
+      ids,
+    ]);
+    return rows.map(([id, runAt, timezone, requestId]) => ({ id: Number(id), runAt: Number(runAt), timezone, requestId }));
+  }
+
+  async moveTo(conn: Connection, ids: number[], runAt: number, timezone: string | null, now: number): Promise<void> {
+    if (ids.length > 0) await conn.query(SQL.moveTo, [new Date(runAt), timezone, new Date(now), ids]);
+  }
+
+  async shiftBy(conn: Connection, ids: number[], shiftMs: number, requestId: string, now: number): Promise<void> {
+    if (ids.length > 0) await conn.query(SQL.shiftBy, [shiftMs * 1000, requestId, new Date(now), ids]);
   }
 
   async lockMisfired(conn: Connection, ids: number[], before: number): Promise<Task[]> {

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
+import { batchIntake } from './b8-batch.js';
 import { BenchDb, heapAfterGc, memoryOf, quantile, scrape, type Server, sleep, startServer, utcSql, waitUntil } from './lib.js';
 
 interface Row {
@@ -295,6 +296,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B4: backlog,
   B5: intake,
   B6: herd,
+  B8: (db) => batchIntake(db, record),
 };
 
 async function main(): Promise<void> {

@@ -143,8 +143,14 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       },
     },
     async (request) => {
-      const { type, limit = DEFAULT_PAGE, cursor } = request.query;
-      const tasks = await store.listPending({ type, limit: limit + 1, after: cursor === undefined ? undefined : decodeCursor(cursor) });
+      const { type, tag, keyPrefix, limit = DEFAULT_PAGE, cursor } = request.query;
+      const tasks = await store.listPending({
+        type,
+        tag,
+        keyPrefix,
+        limit: limit + 1,
+        after: cursor === undefined ? undefined : decodeCursor(cursor),
+      });
       const page = tasks.slice(0, limit);
       const last = page[page.length - 1];
       return { tasks: page.map(present), nextCursor: tasks.length > limit && last !== undefined ? encodeCursor(last) : null };
