@@ -208,7 +208,7 @@ export const Summary = Type.Object(
     failed: Type.Integer({ description: 'tasks that failed for good' }),
     armed: Type.Integer({ description: 'timers armed in this process (tasks due within the horizon)' }),
     latenessP50Ms: Nullable(Type.Number()),
-    latenessP99Ms: Nullable(Type.Number({ description: 'over the latest 1,000 runs: finished_at − run_at' })),
+    latenessP99Ms: Nullable(Type.Number({ description: 'over the latest 1,000 runs: their stored lateness, start − runAt' })),
     countedAt: Type.String({ description: 'when the counts were taken (they are kept a few seconds)' }),
   },
   {

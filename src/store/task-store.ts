@@ -157,7 +157,7 @@ export class TaskStore {
     return new Map(rows.map(([type, count]) => [type, Number(count)]));
   }
 
-  /** How late (finished_at − run_at, ms) the latest `limit` completed tasks ran, sorted. */
+  /** How late (start − run_at, ms, stored by each run) the latest `limit` completed tasks ran, sorted. */
   async recentLateness(limit: number): Promise<number[]> {
     const rows = await this.#arrays<[number]>(SQL.recentLateness, [limit]);
     return rows.map(([late]) => Number(late)).sort((a, b) => a - b);
@@ -220,12 +220,12 @@ export class TaskStore {
   async markDone(conn: Connection, ids: number[], now: number): Promise<void> {
     if (ids.length === 0) return;
     const at = new Date(now);
-    await conn.query(SQL.markDone, [at, at, ids]);
+    await conn.query(SQL.markDone, [at, at, at, ids]);
   }
 
   async markRunning(conn: Connection, ids: number[], owner: string, leaseUntil: number, now: number): Promise<void> {
     if (ids.length === 0) return;
-    await conn.query(SQL.markRunning, [owner, new Date(leaseUntil), new Date(now), ids]);
+    await conn.query(SQL.markRunning, [new Date(now), owner, new Date(leaseUntil), new Date(now), ids]);
   }
 
   /** Completes a leased run if `owner` still holds the lease; answers whether it did. */

@@ -60,8 +60,9 @@ beforeEach(async () => {
 describe('bulk cancel', () => {
   it('racing firing timers, every task ends done exactly once or cancelled', async () => {
     const N = 1500;
-    // Due over the next ~1.5 s: timers fire while the cancel walks its chunks.
-    const ids = await batch(Array.from({ length: N }, (_, i) => ledgered(i, { delayMs: 200 + i, tags: ['sale:88'] })));
+    // Due over ~7.5 s from a second from now: timers fire while the cancel walks its chunks.
+    const start = Date.now() + 1_000;
+    const ids = await batch(Array.from({ length: N }, (_, i) => ledgered(i, { runAt: start + 5 * i, tags: ['sale:88'] })));
     const other = await batch([ledgered(-1, { delayMs: 3_000_000, tags: ['sale:99'] })]);
     await waitFor(async () => (await count('SELECT COUNT(*) AS n FROM ledger')) > 0, 10_000);
     const { status, body } = await call('POST', '/tasks/bulk/cancel', { tag: 'sale:88' });
@@ -125,6 +126,15 @@ describe('bulk reschedule', () => {
     expect((await call('POST', '/tasks/bulk/reschedule', pullIn)).body).toEqual({ matched: 1200, changed: 1200 });
     await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'")) === ids.length, 30_000);
     expect(await count('SELECT COUNT(*) AS n FROM ledger')).toBe(ids.length);
+    // Each run stored how late it started: they were 3.8 to 5 s overdue when pulled in.
+    const late = await db.query<any[]>('SELECT MIN(lateness_ms) AS low, MAX(lateness_ms) AS high FROM tasks');
+    expect(Number(late[0].low)).toBeGreaterThanOrEqual(3_000);
+    expect(Number(late[0].high)).toBeLessThan(120_000);
+    const shown = (await call('GET', `/tasks/${ids[0]}`)).body;
+    expect(shown.latenessMs).toBeGreaterThanOrEqual(3_000);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const summary = (await call('GET', '/tasks/summary')).body;
+    expect(summary.latenessP50Ms === null || summary.latenessP50Ms >= 3_000).toBe(true);
   });
 
   it('sets an instant (read in a zone); a repeat changes nothing', async () => {
