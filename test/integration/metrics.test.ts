@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PermanentError } from '../../src/handlers/handler.js';
 import type { TestDatabase } from '../helpers/db.js';
-import { testHandler } from '../helpers/handlers.js';
+import { outcomeHandlers } from '../helpers/handlers.js';
 import { parsePrometheus } from '../helpers/prometheus.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -20,20 +19,7 @@ async function scrape(): Promise<{ text: string; values: Map<string, number> }> 
 
 beforeAll(async () => {
   db = await createShopDatabase('metrics', orders);
-  service = await startTestService(
-    db,
-    { RETRY_BASE_MS: '50' },
-    {
-      handlers: [
-        testHandler('flaky', async ({ task }) => {
-          if (task.attempts === 0) throw new Error('first try fails');
-        }),
-        testHandler('hopeless', async () => {
-          throw new PermanentError('never');
-        }),
-      ],
-    },
-  );
+  service = await startTestService(db, { RETRY_BASE_MS: '50' }, { handlers: outcomeHandlers() });
 });
 
 afterAll(async () => {

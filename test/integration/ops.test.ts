@@ -6,9 +6,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PermanentError } from '../../src/handlers/handler.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { testHandler } from '../helpers/handlers.js';
+import { outcomeHandlers } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
@@ -85,20 +84,7 @@ let service: TestService;
 
 beforeAll(async () => {
   db = await createTestDatabase('ops');
-  service = await startTestService(
-    db,
-    { RETRY_BASE_MS: '50' },
-    {
-      handlers: [
-        testHandler('flaky', async ({ task }) => {
-          if (task.attempts === 0) throw new Error('first try fails');
-        }),
-        testHandler('hopeless', async () => {
-          throw new PermanentError('never');
-        }),
-      ],
-    },
-  );
+  service = await startTestService(db, { RETRY_BASE_MS: '50' }, { handlers: outcomeHandlers() });
 });
 
 afterAll(async () => {
