@@ -191,19 +191,20 @@ describe('lock conflicts are retried transparently', () => {
       await shop.query('BEGIN');
       await shop.query('SELECT stock FROM goods WHERE id = ? FOR UPDATE', [goodsId]);
       const t = await create({ type: 'close_order', payload: { orderSn: order.orderSn }, delayMs: 0 });
-      // At least two lock-wait timeouts of the close, seen in the database: its statement waiting
-      // for the goods lock, then a fresh statement waiting again (the wait's clock restarts).
+      // At least two lock-wait timeouts of the close, seen in the database: its UPDATE of the goods
+      // waiting for the shop's lock, then a fresh statement waiting again (its clock restarts).
+      // PROCESSLIST is read live; INNODB_TRX is a cached snapshot that can miss a wait entirely.
       const [[me]] = await shop.query<any[]>('SELECT CONNECTION_ID() AS id');
       const waited = new Map<number, number>();
       let waits = 0;
       await waitFor(
         async () => {
           const [rows] = await db.pool.query<any[]>(
-            `SELECT t.trx_mysql_thread_id AS thread, t.trx_state AS state, p.DB AS db, p.TIME_MS AS ms
-               FROM information_schema.INNODB_TRX t LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id`,
+            `SELECT ID AS thread, TIME_MS AS ms FROM information_schema.PROCESSLIST
+              WHERE DB = ? AND ID <> ? AND INFO LIKE 'UPDATE goods%'`,
+            [db.name, me.id],
           );
           for (const row of rows) {
-            if (row.state !== 'LOCK WAIT' || row.db !== db.name || Number(row.thread) === Number(me.id)) continue;
             const before = waited.get(Number(row.thread));
             if (before === undefined || Number(row.ms) < before) waits++;
             waited.set(Number(row.thread), Number(row.ms));
@@ -218,6 +219,8 @@ describe('lock conflicts are retried transparently', () => {
       await shop.query('COMMIT');
       expect(await settled(t.id)).toMatchObject({ status: 'done', attempts: 1, lastError: null });
     } finally {
+      // A failed test must not leave the shop's locks behind for the next one.
+      await shop.query('ROLLBACK');
       shop.release();
     }
     expect(await checkShop(db, orders)).toMatchObject({ ranTwice: 0, stockMatches: true });
@@ -252,6 +255,8 @@ describe('lock conflicts are retried transparently', () => {
       await shop.query('COMMIT');
       expect(await settled(t.id)).toMatchObject({ status: 'done', attempts: 1, lastError: null });
     } finally {
+      // A failed test must not leave the shop's locks behind for the next one.
+      await shop.query('ROLLBACK');
       shop.release();
     }
     // InnoDB found the deadlock, and the shop's statement was not its victim: the close was.
