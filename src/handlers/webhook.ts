@@ -90,10 +90,14 @@ export interface SignedCall {
   body: string;
 }
 
-/** The URL as it goes into the canonical string: WHATWG-serialized, fragment dropped (it is never sent). */
+/**
+ * The URL as it is sent and as it goes into the canonical string: WHATWG-serialized, the
+ * fragment dropped (it is never sent), and an empty query dropped (`/x?` goes out as `/x`).
+ */
 export function canonicalUrl(url: string): string {
   const parsed = new URL(url);
   parsed.hash = '';
+  if (parsed.search === '') parsed.search = '';
   return parsed.href;
 }
 
@@ -207,8 +211,9 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
 
       const text = body === undefined || method === 'GET' ? '' : JSON.stringify(body);
       const key = idempotencyKey(task);
-      const signature = sign(secrets, { timestamp: now, method, url: canonicalUrl(url), idempotencyKey: key, body: text });
-      const response = await fetch(url, {
+      const sent = canonicalUrl(url);
+      const signature = sign(secrets, { timestamp: now, method, url: sent, idempotencyKey: key, body: text });
+      const response = await fetch(sent, {
         method,
         redirect: 'manual',
         signal,

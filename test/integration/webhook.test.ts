@@ -114,6 +114,16 @@ describe('webhook', () => {
     expect(verify(call, `${call.body} `, SECRET)).toBe(false);
   });
 
+  it('signs the URL as it is sent, for a URL ending in an empty query', async () => {
+    await start();
+    const t = await create({ url: `${base}/orders/expired?`, method: 'GET' });
+    expect(await settled(t.id)).toMatchObject({ status: 'done', attempts: 1 });
+    const call = received[0]!;
+    // The empty query is not sent, so it is not signed either: the receiver's URL verifies.
+    expect(call.path).toBe('/orders/expired');
+    expect(verify(call, '', SECRET)).toBe(true);
+  });
+
   it('retries a 5xx with the same idempotency key, and leases the task while it calls', async () => {
     await start();
     script.set('/flaky', [fail500, fail500, ok]);

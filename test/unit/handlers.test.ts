@@ -57,6 +57,7 @@ describe('webhook signatures', () => {
       expect(sign(['current'], { ...call, ...other })).not.toBe(sign(['current'], call));
     }
     expect(canonicalUrl('HTTPS://Shop.Example:443/a b?q=1#frag')).toBe('https://shop.example/a%20b?q=1');
+    expect(canonicalUrl('https://shop.example/x?#frag')).toBe('https://shop.example/x');
     expect(idempotencyKey({ id: 42, createdAt: 1_796_000_000_000 })).toBe('punctual-42-1796000000000');
   });
 });

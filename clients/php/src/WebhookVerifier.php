@@ -133,8 +133,8 @@ final class WebhookVerifier
     /**
      * The URL as punctual writes it into the signed text, for the forms a receiver may hold that
      * the WHATWG parser would write otherwise: the scheme and host in lower case, the default port
-     * (80, 443) dropped, an empty path as `/`, no fragment. The path and query are left as given:
-     * pass them as they arrived (REQUEST_URI), not decoded.
+     * (80, 443) dropped, an empty path as `/`, no fragment, no empty query (`/x?` is `/x`). The
+     * path and query are left as given: pass them as they arrived (REQUEST_URI), not decoded.
      */
     public static function canonicalUrl(string $url): string
     {
@@ -148,6 +148,9 @@ final class WebhookVerifier
             $host = substr($host, 0, strrpos($host, ':'));
         }
         $rest = $m[3] === '' || $m[3][0] === '?' ? '/' . $m[3] : $m[3];
+        if (str_ends_with($rest, '?') && substr_count($rest, '?') === 1) {
+            $rest = substr($rest, 0, -1); // an empty query is not sent, so not signed
+        }
         return "{$scheme}://{$host}{$rest}";
     }
 

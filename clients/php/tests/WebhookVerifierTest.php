@@ -233,6 +233,8 @@ final class WebhookVerifierTest extends ServiceTestCase
         self::assertSame('http://shop.example/?a=B', WebhookVerifier::canonicalUrl('http://SHOP.example:80?a=B'));
         self::assertSame('http://shop.example:8443/A/b', WebhookVerifier::canonicalUrl('http://shop.example:8443/A/b#c'));
         self::assertSame('https://shop.example:80/', WebhookVerifier::canonicalUrl('https://shop.example:80/'));
+        self::assertSame('https://shop.example/x', WebhookVerifier::canonicalUrl('https://shop.example/x?'));
+        self::assertSame('https://shop.example/x?a?', WebhookVerifier::canonicalUrl('https://shop.example/x?a?'));
     }
 
     /** The README's stand-alone PHP snippet and this class judge the same calls alike. */
