@@ -16,6 +16,25 @@ import { parsePrometheus } from '../helpers/prometheus.js';
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 export const SERVER_URL = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 
+/** One figure of a scenario, as bench-results.json stores it. */
+export interface Row {
+  scenario: string;
+  metric: string;
+  value: number;
+  unit: string;
+  target?: string;
+  ok?: boolean;
+}
+
+/** bench-results.json: what the last `npm run bench` measured. */
+export interface Results {
+  at: string;
+  node?: string;
+  machine?: string;
+  scenarios?: Record<string, string>;
+  rows: Row[];
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 // ── the database ──────────────────────────────────────────────────────────────────────────

@@ -5,22 +5,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-
-interface Row {
-  scenario: string;
-  metric: string;
-  value: number;
-  unit: string;
-  target?: string;
-  ok?: boolean;
-}
-
-interface Results {
-  at: string;
-  machine?: string;
-  scenarios?: Record<string, string>;
-  rows: Row[];
-}
+import type { Results, Row } from './lib.js';
 
 const START = '<!-- bench-table:start (written by npm run bench:readme from bench-results.json) -->';
 const END = '<!-- bench-table:end -->';

@@ -8,16 +8,21 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
-import { BenchDb, heapAfterGc, memoryOf, npmStart, quantile, scrape, type Server, sleep, startServer, utcSql, waitUntil } from './lib.js';
-
-interface Row {
-  scenario: string;
-  metric: string;
-  value: number;
-  unit: string;
-  target?: string;
-  ok?: boolean;
-}
+import {
+  BenchDb,
+  heapAfterGc,
+  memoryOf,
+  npmStart,
+  quantile,
+  type Results,
+  type Row,
+  scrape,
+  type Server,
+  sleep,
+  startServer,
+  utcSql,
+  waitUntil,
+} from './lib.js';
 
 const rows: Row[] = [];
 /** What each scenario does, for the table `npm run bench:readme` writes into the README. */
@@ -414,9 +419,7 @@ async function main(): Promise<void> {
   const ran = new Set(rows.map((row) => row.scenario.toUpperCase()));
   let kept: Row[] = [];
   try {
-    kept = (JSON.parse(readFileSync('bench-results.json', 'utf8')) as { rows: Row[] }).rows.filter(
-      (row) => !ran.has(row.scenario.toUpperCase()),
-    );
+    kept = (JSON.parse(readFileSync('bench-results.json', 'utf8')) as Results).rows.filter((row) => !ran.has(row.scenario.toUpperCase()));
   } catch {
     // no earlier results
   }
