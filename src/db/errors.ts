@@ -55,8 +55,21 @@ export function isConnectionError(error: unknown): boolean {
     if (link.fatal === true) return true;
     if (link.code !== undefined && CONNECTION_CODES.has(link.code)) return true;
     if (link.errno === 2006 || link.errno === 2013) return true;
+    // A Galera node outside the primary component: the work can go to another node.
+    if (link.errno === 1047 || link.code === 'ER_UNKNOWN_COM_ERROR') return true;
     const message = link.message ?? '';
     if (CONNECTION_MESSAGES.some((fragment) => message.includes(fragment))) return true;
+  }
+  return false;
+}
+
+/**
+ * A Galera node that is not part of the primary component (or still joining) refuses statements
+ * with 1047 "WSREP has not yet prepared node for application use": use another node.
+ */
+export function isNodeNotReady(error: unknown): boolean {
+  for (const link of chain(error)) {
+    if (link.errno === 1047 || link.code === 'ER_UNKNOWN_COM_ERROR') return true;
   }
   return false;
 }

@@ -5,7 +5,8 @@
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/mysql2';
 import { migrate } from 'drizzle-orm/mysql2/migrator';
-import mysql from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
+import { connectFirst } from './connection.js';
 
 /** drizzle/ sits two levels above this file both in src/db and in dist/db. */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
@@ -13,7 +14,7 @@ export const MIGRATIONS_TABLE = 'punctual_migrations';
 const LOCK_WAIT_S = 60;
 
 export async function migrateDatabase(url: string, databaseName: string): Promise<void> {
-  const conn = await mysql.createConnection({ uri: url, timezone: 'Z', connectTimeout: 10_000 });
+  const conn = await connectFirst(url, { timezone: 'Z' });
   const lockName = `punctual.migrate.${databaseName}`.slice(0, 64);
   try {
     await conn.query(`SET time_zone = '+00:00'`);
