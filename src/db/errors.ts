@@ -74,11 +74,17 @@ export function isNodeNotReady(error: unknown): boolean {
   return false;
 }
 
-/** A deadlock (1213) or a lock wait timeout (1205): retry the transaction, it is nobody's fault. */
+/**
+ * A deadlock (1213) or a lock wait timeout (1205): retry the transaction, it is nobody's fault.
+ * On a Galera cluster a write conflict with another node's transaction shows up as 1213 too, at
+ * any statement or at COMMIT (certification failure, "WSREP detected deadlock/conflict and
+ * aborted the transaction"): the transaction was rolled back whole, so trying it again is safe.
+ */
 export function isLockConflict(error: unknown): boolean {
   for (const link of chain(error)) {
     if (link.errno === 1213 || link.errno === 1205) return true;
     if (link.code === 'ER_LOCK_DEADLOCK' || link.code === 'ER_LOCK_WAIT_TIMEOUT') return true;
+    if (typeof link.message === 'string' && link.message.includes('WSREP detected deadlock/conflict')) return true;
   }
   return false;
 }
