@@ -10,12 +10,13 @@ function cluster(...args: string[]): string {
 }
 
 export default function setup(): () => void {
-  let running = false;
+  // A cluster that runs, even with a node down, is reused and left running.
+  let running: boolean;
   try {
     cluster('status');
     running = true;
-  } catch {
-    running = false;
+  } catch (error) {
+    running = !String((error as { stdout?: string }).stdout ?? '').includes('not running');
   }
   const started = Date.now();
   const url = cluster('up').trim().split('\n').pop();
