@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { redactCredentials } from './redact.js';
+import { DatabaseUrlError, parseDatabaseUrl } from './db/hosts.js';
 import { canonicalZone } from './time.js';
 import { ROLES, type Role } from './http/roles.js';
 
@@ -87,12 +88,17 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
 function databaseNameOf(url: string): string {
   let parsed: URL;
   try {
-    parsed = new URL(url);
-  } catch {
+    // Several hosts (host1:port,host2:port) are checked one by one; the rest is the same for all.
+    const { urls } = parseDatabaseUrl(url);
+    for (const hostUrl of urls.slice(1)) new URL(hostUrl);
+    parsed = new URL(urls[0]!);
+  } catch (error) {
     // The text may hold a password: show it only with credentials masked.
-    throw new ConfigError(
-      `DATABASE_URL is not a URL (mysql://user:password@host:port/database): ${JSON.stringify(redactCredentials(url))}`,
-    );
+    const shown = JSON.stringify(redactCredentials(url));
+    if (error instanceof DatabaseUrlError && !error.message.includes('is not a URL')) {
+      throw new ConfigError(`${error.message}, in ${shown}`);
+    }
+    throw new ConfigError(`DATABASE_URL is not a URL (mysql://user:password@host:port/database): ${shown}`);
   }
   if (parsed.protocol !== 'mysql:') {
     throw new ConfigError(`DATABASE_URL must start with mysql://, got ${JSON.stringify(parsed.protocol)}`);

@@ -79,7 +79,9 @@ export class Service {
   ) {
     const clock = options.clock ?? systemClock;
     this.log = options.logger ?? createLogger(config.logLevel);
-    this.database = Database.fromConfig(config);
+    this.database = Database.fromConfig(config, (from, to) =>
+      this.log.warn({ from, to }, 'database host did not answer; new connections go to the next host'),
+    );
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config);

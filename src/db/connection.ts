@@ -10,7 +10,8 @@ import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql from 'mysql2/promise';
 import type { Config } from '../config.js';
 import { TimeoutError, withTimeout } from '../util/async.js';
-import { isConnectionError } from './errors.js';
+import { isConnectionError, isNodeNotReady } from './errors.js';
+import { HostRotation, parseDatabaseUrl } from './hosts.js';
 import * as schema from './schema.js';
 
 export type Db = MySql2Database<typeof schema>;
@@ -46,13 +47,33 @@ export interface DatabaseOptions {
   lockWaitTimeoutS: number;
   /** How long a statement may hold its connection (default 30 s). */
   deadlineMs?: number;
+  /** Told when new connections move to another host of a multi-host DATABASE_URL. */
+  onHostSwitch?: (from: string, to: string) => void;
+}
+
+const KEEP_ALIVE_INITIAL_DELAY_MS = 10_000;
+
+/**
+ * A connection to the first host of DATABASE_URL that answers, in the order given (the only host
+ * of a one-host URL). The last host's error goes up when none answers.
+ */
+export async function connectFirst(url: string, options: mysql.ConnectionOptions = {}, path?: string): Promise<mysql.Connection> {
+  let last: unknown;
+  for (const hostUrl of parseDatabaseUrl(url).urls) {
+    const target = new URL(hostUrl);
+    if (path !== undefined) target.pathname = path;
+    try {
+      return await mysql.createConnection({ uri: target.toString(), connectTimeout: 10_000, ...options });
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw last;
 }
 
 /** Runs `statement` on a fresh connection to the server without selecting a database. */
 async function withServerConnection<T>(url: string, fn: (conn: mysql.Connection) => Promise<T>): Promise<T> {
-  const server = new URL(url);
-  server.pathname = '/';
-  const conn = await mysql.createConnection({ uri: server.toString(), connectTimeout: 10_000 });
+  const conn = await connectFirst(url, {}, '/');
   try {
     return await fn(conn);
   } finally {
@@ -84,18 +105,27 @@ export class Database {
   readonly #releasedAt = new WeakMap<object, number>();
   /** Callers waiting for a connection in #acquire. */
   #waiting = 0;
+  /** Which host new connections go to, for a DATABASE_URL with several hosts. */
+  readonly #hosts: HostRotation | undefined;
 
   constructor(options: DatabaseOptions) {
     this.#poolSize = options.poolSize;
     this.#deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    const { hosts, urls } = parseDatabaseUrl(options.url);
+    const hostName = ({ host, port }: { host: string; port: number }) => `${host}:${port}`;
+    this.#hosts =
+      hosts.length > 1 ? new HostRotation(hosts, (from, to) => options.onHostSwitch?.(hostName(from), hostName(to))) : undefined;
+    const rotation = this.#hosts;
     this.pool = mysql.createPool({
-      uri: options.url,
+      uri: urls[0],
+      // Several hosts: each new connection opens its socket to the host the rotation names.
+      ...(rotation !== undefined ? { stream: () => rotation.connect(KEEP_ALIVE_INITIAL_DELAY_MS) } : {}),
       connectionLimit: options.poolSize,
       maxIdle: options.poolSize,
       idleTimeout: 60_000,
       connectTimeout: 5_000,
       enableKeepAlive: true,
-      keepAliveInitialDelay: 10_000,
+      keepAliveInitialDelay: KEEP_ALIVE_INITIAL_DELAY_MS,
       timezone: 'Z',
       dateStrings: false,
       supportBigNumbers: true,
@@ -113,6 +143,7 @@ export class Database {
     // The pool's own counts are private fields: count from its public events and each
     // connection's socket instead (a connection is gone when its socket closes).
     this.pool.pool.on('connection', (conn) => {
+      rotation?.ready((conn as { stream?: object }).stream);
       this.#open.add(conn);
       (conn as { stream?: NodeJS.EventEmitter }).stream?.once('close', () => {
         this.#open.delete(conn);
@@ -123,8 +154,25 @@ export class Database {
     this.pool.pool.on('release', (conn) => void this.#checkedOut.delete(conn));
   }
 
-  static fromConfig(config: Config): Database {
-    return new Database({ url: config.databaseUrl, poolSize: config.dbPoolSize, lockWaitTimeoutS: config.lockWaitTimeoutS });
+  static fromConfig(config: Config, onHostSwitch?: DatabaseOptions['onHostSwitch']): Database {
+    return new Database({
+      url: config.databaseUrl,
+      poolSize: config.dbPoolSize,
+      lockWaitTimeoutS: config.lockWaitTimeoutS,
+      onHostSwitch,
+    });
+  }
+
+  /** The host new connections go to (host:port), for a DATABASE_URL with several hosts. */
+  get currentHost(): string | undefined {
+    const host = this.#hosts?.current;
+    return host === undefined ? undefined : `${host.host}:${host.port}`;
+  }
+
+  /** `conn` broke: destroyed; when its node said it is not ready, new connections go to the next host. */
+  #drop(conn: Connection, error: unknown): void {
+    if (isNodeNotReady(error)) this.#hosts?.failed((conn.connection as { stream?: object }).stream);
+    conn.destroy();
   }
 
   /** Connections open, checked out right now, and callers waiting for one. */
@@ -195,7 +243,7 @@ export class Database {
       this.#release(conn);
       return result;
     } catch (error) {
-      if (error instanceof TimeoutError || isConnectionError(error)) conn.destroy();
+      if (error instanceof TimeoutError || isConnectionError(error)) this.#drop(conn, error);
       else this.#release(conn);
       throw error instanceof TimeoutError ? connectionStalled(deadlineMs) : error;
     }
@@ -229,7 +277,7 @@ export class Database {
   /** Rolls back and releases `conn`, or destroys it when it can no longer be trusted. */
   async abandon(conn: Connection, error: unknown): Promise<void> {
     if (isConnectionError(error) || error instanceof TimeoutError) {
-      conn.destroy();
+      this.#drop(conn, error);
       return;
     }
     try {
@@ -246,8 +294,28 @@ export class Database {
    */
   kill(conn: Connection): void {
     const threadId = conn.connection.threadId;
+    const stream = (conn.connection as { stream?: object }).stream;
     conn.destroy();
-    if (threadId !== null) this.pool.query(`KILL CONNECTION ${Number(threadId)}`).catch(() => undefined);
+    if (threadId === null) return;
+    const rotation = this.#hosts;
+    if (rotation === undefined) {
+      this.pool.query(`KILL CONNECTION ${Number(threadId)}`).catch(() => undefined);
+      return;
+    }
+    // Thread ids are per server: KILL only through a connection to the same host.
+    const host = rotation.hostOf(stream);
+    void this.pool
+      .getConnection()
+      .then(async (other) => {
+        try {
+          if (rotation.hostOf((other.connection as { stream?: object }).stream) === host) {
+            await other.query(`KILL CONNECTION ${Number(threadId)}`);
+          }
+        } finally {
+          other.release();
+        }
+      })
+      .catch(() => undefined);
   }
 
   /** True when the server answers a trivial query within `timeoutMs`. */

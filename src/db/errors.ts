@@ -55,17 +55,36 @@ export function isConnectionError(error: unknown): boolean {
     if (link.fatal === true) return true;
     if (link.code !== undefined && CONNECTION_CODES.has(link.code)) return true;
     if (link.errno === 2006 || link.errno === 2013) return true;
+    // A Galera node outside the primary component: the work can go to another node.
+    if (link.errno === 1047 || link.code === 'ER_UNKNOWN_COM_ERROR') return true;
     const message = link.message ?? '';
     if (CONNECTION_MESSAGES.some((fragment) => message.includes(fragment))) return true;
   }
   return false;
 }
 
-/** A deadlock (1213) or a lock wait timeout (1205): retry the transaction, it is nobody's fault. */
+/**
+ * A Galera node that is not part of the primary component (or still joining) refuses statements
+ * with 1047 "WSREP has not yet prepared node for application use": use another node.
+ */
+export function isNodeNotReady(error: unknown): boolean {
+  for (const link of chain(error)) {
+    if (link.errno === 1047 || link.code === 'ER_UNKNOWN_COM_ERROR') return true;
+  }
+  return false;
+}
+
+/**
+ * A deadlock (1213) or a lock wait timeout (1205): retry the transaction, it is nobody's fault.
+ * On a Galera cluster a write conflict with another node's transaction shows up as 1213 too, at
+ * any statement or at COMMIT (certification failure, "WSREP detected deadlock/conflict and
+ * aborted the transaction"): the transaction was rolled back whole, so trying it again is safe.
+ */
 export function isLockConflict(error: unknown): boolean {
   for (const link of chain(error)) {
     if (link.errno === 1213 || link.errno === 1205) return true;
     if (link.code === 'ER_LOCK_DEADLOCK' || link.code === 'ER_LOCK_WAIT_TIMEOUT') return true;
+    if (typeof link.message === 'string' && link.message.includes('WSREP detected deadlock/conflict')) return true;
   }
   return false;
 }

@@ -8,6 +8,11 @@
  * - Refill, every REFILL_INTERVAL_MS: arm the tasks that came within the horizon since the last
  *   refill (a range of the (status, run_at) index) and rows someone inserted straight into the
  *   table (ids above the last one seen). Both cost what is new, not what is armed.
+ * - Late commits: ids are not committed in order (a slow transaction; on a Galera cluster each
+ *   node hands out its own ids, auto_increment_increment apart, and a row committed on another
+ *   node may show up after higher ids). The refill keeps the ids it saw over the last minute; when
+ *   that id range has gaps, one COUNT over it tells whether a row appeared in one, and only then
+ *   are the range's ids read to find it. No gap (one writer, increment 1): no query at all.
  * - Reconcile, about every RECONCILE_INTERVAL_MS: the safety net. Reads every pending task within
  *   the horizon and arms what is missing or moved, e.g. a row whose insert committed after a
  *   higher id had been seen, or a task another process rescheduled.
@@ -38,18 +43,22 @@ export interface SchedulerOptions {
 }
 
 const PAGE = 10_000;
-/** Ids skipped by the id scan are looked at again for this long (their insert may commit late). */
-const HOLE_TTL_MS = 60_000;
-const MAX_HOLES = 10_000;
-/** A jump in ids bigger than this is not a few slow transactions; the reconcile covers it. */
-const MAX_GAP = 1000;
+/** Ids below the last one seen are watched this long for rows whose insert commits late. */
+const LATE_WINDOW_MS = 60_000;
+/** At most this many ids are kept for the watch; past it the oldest leave early (the reconcile covers them). */
+const MAX_WATCHED = 200_000;
 
 export class Scheduler {
   readonly #o: SchedulerOptions;
   /** The highest task id the id scan has seen. */
   #lastId = 0;
-  /** Ids the id scan jumped over, with when it did. */
-  readonly #holes = new Map<number, number>();
+  /**
+   * The watch for late commits: ids in (#watchFrom, #lastId] that the scans saw, ascending, and
+   * the last id of each refill with its time, to move #watchFrom up as they age.
+   */
+  #watchFrom = 0;
+  #watched: number[] = [];
+  readonly #marks: { at: number; lastId: number }[] = [];
   #lastReconcile = 0;
   #booted = false;
   #stopped = false;
@@ -79,6 +88,7 @@ export class Scheduler {
     this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
     this.#lastId = await store.maxId();
+    this.#watchFrom = this.#lastId;
     arming.coveredUntil = started + horizonMs;
     const armed = await this.#armDue(undefined, arming.coveredUntil);
     this.#lastReconcile = clock.now();
@@ -106,7 +116,7 @@ export class Scheduler {
       }
     }
     await this.#armInserted();
-    await this.#recheckHoles(now);
+    await this.#armLateCommits(now);
   }
 
   /** The safety net: recover expired leases and arm every pending task within the horizon. */
@@ -131,7 +141,7 @@ export class Scheduler {
    */
   followClockStep(stepMs: number): void {
     this.#lastReconcile += stepMs;
-    for (const [id, seenAt] of this.#holes) this.#holes.set(id, seenAt + stepMs);
+    for (const mark of this.#marks) mark.at += stepMs;
     this.refillSoon();
   }
 
@@ -170,27 +180,41 @@ export class Scheduler {
 
   /** Arms rows inserted since the last scan (straight into the table or through the API). */
   async #armInserted(): Promise<void> {
-    const now = this.#o.clock.now();
     for (;;) {
       const rows = await this.#o.store.insertedAfter(this.#lastId, PAGE);
       for (const row of rows) {
-        if (row.id > this.#lastId + 1 && row.id - this.#lastId <= MAX_GAP) {
-          for (let id = this.#lastId + 1; id < row.id && this.#holes.size < MAX_HOLES; id++) this.#holes.set(id, now);
-        }
         this.#lastId = row.id;
+        this.#watched.push(row.id);
         if (row.pending && row.runAt <= this.#o.arming.coveredUntil && !this.#o.arming.timers.has(row.id)) this.#o.arming.armRead(row);
       }
       if (rows.length < PAGE) return;
     }
   }
 
-  /** Ids the scan jumped over may belong to inserts that committed late: look at them again. */
-  async #recheckHoles(now: number): Promise<void> {
-    for (const [id, seenAt] of this.#holes) if (now - seenAt > HOLE_TTL_MS) this.#holes.delete(id);
-    if (this.#holes.size === 0) return;
-    for (const entry of await this.#o.store.pendingAmong([...this.#holes.keys()])) {
-      this.#holes.delete(entry.id);
-      if (entry.runAt <= this.#o.arming.coveredUntil) this.#o.arming.armRead(entry);
+  /** Finds rows that committed below the last id seen, within the watch, and arms the pending ones. */
+  async #armLateCommits(now: number): Promise<void> {
+    this.#marks.push({ at: now, lastId: this.#lastId });
+    while (this.#marks.length > 1 && now - this.#marks[0]!.at > LATE_WINDOW_MS) this.#watchFrom = this.#marks.shift()!.lastId;
+    let drop = 0;
+    while (drop < this.#watched.length && this.#watched[drop]! <= this.#watchFrom) drop++;
+    if (this.#watched.length - drop > MAX_WATCHED) {
+      drop = this.#watched.length - MAX_WATCHED;
+      this.#watchFrom = this.#watched[drop - 1]!;
+    }
+    if (drop > 0) this.#watched = this.#watched.slice(drop);
+    const from = this.#watchFrom;
+    const upTo = this.#lastId;
+    // Every id of the range seen: nothing can appear in it.
+    if (upTo - from === this.#watched.length) return;
+    const { store, arming } = this.#o;
+    if ((await store.countIdsBetween(from, upTo)) === this.#watched.length) return;
+    const ids = await store.idsBetween(from, upTo);
+    const seen = new Set(this.#watched);
+    const late = ids.filter((id) => !seen.has(id));
+    // The range as it is now (a row deleted meanwhile leaves it too).
+    this.#watched = ids;
+    for (const entry of await store.pendingAmong(late)) {
+      if (entry.runAt <= arming.coveredUntil && !arming.timers.has(entry.id)) arming.armRead(entry);
     }
   }
 

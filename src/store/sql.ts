@@ -35,6 +35,9 @@ export const SQL = {
     `${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
   /** Rows above an id, any status, as [id, runAt, pending]: the refill's view of new inserts. */
   insertedAfter: `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
+  /** How many rows have an id in (?, ?]: the refill's check for inserts that committed late. */
+  countIdsBetween: 'SELECT COUNT(*) FROM tasks WHERE id > ? AND id <= ?',
+  idsBetween: 'SELECT id FROM tasks WHERE id > ? AND id <= ? ORDER BY id',
   pendingAmong: `SELECT id, ${ms('run_at')} FROM tasks WHERE id IN (?) AND status = 'pending'`,
   maxId: 'SELECT COALESCE(MAX(id), 0) FROM tasks',
   countOpen: "SELECT status, COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",

@@ -149,6 +149,17 @@ export class TaskStore {
     return rows.map(([id, runAt, pending]) => ({ id: Number(id), runAt: Number(runAt), pending: Number(pending) === 1 }));
   }
 
+  /** How many rows have an id in (after, upTo]. */
+  async countIdsBetween(after: number, upTo: number): Promise<number> {
+    const [row] = await this.#arrays<[number]>(SQL.countIdsBetween, [after, upTo]);
+    return Number(row?.[0] ?? 0);
+  }
+
+  /** The ids in (after, upTo], ascending. */
+  async idsBetween(after: number, upTo: number): Promise<number[]> {
+    return (await this.#arrays<[number]>(SQL.idsBetween, [after, upTo])).map(([id]) => Number(id));
+  }
+
   /** The pending ones among `ids`, read without locks. */
   async pendingAmong(ids: number[]): Promise<TimerEntry[]> {
     if (ids.length === 0) return [];

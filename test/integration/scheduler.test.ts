@@ -90,6 +90,48 @@ describe('rows inserted straight into the table', () => {
     }
     expect(service.logs.some((line) => line.msg === 'reconciled')).toBe(false);
   });
+
+  it('runs rows committed out of id order with ids auto_increment_increment apart, as on a Galera cluster', async () => {
+    const service = await start();
+    // Three "nodes": connections that hand out ids 3 apart, each from its own offset.
+    const nodes = await Promise.all([1, 2, 3].map(() => db.pool.getConnection()));
+    const insert = async (node: number, rows: string[], dueInMs: number) => {
+      const conn = nodes[node - 1]!;
+      const [result] = await conn.query<import('mysql2').ResultSetHeader>(
+        `INSERT INTO tasks (type, payload, run_at) VALUES ${rows.map(() => "('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)").join(', ')}`,
+        rows.flatMap((orderSn) => [orderSn, dueInMs * 1000]),
+      );
+      return result.insertId;
+    };
+    try {
+      for (const [i, conn] of nodes.entries()) {
+        await conn.query('SET SESSION auto_increment_increment = 3, SESSION auto_increment_offset = ?', [i + 1]);
+      }
+      // Node 1 writes many rows, due tomorrow: two ids in three are never used.
+      const far = Array.from({ length: 12_000 }, (_, i) => `far-${i}`);
+      await insert(1, far, 86_400_000);
+      // Node 2 starts a transaction and takes an id; node 3 commits higher ids first.
+      await nodes[1]!.query('BEGIN');
+      const lateId = await insert(2, [orders[20]!.orderSn], 0);
+      const firstId = await insert(3, [orders[21]!.orderSn], 0);
+      expect(firstId).toBeGreaterThan(lateId);
+      expect(firstId % 3).not.toBe(lateId % 3);
+      await waitFor(async () => (await statusOf(firstId)) === 'done', 5000, 'the row committed first to run');
+      // More rows committed meanwhile, above the late one.
+      const more = await insert(1, [orders[22]!.orderSn], 0);
+      await waitFor(async () => (await statusOf(more)) === 'done', 5000, 'the next row to run');
+      await nodes[1]!.query('COMMIT');
+      // Well before the minute-long reconcile: the late row is found below the ids already seen.
+      await waitFor(async () => (await statusOf(lateId)) === 'done', 3000, 'the row committed late to run');
+    } finally {
+      for (const conn of nodes) {
+        await conn.query('SET SESSION auto_increment_increment = 1, SESSION auto_increment_offset = 1').catch(() => undefined);
+        conn.release();
+      }
+    }
+    expect(service.logs.some((line) => line.msg === 'reconciled')).toBe(false);
+    await db.execute("DELETE FROM tasks WHERE JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) LIKE 'far-%'");
+  });
 });
 
 describe('the horizon', () => {

@@ -21,3 +21,24 @@ describe('retry backoff', () => {
     expect(retryAt(policy, 3, 3, 10_000)).toBeNull();
   });
 });
+
+describe('lock conflicts', () => {
+  it('include a Galera certification failure at COMMIT, however it is wrapped', async () => {
+    const { isLockConflict, isConnectionError } = await import('../../src/db/errors.js');
+    const atCommit = Object.assign(new Error('Deadlock found when trying to get lock; try restarting transaction'), {
+      errno: 1213,
+      code: 'ER_LOCK_DEADLOCK',
+    });
+    const wsrep = new Error('WSREP detected deadlock/conflict and aborted the transaction. Try restarting the transaction');
+    expect(isLockConflict(atCommit)).toBe(true);
+    expect(isLockConflict(new Error('Failed query: COMMIT', { cause: wsrep }))).toBe(true);
+    expect(isConnectionError(wsrep)).toBe(false);
+    // A node outside the primary component: another node can take the work.
+    const notReady = Object.assign(new Error('WSREP has not yet prepared node for application use'), {
+      errno: 1047,
+      code: 'ER_UNKNOWN_COM_ERROR',
+    });
+    expect(isConnectionError(notReady)).toBe(true);
+    expect(isLockConflict(notReady)).toBe(false);
+  });
+});

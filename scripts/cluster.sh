@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# A three-node MariaDB Galera cluster on this one host, for trying punctual on several database
+# hosts and for `npm run test:cluster`. It runs on its own ports and in a temporary folder, with
+# --no-defaults: the MariaDB server the host may run already, and its configuration, stay untouched.
+#
+#   scripts/cluster.sh up        start the three nodes (again: nothing to do); prints DATABASE_URL
+#   scripts/cluster.sh down      stop them and remove their folder
+#   scripts/cluster.sh status    each node's pid, wsrep state and cluster size
+#   scripts/cluster.sh url       the multi-host DATABASE_URL
+#   scripts/cluster.sh kill N    kill -9 node N (1..3)
+#   scripts/cluster.sh start N   start node N again; waits until it has rejoined (IST or SST)
+#
+# Settings (environment): CLUSTER_SQL_PORTS (33061,33062,33063), CLUSTER_GCOMM_PORTS
+# (45671,45672,45673), CLUSTER_IST_PORTS (45681,45682,45683), CLUSTER_SST_PORTS
+# (45691,45692,45693), CLUSTER_STATE (the state file, /tmp/punctual-cluster.state),
+# CLUSTER_DATABASE (punctual, the database the printed URL names), CLUSTER_WAIT_S (120).
+set -euo pipefail
+
+IFS=, read -r -a SQL_PORTS <<<"${CLUSTER_SQL_PORTS:-33061,33062,33063}"
+IFS=, read -r -a GCOMM_PORTS <<<"${CLUSTER_GCOMM_PORTS:-45671,45672,45673}"
+IFS=, read -r -a IST_PORTS <<<"${CLUSTER_IST_PORTS:-45681,45682,45683}"
+IFS=, read -r -a SST_PORTS <<<"${CLUSTER_SST_PORTS:-45691,45692,45693}"
+STATE=${CLUSTER_STATE:-/tmp/punctual-cluster.state}
+DATABASE=${CLUSTER_DATABASE:-punctual}
+WAIT_S=${CLUSTER_WAIT_S:-120}
+NODES=3
+RUN_AS=mysql
+
+die() { echo "cluster: $*" >&2; exit 1; }
+
+find_provider() {
+  local p
+  for p in /usr/lib/galera/libgalera_smm.so /usr/lib/galera-4/libgalera_smm.so /usr/lib/libgalera_smm.so \
+    /usr/lib/x86_64-linux-gnu/galera/libgalera_smm.so /usr/lib64/galera-4/libgalera_smm.so; do
+    [[ -f $p ]] && { echo "$p"; return; }
+  done
+  return 1
+}
+
+ensure_installed() {
+  local missing=()
+  command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || missing+=(mariadb-server)
+  find_provider >/dev/null || missing+=(galera-4)
+  command -v rsync >/dev/null || missing+=(rsync)
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "cluster: installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null \
+      || die "could not install ${missing[*]}"
+  fi
+  id "$RUN_AS" >/dev/null 2>&1 || die "the user $RUN_AS is missing"
+}
+
+mariadbd_bin() { command -v mariadbd || echo /usr/sbin/mariadbd; }
+
+# The state file: DIR=<folder> and PID_<n>=<pid>.
+load_state() {
+  DIR=''
+  PID_1='' PID_2='' PID_3=''
+  # shellcheck disable=SC1090
+  [[ -f $STATE ]] && source "$STATE"
+  return 0
+}
+save_state() {
+  { echo "DIR=$DIR"; for n in 1 2 3; do local v="PID_$n"; echo "PID_$n=${!v}"; done; } >"$STATE.tmp"
+  mv "$STATE.tmp" "$STATE"
+}
+
+alive() { [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null; }
+node_pid() { local v="PID_$1"; echo "${!v}"; }
+sock() { echo "$DIR/node$1/mysqld.sock"; }
+# Root through the node's socket (the OS root user, unix_socket authentication).
+sql() { local n=$1; shift; mariadb --no-defaults --socket="$(sock "$n")" --user=root -N -B -e "$*" 2>/dev/null; }
+wsrep() { sql "$1" "SHOW GLOBAL STATUS LIKE '$2'" | awk '{print $2}'; }
+
+cluster_address() {
+  local a=() p
+  for p in "${GCOMM_PORTS[@]}"; do a+=("127.0.0.1:$p"); done
+  (IFS=,; echo "gcomm://${a[*]}")
+}
+
+url() {
+  local a=() p
+  for p in "${SQL_PORTS[@]}"; do a+=("127.0.0.1:$p"); done
+  (IFS=,; echo "mysql://root@${a[*]}/$DATABASE")
+}
+
+start_node() {
+  local n=$1 bootstrap=${2:-} i=$(($1 - 1)) extra=()
+  local dir="$DIR/node$n"
+  [[ $bootstrap == new ]] && extra+=(--wsrep-new-cluster)
+  # A node that was killed may have left a stale socket behind; its state (grastate.dat) stays for IST.
+  rm -f "$dir/mysqld.sock" "$dir/mysqld.sock.lock"
+  setsid "$(mariadbd_bin)" --no-defaults --user="$RUN_AS" \
+    --datadir="$dir/data" --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" \
+    --log-error="$dir/error.log" --port="${SQL_PORTS[$i]}" --bind-address=127.0.0.1 \
+    --skip-name-resolve --performance-schema=OFF --skip-log-bin \
+    --innodb-buffer-pool-size=64M --innodb-log-file-size=48M --innodb-flush-log-at-trx-commit=2 \
+    --max-connections=300 \
+    --binlog-format=ROW --innodb-autoinc-lock-mode=2 --default-storage-engine=InnoDB \
+    --wsrep-on=ON --wsrep-provider="$(find_provider)" \
+    --wsrep-cluster-name=punctual-test --wsrep-cluster-address="$(cluster_address)" \
+    --wsrep-node-name="node$n" --wsrep-node-address=127.0.0.1 \
+    --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:${GCOMM_PORTS[$i]};ist.recv_addr=127.0.0.1:${IST_PORTS[$i]};gcache.size=128M" \
+    --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:${SST_PORTS[$i]}" \
+    --wsrep-slave-threads=2 \
+    "${extra[@]}" </dev/null >>"$dir/stdout.log" 2>&1 &
+  printf -v "PID_$n" '%s' "$!"
+  save_state
+}
+
+# Waits until node n is synced and sees `size` nodes.
+wait_node() {
+  local n=$1 size=$2 deadline=$((SECONDS + WAIT_S))
+  while ((SECONDS < deadline)); do
+    alive "$(node_pid "$n")" || { tail -n 20 "$DIR/node$n/error.log" >&2; die "node $n stopped while starting"; }
+    if [[ $(wsrep "$n" wsrep_ready) == ON && $(wsrep "$n" wsrep_cluster_size) == "$size" &&
+      $(wsrep "$n" wsrep_local_state_comment) == Synced ]]; then
+      return 0
+    fi
+    sleep 0.5
+  done
+  tail -n 20 "$DIR/node$n/error.log" >&2
+  die "node $n did not reach cluster size $size within $WAIT_S s"
+}
+
+all_up() {
+  [[ -n $DIR && -d $DIR ]] || return 1
+  local n
+  for n in 1 2 3; do
+    alive "$(node_pid "$n")" || return 1
+    [[ $(wsrep "$n" wsrep_ready) == ON && $(wsrep "$n" wsrep_cluster_size) == 3 ]] || return 1
+  done
+}
+
+# Any node still running, to join from.
+running_nodes() { local n; for n in 1 2 3; do alive "$(node_pid "$n")" && echo "$n"; done; return 0; }
+
+cmd_up() {
+  load_state
+  if all_up; then
+    url
+    return
+  fi
+  ensure_installed
+  local running
+  running=$(running_nodes)
+  if [[ -z $running ]]; then
+    # Nothing runs: start afresh.
+    [[ -n $DIR && -d $DIR ]] && rm -rf "$DIR"
+    DIR=$(mktemp -d /tmp/punctual-cluster.XXXXXX)
+    chmod 755 "$DIR"
+    local n
+    for n in 1 2 3; do
+      mkdir -p "$DIR/node$n/data"
+      chown -R "$RUN_AS:" "$DIR/node$n"
+    done
+    mariadb-install-db --no-defaults --user="$RUN_AS" --datadir="$DIR/node1/data" \
+      --auth-root-authentication-method=socket --skip-test-db >"$DIR/node1/install.log" 2>&1 \
+      || { cat "$DIR/node1/install.log" >&2; die "mariadb-install-db failed"; }
+    PID_1='' PID_2='' PID_3=''
+    save_state
+    start_node 1 new
+    wait_node 1 1
+    sql 1 "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+      CREATE DATABASE IF NOT EXISTS \`$DATABASE\` CHARACTER SET utf8mb4" || die "could not create the root user"
+    # The joiners take their state from node 1 (SST), one after the other.
+    start_node 2
+    wait_node 2 2
+    start_node 3
+    wait_node 3 3
+  else
+    # Some nodes run: start the others, which rejoin.
+    local n size
+    size=$(echo "$running" | wc -l)
+    for n in 1 2 3; do
+      alive "$(node_pid "$n")" && continue
+      start_node "$n"
+      size=$((size + 1))
+      wait_node "$n" "$size"
+    done
+  fi
+  all_up || die "the cluster is not complete"
+  url
+}
+
+cmd_down() {
+  load_state
+  local n pid
+  for n in 1 2 3; do
+    pid=$(node_pid "$n")
+    alive "$pid" && kill -9 "$pid" 2>/dev/null || true
+  done
+  for n in 1 2 3; do
+    pid=$(node_pid "$n")
+    while alive "$pid"; do sleep 0.1; done
+  done
+  # rsync daemons an SST left behind belong to the node folders.
+  [[ -n $DIR && -d $DIR && $DIR == /tmp/punctual-cluster.* ]] && rm -rf "$DIR"
+  rm -f "$STATE"
+  echo "cluster: down"
+}
+
+cmd_status() {
+  load_state
+  [[ -n $DIR ]] || { echo "cluster: not running"; return 1; }
+  echo "folder: $DIR"
+  local n ok=0
+  for n in 1 2 3; do
+    local pid
+    pid=$(node_pid "$n")
+    if alive "$pid"; then
+      echo "node $n: pid $pid port ${SQL_PORTS[$((n - 1))]} ready=$(wsrep "$n" wsrep_ready) size=$(wsrep "$n" wsrep_cluster_size) state=$(wsrep "$n" wsrep_local_state_comment)"
+    else
+      echo "node $n: down"
+      ok=1
+    fi
+  done
+  echo "DATABASE_URL=$(url)"
+  return $ok
+}
+
+check_n() { [[ ${1:-} =~ ^[123]$ ]] || die "name a node: 1, 2 or 3"; }
+
+cmd_kill() {
+  check_n "${1:-}"
+  load_state
+  local pid
+  pid=$(node_pid "$1")
+  alive "$pid" || { echo "cluster: node $1 is not running"; return 0; }
+  kill -9 "$pid"
+  while alive "$pid"; do sleep 0.05; done
+  echo "cluster: node $1 killed"
+}
+
+cmd_start() {
+  check_n "${1:-}"
+  load_state
+  [[ -n $DIR && -d $DIR ]] || die "no cluster; run: scripts/cluster.sh up"
+  alive "$(node_pid "$1")" && { echo "cluster: node $1 runs already"; return 0; }
+  local running
+  running=$(running_nodes)
+  [[ -n $running ]] || die "no node runs to join; run: scripts/cluster.sh down && scripts/cluster.sh up"
+  start_node "$1"
+  wait_node "$1" $(($(echo "$running" | wc -l) + 1))
+  echo "cluster: node $1 rejoined"
+}
+
+case ${1:-} in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  url) url ;;
+  kill) cmd_kill "${2:-}" ;;
+  start) cmd_start "${2:-}" ;;
+  *) die "usage: scripts/cluster.sh up|down|status|url|kill N|start N" ;;
+esac
