@@ -66,6 +66,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly dispatchDbFailures = new Counter({
+    name: 'punctual_dispatch_db_failures_total',
+    help: 'Database failures met while running a batch (a cut connection, a deadlock, a lock wait timeout): its tasks were put back on their timers and tried again, without using an attempt.',
+    registers: [this.registry],
+  });
+
   readonly leaseRecoveries = new Counter({
     name: 'punctual_lease_recoveries_total',
     help: 'Running tasks whose lease ran out (their process died) and were recovered. Should stay 0.',
