@@ -91,6 +91,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly lateWakeups = new Counter({
+    name: 'punctual_clock_late_wakeups_total',
+    help: 'Times the process woke up late (it was frozen or its event loop blocked) and refilled at once.',
+    registers: [this.registry],
+  });
+
   readonly clockLastStep = new Gauge({
     name: 'punctual_clock_last_step_seconds',
     help: 'Size of the last wall-clock step: positive forward, negative backward (0 before any).',
