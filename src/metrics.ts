@@ -66,6 +66,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly dispatchDbFailures = new Counter({
+    name: 'punctual_dispatch_db_failures_total',
+    help: 'Database failures met while running a batch (a cut connection, a deadlock, a lock wait timeout): its tasks were put back on their timers and tried again, without using an attempt.',
+    registers: [this.registry],
+  });
+
   readonly leaseRecoveries = new Counter({
     name: 'punctual_lease_recoveries_total',
     help: 'Running tasks whose lease ran out (their process died) and were recovered. Should stay 0.',
@@ -82,6 +88,12 @@ export class Metrics {
   readonly clockSteps = new Counter({
     name: 'punctual_clock_steps_total',
     help: `Steps of the wall clock noticed (its progress differed from the monotonic clock's by more than ${STEP_THRESHOLD_MS} ms); each re-armed the timers.`,
+    registers: [this.registry],
+  });
+
+  readonly lateWakeups = new Counter({
+    name: 'punctual_clock_late_wakeups_total',
+    help: 'Times the process woke up late (it was frozen or its event loop blocked) and refilled at once.',
     registers: [this.registry],
   });
 

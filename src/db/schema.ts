@@ -49,9 +49,17 @@ export const tasks = mysqlTable(
     cron: varchar('cron', { length: 120 }),
     /** The first task of a recurring series; each occurrence is a task of its own. */
     seriesId: bigint('series_id', { mode: 'number', unsigned: true }),
+    /** Whole minutes from 1970-01-01 to run_at, computed by the server: the upcoming-load chart's bucket. */
+    runMinute: int('run_minute').generatedAlwaysAs(sql`(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', \`run_at\`))`, { mode: 'virtual' }),
   },
   (table) => [
     index('tasks_status_run_at').on(table.status, table.runAt),
+    // The upcoming-load chart counts pending tasks per minute and type from this index alone, in
+    // its order: grouped by (run_minute, type), the groups come one after another, with no
+    // temporary table (grouped by an expression of run_at they would need one, and that took 3x
+    // the reading itself on a 5,000,000-row backlog). It does not replace the one above: the
+    // keyset pages' ORDER BY run_at, id needs run_at's own order.
+    index('tasks_status_run_minute_type').on(table.status, table.runMinute, table.type),
     // The latest runs and failures, for the dashboard.
     index('tasks_status_finished_at').on(table.status, table.finishedAt),
     // One task per occurrence of a series, however many times its predecessor completes.

@@ -93,6 +93,7 @@ export class ClockWatch {
     }
     if (monoMoved > CHECK_INTERVAL_MS + WAKE_LATE_MS) {
       this.#o.log.info({ gapMs: Math.round(monoMoved) }, 'woke up late (the process was frozen or its event loop blocked): refilling now');
+      this.#o.metrics?.lateWakeups.inc();
       this.#o.scheduler.refillSoon();
     }
     return 0;

@@ -171,6 +171,7 @@ export class Dispatcher {
     const delay = growingDelay(++this.#troubles);
     const level = isConnectionError(error) ? 'warn' : 'error';
     this.#o.log[level]({ err: loggable(error), tasks: ids.length, retryInMs: delay }, 'dispatcher: database failed, trying again');
+    this.#o.metrics?.dispatchDbFailures.inc();
     this.#putBack(ids, this.#o.clock.now() + delay);
   }
 

@@ -42,6 +42,19 @@ export const SQL = {
   maxId: 'SELECT COALESCE(MAX(id), 0) FROM tasks',
   countOpen: "SELECT status, COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
   countPendingByType: "SELECT type, COUNT(*) FROM tasks WHERE status = 'pending' GROUP BY type",
+  /**
+   * The upcoming-load chart: pending tasks per minute (run_minute, whole minutes from 1970) and
+   * type, for the minutes in [?, ?). The (status, run_minute, type) index alone, read over that
+   * range only and in its order, so the groups stream out with no temporary table.
+   */
+  upcomingLoad: `SELECT run_minute, type, COUNT(*) AS n
+    FROM tasks FORCE INDEX (tasks_status_run_minute_type)
+   WHERE status = 'pending' AND run_minute >= ? AND run_minute < ?
+   GROUP BY run_minute, type`,
+  /** Pending tasks due before ?, stopped at ? entries: a count over the (status, run_at) index alone. */
+  countDueBefore: `SELECT COUNT(*) AS n FROM (
+    SELECT 1 FROM tasks FORCE INDEX (tasks_status_run_at) WHERE status = 'pending' AND run_at < ? LIMIT ?
+  ) AS due`,
   recentLateness: `SELECT TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000 FROM tasks WHERE status = 'done' ORDER BY finished_at DESC LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────

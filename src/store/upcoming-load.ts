@@ -2,24 +2,28 @@
  * Upcoming load: how many pending tasks fall due in each minute of the next hour and each hour
  * of the next 7 days, by type, for the dashboard's charts; and the overdue count for /metrics.
  *
- * One grouped statement reads the `(status, run_at)` index over the window: the minutes of the
- * next hour and the hours after them are buckets of the same scan (the minute buckets fold into
- * the hour chart's first hours). Buckets are whole UTC minutes and hours, so a task due at
- * 10:00:30 is in the 10:00 bucket whatever moment the chart was drawn.
+ * One grouped statement (SQL.upcomingLoad) reads the `(status, run_minute, type)` index over
+ * the window alone, both ends bounded: pending tasks per minute and type (run_minute is run_at in
+ * whole minutes, a virtual column), which come out of the index in its order, so the server
+ * needs no temporary table and reads no row. The minutes fold here into the minute chart (the
+ * next hour) and the hour chart (7 days from the current hour). Buckets are whole UTC minutes
+ * and hours, so a task due at 10:00:30 is in the 10:00 bucket whatever moment the chart was
+ * drawn.
  *
  * Its cost grows with the tasks due in the window, not with the table, but it does grow: InnoDB
- * keeps no counts in its B-tree, so an exact count reads every index entry in the range (and
- * each row, for its type). Counting range by range reads the same entries; the optimizer's
- * range estimates are cheap but were 2x off on a 5,000,000-row backlog. So the count is kept
- * and served stale while a new one runs (one at a time, at most every CACHE_MS): a dashboard
- * never waits for it, whatever the backlog, and ten open tabs cost one count. The answer says
- * when it was counted and how long that took.
+ * keeps no counts in its B-tree, so an exact count reads every index entry in the range.
+ * Counting range by range reads the same entries; the optimizer's range estimates are cheap but
+ * were 2x off on a 5,000,000-row backlog. So the count is kept and served stale while a new one
+ * runs (one at a time, at most every CACHE_MS): a dashboard never waits for it, whatever the
+ * backlog, and ten open tabs cost one count. The answer says when it was counted and how long
+ * that took.
  *
  * The overdue count (pending tasks already due) has no lower bound on run_at, so it is capped:
  * after a long outage it says "at least OVERDUE_CAP" instead of reading millions of entries.
  */
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';
+import { SQL } from './sql.js';
 
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
@@ -44,21 +48,6 @@ export interface UpcomingLoadCounts {
   minutes: Buckets;
   hours: Buckets;
 }
-
-/** Buckets 0..59 are the minutes from `m0`, 60.. the hours from `h0` (the session is in UTC). */
-const SQL_UPCOMING = `
-  SELECT type,
-         IF(run_at < ?, TIMESTAMPDIFF(MINUTE, ?, run_at), ${MINUTES} + TIMESTAMPDIFF(HOUR, ?, run_at)) AS bucket,
-         COUNT(*) AS n
-    FROM tasks FORCE INDEX (tasks_status_run_at)
-   WHERE status = 'pending' AND run_at >= ? AND run_at < ?
-   GROUP BY type, bucket`;
-
-/** A covering count, stopped at `cap` entries. */
-const SQL_COUNT_DUE_BEFORE = `
-  SELECT COUNT(*) AS n FROM (
-    SELECT 1 FROM tasks FORCE INDEX (tasks_status_run_at) WHERE status = 'pending' AND run_at < ? LIMIT ?
-  ) AS due`;
 
 function zeros(n: number): number[] {
   return new Array<number>(n).fill(0);
@@ -95,7 +84,7 @@ export class UpcomingLoad {
   /** Pending tasks due before `before` (epoch ms), up to `cap`: a count over the index alone. */
   async countDueBefore(before: number, cap = OVERDUE_CAP): Promise<number> {
     const [rows] = await this.database.withConnection((conn) =>
-      conn.query<({ n: number | string } & mysql.RowDataPacket)[]>(SQL_COUNT_DUE_BEFORE, [new Date(before), cap]),
+      conn.query<({ n: number | string } & mysql.RowDataPacket)[]>(SQL.countDueBefore, [new Date(before), cap]),
     );
     return Number(rows[0]?.n ?? 0);
   }
@@ -108,13 +97,7 @@ export class UpcomingLoad {
     const minutesEnd = m0 + MINUTES * MINUTE_MS;
     const hoursEnd = h0 + HOURS * HOUR_MS;
     const [rows] = await this.database.withConnection((conn) =>
-      conn.query<({ type: string; bucket: number; n: number | string } & mysql.RowDataPacket)[]>(SQL_UPCOMING, [
-        new Date(minutesEnd),
-        new Date(m0),
-        new Date(h0),
-        new Date(m0),
-        new Date(hoursEnd),
-      ]),
+      conn.query<mysql.RowDataPacket[][]>({ sql: SQL.upcomingLoad, rowsAsArray: true }, [m0 / MINUTE_MS, hoursEnd / MINUTE_MS]),
     );
     const overdue = await this.countDueBefore(m0);
     const counts: UpcomingLoadCounts = {
@@ -124,19 +107,15 @@ export class UpcomingLoad {
       minutes: { start: m0, stepMs: MINUTE_MS, byType: {} },
       hours: { start: h0, stepMs: HOUR_MS, byType: {} },
     };
-    for (const row of rows) {
-      const bucket = Number(row.bucket);
-      const n = Number(row.n);
-      const hours = (counts.hours.byType[row.type] ??= zeros(HOURS));
-      if (bucket < MINUTES) {
-        (counts.minutes.byType[row.type] ??= zeros(MINUTES))[bucket] = n;
-        hours[Math.floor((m0 + bucket * MINUTE_MS - h0) / HOUR_MS)]! += n;
-      } else {
-        hours[bucket - MINUTES]! += n;
-      }
+    for (const [minute, type, count] of rows as unknown as [number, string, number | string][]) {
+      const at = Number(minute) * MINUTE_MS;
+      const n = Number(count);
+      (counts.hours.byType[type] ??= zeros(HOURS))[Math.floor((at - h0) / HOUR_MS)]! += n;
+      if (at < minutesEnd) (counts.minutes.byType[type] ??= zeros(MINUTES))[(at - m0) / MINUTE_MS] = n;
     }
     // A type due only later still gets its (empty) row in the minute chart: the same series in both.
     for (const type of Object.keys(counts.hours.byType)) counts.minutes.byType[type] ??= zeros(MINUTES);
+    counts.countMs = Math.round(performance.now() - started);
     return counts;
   }
 }

@@ -51,7 +51,8 @@ describe('database outage', () => {
     async () => {
       server = await startServer({ env: { DATABASE_URL: proxy.url(db.name) } });
       const ids = await createTasks(server, closes(600, 2000, Math.ceil((OUTAGE_MS + 6000) / 600)));
-      await sleep(3000);
+      // The outage begins once tasks are running.
+      await waitFor(async () => (await countStatus(db, 'done', ids)) > 0, 15_000, 'the first tasks to run');
       proxy.cutAll();
       proxy.refuse(true);
       const downAt = Date.now();
@@ -98,8 +99,13 @@ describe('database outage', () => {
 
   it('goes on when a gateway forgets its idle connections (it learns so from a reset)', { timeout: 60_000 }, async () => {
     server = await startServer({ env: { DATABASE_URL: proxy.url(db.name) } });
-    await createTasks(server, closes(50, 200, 10));
-    await sleep(2500); // those ran; the pool sits idle
+    const before = await createTasks(server, closes(50, 200, 10));
+    // Those ran, and the pool sits idle long enough to be forgotten.
+    await waitFor(
+      async () => (await countStatus(db, 'done', before)) === before.length && proxy.idle(1500) > 0,
+      15_000,
+      'the first tasks to run and the pool to sit idle',
+    );
     const forgotten = proxy.forgetIdle(1500);
     const ids = await createTasks(server, closes(200, 500, 5));
     await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 10_000, 'the tasks after the cut');

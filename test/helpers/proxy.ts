@@ -90,6 +90,13 @@ export class Proxy {
     this.#refusing = on;
   }
 
+  /** How many open connections have carried nothing for `idleMs`. */
+  idle(idleMs: number): number {
+    let idle = 0;
+    for (const pair of this.#pairs) if (!pair.forgotten && Date.now() - pair.lastActive >= idleMs) idle++;
+    return idle;
+  }
+
   /**
    * Drops the server side of connections idle for `idleMs` without telling the client: its next
    * write meets a reset, as behind a gateway that cleaned its connection table.

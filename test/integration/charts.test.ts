@@ -5,7 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
+import { SQL } from '../../src/store/sql.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const MINUTE = 60_000;
@@ -34,6 +36,9 @@ describe('GET /charts/upcoming', () => {
     const rows: [string, number, string][] = [
       ['close_order', NOW - 5 * MINUTE, 'pending'], // overdue
       ['close_order', NOW - 2 * HOUR, 'pending'], // overdue
+      ['close_order', Date.UTC(2030, 5, 1, 2, 16, 59, 999), 'pending'], // overdue, by a millisecond
+      ['close_order', Date.UTC(2030, 5, 1, 2, 17, 0), 'pending'], // 02:17, the minute chart's first bucket
+      ['close_order', Date.UTC(2030, 5, 1, 3, 17, 0), 'pending'], // 03:17, past the minute chart: hour 03:00
       ['close_order', NOW + 3 * MINUTE, 'pending'], // 02:20
       ['close_order', NOW + 3 * MINUTE + 20_000, 'pending'], // 02:20
       ['webhook', NOW + 3 * MINUTE, 'pending'], // 02:20
@@ -50,17 +55,24 @@ describe('GET /charts/upcoming', () => {
     const { status, body } = await service.call('GET', '/charts/upcoming');
     expect(status).toBe(200);
     expect(body.countedAt).toBe(new Date(NOW).toISOString());
-    expect(body.overdue).toBe(2);
+    expect(body.overdue).toBe(3);
     expect(body.minutes.start).toBe('2030-06-01T02:17:00.000Z');
     expect(body.minutes.stepMs).toBe(MINUTE);
     expect(Object.keys(body.minutes.byType).sort()).toEqual(['close_order', 'webhook']);
     const nonZero = (counts: number[]) => Object.fromEntries(counts.flatMap((n, i) => (n === 0 ? [] : [[i, n]])));
-    expect(nonZero(body.minutes.byType.close_order)).toEqual({ 3: 2 });
+    expect(nonZero(body.minutes.byType.close_order)).toEqual({ 0: 1, 3: 2 });
     expect(nonZero(body.minutes.byType.webhook)).toEqual({ 3: 1, 50: 1 });
     expect(body.hours.start).toBe('2030-06-01T02:00:00.000Z');
     expect(body.hours.byType.close_order).toHaveLength(168);
-    expect(nonZero(body.hours.byType.close_order)).toEqual({ 0: 2, 2: 1 });
+    expect(nonZero(body.hours.byType.close_order)).toEqual({ 0: 3, 1: 1, 2: 1 });
     expect(nonZero(body.hours.byType.webhook)).toEqual({ 0: 1, 1: 1, 167: 1 });
+  });
+
+  it('reads the window from one index alone, in its order: no row, no temporary table, no sort', async () => {
+    const [plan] = await db.query<any[]>(`EXPLAIN ${SQL.upcomingLoad}`, [NOW / MINUTE, NOW / MINUTE + 168 * 60]);
+    expect(plan).toMatchObject({ table: 'tasks', type: 'range', key: 'tasks_status_run_minute_type' });
+    expect(plan.Extra).toContain('Using index');
+    expect(plan.Extra).not.toMatch(/temporary|filesort/);
   });
 
   it('answers from its cache for a few seconds, then counts again', async () => {
@@ -70,11 +82,14 @@ describe('GET /charts/upcoming', () => {
     expect(cached.countedAt).toBe(new Date(NOW).toISOString());
     now = NOW + 6000; // stale: this answer is the old count, and a new count starts
     await service.call('GET', '/charts/upcoming');
-    let fresh = cached;
-    for (let i = 0; i < 100 && fresh.countedAt === cached.countedAt; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      fresh = (await service.call('GET', '/charts/upcoming')).body;
-    }
+    const fresh = await waitFor(
+      async () => {
+        const { body } = await service.call('GET', '/charts/upcoming');
+        return body.countedAt !== cached.countedAt && body;
+      },
+      10_000,
+      'the new count',
+    );
     expect(fresh.countedAt).toBe(new Date(NOW + 6000).toISOString());
     expect(fresh.minutes.byType.close_order[10]).toBe(1);
   });

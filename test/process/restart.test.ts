@@ -39,7 +39,18 @@ describe('restart', () => {
     expect(await first.stop('SIGTERM')).toBe(0);
     expect(await count('pending', [...onTime, runLate!, skip!])).toBe(onTime.length + 2);
 
-    await new Promise((resolve) => setTimeout(resolve, 1200)); // down past the misfire grace
+    // Down past the misfire grace (500 ms) of the tasks due meanwhile, by the database's clock.
+    await waitFor(
+      async () => {
+        const [row] = await db.query<any[]>(
+          'SELECT MAX(run_at) < UTC_TIMESTAMP(3) - INTERVAL 600000 MICROSECOND AS past FROM tasks WHERE id IN (?)',
+          [[runLate, skip]],
+        );
+        return Number(row.past) === 1;
+      },
+      10_000,
+      'the misfire grace to pass',
+    );
     const second = await startServer({ env });
     const readyAt = Date.now();
     try {

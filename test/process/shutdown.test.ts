@@ -1,9 +1,33 @@
+import { connect } from 'node:net';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { startServer } from '../helpers/server.js';
+import { startServer, waitFor } from '../helpers/server.js';
 
 let db: TestDatabase;
+
+/** Whether a new connection to the server's port is taken (false once it stopped listening). */
+function accepts(baseUrl: string): Promise<boolean> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Transactions of this database waiting for a row lock. */
+async function lockWaits(): Promise<number> {
+  const [row] = await db.query<any[]>(
+    `SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+      WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`,
+    [db.name],
+  );
+  return Number(row.n);
+}
 
 beforeAll(async () => {
   db = await createTestDatabase('shutdown');
@@ -15,7 +39,7 @@ afterAll(async () => {
 
 describe('shutdown', () => {
   it('lets a request in flight finish, then does not wait for its idle keep-alive connection', async () => {
-    const server = await startServer({ env: { DATABASE_URL: db.url, LOCK_WAIT_TIMEOUT_S: '10' } });
+    const server = await startServer({ env: { DATABASE_URL: db.url, LOCK_WAIT_TIMEOUT_S: '30', STOP_TIMEOUT_MS: '60000' } });
     const agent = new Agent({ keepAliveTimeout: 120_000 });
     const { body } = await server.request('POST', '/tasks', { type: 'close_order', payload: { orderSn: 'S1' }, delayMs: 3_600_000 });
     // Hold the task's row, so a cancel waits on it: a request still in flight when the stop begins.
@@ -23,17 +47,20 @@ describe('shutdown', () => {
     await shop.query('BEGIN');
     await shop.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [body.id]);
     const cancel = request(`${server.baseUrl}/tasks/${body.id}/cancel`, { method: 'POST', dispatcher: agent });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitFor(async () => (await lockWaits()) === 1, 10_000, 'the cancel to wait for the row');
     const stopAsked = Date.now();
     const exited = server.stop('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The stop has begun (no new connections) while the cancel still waits for the row.
+    await waitFor(async () => !(await accepts(server.baseUrl)), 10_000, 'the server to stop listening');
+    expect(await lockWaits()).toBe(1);
     await shop.query('COMMIT');
     shop.release();
     const answer = await cancel;
     expect(answer.statusCode).toBe(200);
     expect(((await answer.body.json()) as { status: string }).status).toBe('cancelled');
     expect(await exited).toBe(0);
-    expect(Date.now() - stopAsked).toBeLessThan(3000); // not Fastify's 72 s keep-alive
+    // Neither Fastify's 72 s keep-alive nor the 60 s stop timeout's cut: the idle connection closed at once.
+    expect(Date.now() - stopAsked).toBeLessThan(20_000);
     await agent.close();
   });
 });
