@@ -175,6 +175,7 @@ export class Service {
         dbClock: () => this.dbClock.reading,
       },
       charts: { clock, upcoming, recent: this.metrics.recent },
+      types: { controls, limits: this.limits, registry: this.registry, clock },
     });
   }
 
