@@ -263,3 +263,4 @@ export const LimitsBody = Type.Object(
     examples: [{ maxConcurrency: 4, ratePerSecond: 20, groupBy: 'merchant' }],
   },
 );
+export type LimitsBody = Static<typeof LimitsBody>;
