@@ -346,7 +346,9 @@ export class Dispatcher {
     // The database runs are over: their slots under the type limits free up.
     for (const [id, ticket] of result.tickets) if (!leased.has(id)) limits.release(ticket);
     const kept = new Set([...leased, ...result.deferred.map((task) => task.id), ...result.held.map((task) => task.id)]);
-    queue.release(batch.filter((id) => !kept.has(id)));
+    const done = batch.filter((id) => !kept.has(id));
+    queue.release(done);
+    for (const id of done) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
     for (const task of result.deferred) this.#outsideWaiting.push(task.id);
     for (const task of result.held) limits.hold(task);
     for (const { task, handler } of result.leased) {

@@ -34,8 +34,10 @@ export interface Ticket {
 
 type Reason = 'paused' | 'concurrency' | 'rate';
 
+/** A waiting task, without its payload: a paused type may hold back many. */
 interface Waiting {
-  task: Task;
+  id: number;
+  runAt: number;
   key: string;
   reason: Reason;
 }
@@ -82,7 +84,8 @@ export class TypeLimits {
     const before = this.#controls;
     this.#controls = controls;
     for (const type of new Set([...before.keys(), ...controls.keys()])) {
-      if (JSON.stringify(before.get(type)) !== JSON.stringify(controls.get(type))) this.#wake(type);
+      // A changed setting may change every waiting task's group: all of them are asked again.
+      if (JSON.stringify(before.get(type)) !== JSON.stringify(controls.get(type))) this.#wake(type, true);
     }
   }
 
@@ -146,12 +149,12 @@ export class TypeLimits {
     const reason = this.#refusal(control, key, now) ?? 'concurrency';
     let waiting = this.#waiting.get(task.type);
     if (waiting === undefined) this.#waiting.set(task.type, (waiting = new Map()));
-    waiting.set(task.id, { task, key, reason });
+    waiting.set(task.id, { id: task.id, runAt: task.runAt, key, reason });
     // Whatever freed meanwhile (a run finished between the refusal and now) is not missed.
     this.#wake(task.type);
   }
 
-  /** Whether `id` waited here (once asked, forgotten). */
+  /** Whether `id` waited here (once asked, forgotten: also for ids done with otherwise). */
   waited(id: number): boolean {
     return this.#waited.delete(id);
   }
@@ -209,7 +212,7 @@ export class TypeLimits {
    * many as its free slots and its rate window allow. A group held by its rate gets a timer for
    * when its window has room.
    */
-  #wake(type: string): void {
+  #wake(type: string, all = false): void {
     const waiting = this.#waiting.get(type);
     if (this.#stopped || waiting === undefined || waiting.size === 0) return;
     const control = this.#controls.get(type);
@@ -217,8 +220,12 @@ export class TypeLimits {
     const now = this.clock.now();
     const room = new Map<string, number>();
     const woken: Waiting[] = [];
-    for (const entry of [...waiting.values()].sort((a, b) => a.task.runAt - b.task.runAt || a.task.id - b.task.id)) {
-      const key = this.#keyOf(entry.task, control);
+    for (const entry of [...waiting.values()].sort((a, b) => a.runAt - b.runAt || a.id - b.id)) {
+      if (all) {
+        woken.push(entry);
+        continue;
+      }
+      const key = entry.key;
       if (!room.has(key)) room.set(key, this.#roomOf(control, key, now));
       const left = room.get(key)!;
       if (left <= 0) continue;
@@ -227,12 +234,12 @@ export class TypeLimits {
     }
     for (const [key, left] of room) if (left <= 0 && control?.ratePerSecond != null) this.#wakeLater(type, key, now, control.ratePerSecond);
     if (woken.length === 0) return;
-    for (const { task } of woken) {
-      waiting.delete(task.id);
-      this.#waited.add(task.id);
+    for (const { id } of woken) {
+      waiting.delete(id);
+      this.#waited.add(id);
     }
     if (waiting.size === 0) this.#waiting.delete(type);
-    this.#onReady(woken.map(({ task }) => task.id));
+    this.#onReady(woken.map(({ id }) => id));
   }
 
   /** How many more runs of `key` may start now (more than that is harmless: they wait again). */

@@ -165,6 +165,32 @@ describe('a paused type', () => {
   });
 });
 
+describe('two processes', () => {
+  it('learn of a pause made through the other at their next reconcile, and hold its tasks back', async () => {
+    const env = { ...ENV, RECONCILE_INTERVAL_MS: '200' };
+    service = await startTestService(db, env, { handlers: HANDLERS });
+    const other = await startTestService(db, env, { handlers: HANDLERS });
+    try {
+      expect((await other.call('POST', '/types/beta/pause', undefined, admin)).body).toMatchObject({ paused: true });
+      await waitFor(async () => (await typeOf('beta')).paused, 10_000, 'the pause to reach the first process');
+      const ids = [await create('beta'), await create('beta')];
+      const waiting = async () =>
+        (await typeOf('beta')).waiting +
+        (await other.call('GET', '/types', undefined, reader)).body.types.find((t: any) => t.type === 'beta').waiting;
+      await waitFor(async () => (await waiting()) === 2, 10_000, 'both processes to hold the tasks back');
+      expect((await ledger('beta')).filter((row) => ids.includes(Number(row.task_id)))).toEqual([]);
+      await service!.call('POST', '/types/beta/resume', undefined, admin);
+      await waitFor(
+        async () => (await ledger('beta')).filter((row) => ids.includes(Number(row.task_id))).length === 2,
+        10_000,
+        'the runs after resume',
+      );
+    } finally {
+      await other.stop();
+    }
+  });
+});
+
 describe('limits', () => {
   it('a concurrency limit of 2: never more than 2 runs at once, measured in the handler', async () => {
     await boot();
@@ -217,6 +243,7 @@ describe('the type routes', () => {
   it('refuse a read token on the changes and bad input with 400, changing nothing; an unknown type is a 404', async () => {
     await boot();
     const before = await typeOf('beta');
+    const stored = await db.query<any[]>('SELECT * FROM type_controls ORDER BY type');
     for (const [method, url, body] of [
       ['PUT', '/types/beta/limits', { maxConcurrency: 3 }],
       ['POST', '/types/beta/pause', undefined],
@@ -243,7 +270,7 @@ describe('the type routes', () => {
       expect(answer.body.statusCode).toBe(400);
     }
     expect(await typeOf('beta')).toEqual(before);
-    expect(await db.query<any[]>("SELECT * FROM type_controls WHERE type IN ('beta', 'nope')")).toEqual([]);
+    expect(await db.query<any[]>('SELECT * FROM type_controls ORDER BY type')).toEqual(stored);
     for (const [method, url, body] of [
       ['PUT', '/types/nope/limits', { maxConcurrency: 3 }],
       ['POST', '/types/nope/pause', undefined],
@@ -252,7 +279,7 @@ describe('the type routes', () => {
       const answer = await service!.call(method, url, body, admin);
       expect(answer.status, `${method} ${url}`).toBe(404);
     }
-    expect(await db.query<any[]>("SELECT * FROM type_controls WHERE type IN ('beta', 'nope')")).toEqual([]);
+    expect(await db.query<any[]>('SELECT * FROM type_controls ORDER BY type')).toEqual(stored);
   });
 
   it('keep what a change leaves out, clear what it sets to null, and list every known type', async () => {
