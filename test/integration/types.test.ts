@@ -6,6 +6,7 @@
  * limit lets another group through. Roles and bad input change nothing.
  */
 import { sql } from 'drizzle-orm';
+import { PunctualClient, PunctualError } from '../../src/client.js';
 import { Type } from 'typebox';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OutsideHandler, TaskHandler } from '../../src/handlers/handler.js';
@@ -296,5 +297,33 @@ describe('the type routes', () => {
     await service!.call('POST', '/types/beta/resume', undefined, admin);
     const list = (await service!.call('GET', '/types', undefined, reader)).body.types.map((entry: any) => entry.type);
     expect(list).toEqual(expect.arrayContaining(['alpha', 'beta', 'close_order', 'slow']));
+  });
+});
+
+describe('the TypeScript client', () => {
+  it('lists, limits, pauses and resumes a type; a read token gets a PunctualError 403', async () => {
+    service = await startTestService(db, { ...ENV, PORT: '0' }, { handlers: HANDLERS, boot: false });
+    const baseUrl = await service.start();
+    const client = new PunctualClient({ baseUrl, token: ADMIN });
+    expect((await client.types()).map((type) => type.type)).toEqual(expect.arrayContaining(['alpha', 'beta', 'close_order']));
+    expect(await client.setLimits('alpha', { maxConcurrency: 5, ratePerSecond: 1.5, groupBy: 'merchant' })).toMatchObject({
+      type: 'alpha',
+      maxConcurrency: 5,
+      ratePerSecond: 1.5,
+      groupBy: 'merchant',
+    });
+    expect(await client.setLimits('alpha', { maxConcurrency: null, ratePerSecond: null, groupBy: null })).toMatchObject({
+      maxConcurrency: null,
+      ratePerSecond: null,
+      groupBy: null,
+    });
+    expect((await client.pause('alpha')).paused).toBe(true);
+    expect((await client.types()).find((type) => type.type === 'alpha')?.paused).toBe(true);
+    expect((await client.resume('alpha')).paused).toBe(false);
+    const refused = await new PunctualClient({ baseUrl, token: READ }).pause('alpha').catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(PunctualError);
+    expect(refused).toMatchObject({ status: 403, code: 'PUNCTUAL_FORBIDDEN' });
+    const unknown = await client.resume('no_such_type').catch((error: unknown) => error);
+    expect(unknown).toMatchObject({ status: 404 });
   });
 });
