@@ -7,12 +7,16 @@
  *   await punctual.create({ type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 30 * 60_000, key: 'close_order:SN123' });
  *   await punctual.cancelByKey('close_order:SN123'); // the order was paid
  */
-import type { CreateTaskBody, RescheduleBody, Summary, TaskJson } from './http/schemas.js';
+import type { CreateTaskBody, LimitsBody, RescheduleBody, Summary, TaskJson, TypeJson } from './http/schemas.js';
 
 export type Task = TaskJson;
 export type CreateTask = CreateTaskBody;
 export type Reschedule = RescheduleBody;
 export type { Summary };
+/** A task type: its pause, its limits, and what runs and waits. */
+export type TaskType = TypeJson;
+/** A change of limits: a field left out is kept, null clears it. */
+export type TypeLimits = LimitsBody;
 
 export interface PunctualClientOptions {
   /** Where punctual listens, e.g. http://127.0.0.1:3000. */
@@ -120,6 +124,26 @@ export class PunctualClient {
 
   summary(): Promise<Summary> {
     return this.#body('GET', '/tasks/summary');
+  }
+
+  /** Every known task type with its pause, limits, runs and waiting tasks. */
+  async types(): Promise<TaskType[]> {
+    return (await this.#body<{ types: TaskType[] }>('GET', '/types')).types;
+  }
+
+  /** Sets a type's run limits (admin); a field left out is kept, null clears it. Limits are per process. */
+  setLimits(type: string, limits: TypeLimits): Promise<TaskType> {
+    return this.#body('PUT', `/types/${encodeURIComponent(type)}/limits`, limits);
+  }
+
+  /** Pauses a type (admin): its due tasks wait, pending, until it is resumed. */
+  pause(type: string): Promise<TaskType> {
+    return this.#body('POST', `/types/${encodeURIComponent(type)}/pause`);
+  }
+
+  /** Resumes a type (admin): what waited runs in runAt order. */
+  resume(type: string): Promise<TaskType> {
+    return this.#body('POST', `/types/${encodeURIComponent(type)}/resume`);
   }
 
   /** The role of this client's token: read, write or admin (a wrong role's call is a 403). */

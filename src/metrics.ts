@@ -6,6 +6,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { STEP_THRESHOLD_MS } from './scheduler/clock-watch.js';
 import { RecentRuns } from './recent-runs.js';
+import type { TypeState } from './scheduler/limits.js';
 
 /** Seconds, from 1 ms to 60 s. */
 const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -23,6 +24,8 @@ export interface MetricSources {
   overdue: (now: number) => Promise<number>;
   /** What /readyz answers: booted and the database answers. */
   ready: () => Promise<boolean>;
+  /** Each type's pause and this process's runs and waiting tasks (scheduler/limits.ts). */
+  types: () => Map<string, TypeState>;
 }
 
 /** A task this late and still pending is overdue (a healthy service starts it within milliseconds). */
@@ -167,6 +170,30 @@ export class Metrics {
         this.set(overdue.count);
       },
     });
+    const typeGauge = (name: string, help: string, value: (state: TypeState) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['type'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const [type, state] of sources.types()) this.set({ type }, value(state));
+        },
+      });
+    typeGauge('punctual_type_paused', '1 when the type is paused (its due tasks wait, none starts), else 0.', (state) =>
+      state.control?.paused ? 1 : 0,
+    );
+    typeGauge(
+      'punctual_type_running',
+      'Runs of the type in this process now (its concurrency limit counts these).',
+      (state) => state.running,
+    );
+    typeGauge(
+      'punctual_type_waiting',
+      'Due tasks of the type held back in this process by its pause or its limits (pending, no attempt used).',
+      (state) => state.waiting,
+    );
     new Gauge({
       name: 'punctual_ready',
       help: '1 when this process is ready (booted, and the database answers), as /readyz says; else 0.',

@@ -32,6 +32,8 @@ import { DbClock } from './db-clock.js';
 import { ClockWatch } from './scheduler/clock-watch.js';
 import { Dispatcher } from './scheduler/dispatcher.js';
 import { DueQueue } from './scheduler/due-queue.js';
+import { TypeLimits } from './scheduler/limits.js';
+import { TypeControlStore } from './store/type-controls.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { Timers } from './scheduler/timers.js';
 import { TaskStore } from './store/task-store.js';
@@ -67,6 +69,7 @@ export class Service {
   readonly metrics: Metrics;
   readonly retention: Retention;
   readonly dbClock: DbClock;
+  readonly limits: TypeLimits;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -85,7 +88,10 @@ export class Service {
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config);
+    const controls = new TypeControlStore(this.database);
+    this.limits = new TypeLimits(controls, clock, this.log);
     this.metrics = new Metrics({
+      types: () => this.limits.states(),
       armed: () => this.timers.size,
       pool: () => this.database.usage,
       pendingByType: () => this.store.countPendingByType(),
@@ -114,7 +120,11 @@ export class Service {
       reconcileIntervalMs: config.reconcileIntervalMs,
       misfireGraceMs: config.misfireGraceMs,
       metrics: this.metrics,
-      onReconcile: () => void this.dbClock.measure(),
+      onReconcile: () => {
+        void this.dbClock.measure();
+        // Another process may have paused, resumed or limited a type.
+        this.limits.reload();
+      },
     });
     this.dispatcher = new Dispatcher({
       database: this.database,
@@ -129,6 +139,8 @@ export class Service {
       batchSize: config.batchSize,
       owner: this.owner,
       metrics: this.metrics,
+      limits: this.limits,
+      misfireGraceMs: config.misfireGraceMs,
     });
     const scheduler = this.scheduler;
     this.retention = new Retention({
@@ -165,6 +177,7 @@ export class Service {
         dbClock: () => this.dbClock.reading,
       },
       charts: { clock, upcoming, recent: this.metrics.recent },
+      types: { controls, limits: this.limits, registry: this.registry, clock },
     });
   }
 
@@ -180,6 +193,7 @@ export class Service {
     if (this.stopping) return;
     await migrateDatabase(config.databaseUrl, config.databaseName);
     if (this.stopping) return;
+    await this.limits.load(); // before any timer fires: a paused type stays paused through a restart
     this.clockWatch.start(); // from the boot load on: a step re-arms what is armed so far
     await this.scheduler.boot();
     await this.dbClock.measure();

@@ -9,7 +9,20 @@
  */
 import { sql } from 'drizzle-orm';
 import { decodeJson } from '../util/json.js';
-import { bigint, customType, datetime, index, int, mysqlEnum, mysqlTable, text, uniqueIndex, varchar } from 'drizzle-orm/mysql-core';
+import {
+  bigint,
+  boolean,
+  customType,
+  datetime,
+  decimal,
+  index,
+  int,
+  mysqlEnum,
+  mysqlTable,
+  text,
+  uniqueIndex,
+  varchar,
+} from 'drizzle-orm/mysql-core';
 
 export const TASK_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'skipped'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -66,3 +79,18 @@ export const tasks = mysqlTable(
     uniqueIndex('tasks_series_run_at').on(table.seriesId, table.runAt),
   ],
 );
+
+/**
+ * What an operator set for a task type: paused (its due tasks wait, none is claimed), and limits
+ * on its runs: at most `max_concurrency` running at once and at most `rate_per_second` starts in
+ * any second, per value of the payload field `group_by` when set (per merchant, per webhook
+ * host). A type without a row runs freely. Each process applies the limits to its own runs.
+ */
+export const typeControls = mysqlTable('type_controls', {
+  type: varchar('type', { length: 64 }).primaryKey(),
+  paused: boolean('paused').notNull().default(false),
+  maxConcurrency: int('max_concurrency', { unsigned: true }),
+  ratePerSecond: decimal('rate_per_second', { precision: 10, scale: 3 }),
+  groupBy: varchar('group_by', { length: 64 }),
+  updatedAt: datetime('updated_at', { mode: 'date', fsp: 3 }).notNull().default(utcNow),
+});

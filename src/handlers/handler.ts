@@ -48,7 +48,7 @@ interface BaseHandler<S extends TSchema> {
 export interface DatabaseBatchContext<P> {
   tx: Db;
   conn: Connection;
-  /** Tasks of this handler's type due together, in id order. */
+  /** Tasks of this handler's type due together, in runAt order (then id). */
   tasks: { task: Task; payload: P }[];
   log: Logger;
   now: number;

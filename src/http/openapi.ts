@@ -24,6 +24,7 @@ export function installOpenApi(app: FastifyInstance): void {
       security: [{ bearer: [] }],
       tags: [
         { name: 'tasks', description: 'Schedule, read, cancel, move and retry tasks' },
+        { name: 'types', description: 'Pause task types and limit their runs' },
         { name: 'operations', description: 'Probes and metrics' },
       ],
     },

@@ -31,6 +31,10 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'POST /tasks/:id/reschedule': 'write',
   'POST /tasks/:id/retry': 'write',
   'POST /tasks/by-key/:key/cancel': 'write',
+  'GET /types': 'read',
+  'PUT /types/:type/limits': 'admin',
+  'POST /types/:type/pause': 'admin',
+  'POST /types/:type/resume': 'admin',
 };
 
 /** The role a route needs; undefined when it is not in the table. */

@@ -5,7 +5,7 @@
  *   create ............ create.ts   (key dedup: 200 same request, 409 different)
  *   cancel, reschedule, retry ...... change.ts (cancel of a series too)
  *   claim, complete, fail .......... run.ts    (backoff in backoff.ts)
- *   skip (misfire), recover lease .. repair.ts
+ *   skip (misfire), recover lease .. repair.ts (skip of a task that waited for its type too)
  *   next occurrence ................ recur.ts
  *
  * Every transition returns its timer effects (effects.ts) instead of arming; this class applies
@@ -23,7 +23,7 @@ import type { RetryPolicy } from './backoff.js';
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
 import { create, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
-import { recoverExpiredLeases, skipMisfired } from './repair.js';
+import { recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
 import * as run from './run.js';
 
 export interface LifecycleOptions {
@@ -43,6 +43,8 @@ export interface RunTransaction {
   lease(tasks: Task[], owner: string, leaseUntil: number, now: number): Promise<void>;
   complete(tasks: Task[], now: number): Promise<void>;
   fail(failed: run.Failed[], now: number): Promise<void>;
+  /** Locked tasks that waited for their type past the misfire grace and asked to be skipped. */
+  skip(tasks: Task[], now: number): Promise<void>;
 }
 
 export class Lifecycle {
@@ -113,6 +115,7 @@ export class Lifecycle {
           lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
           complete: async (tasks, now) => void effects.push(...(await run.complete(store, conn, tasks, now))),
           fail: async (failed, now) => void effects.push(...(await run.fail(store, conn, failed, now))),
+          skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),
         }),
       deadlineMs,
     );

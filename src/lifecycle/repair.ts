@@ -3,10 +3,13 @@
  *
  * - skip (misfire): a pending task with `misfire: 'skip'` whose time passed while punctual was
  *   down becomes skipped; a skipped occurrence does not end its series.
+ *   The same rule holds for a task that waited for its type (paused, or over a limit) past the
+ *   grace: it is skipped when the dispatcher takes it again (skipWaited).
  * - recover an expired lease: a running task whose lease ran out (its process died mid-run) is
  *   pending again and armed, or failed for good when it used all its attempts.
  */
-import type { TaskStore } from '../store/task-store.js';
+import type { Connection } from '../db/connection.js';
+import type { Task, TaskStore } from '../store/task-store.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 import { nextOccurrences } from './recur.js';
 
@@ -37,6 +40,20 @@ export async function skipMisfired(store: TaskStore, before: number, now: number
     effects.push(...done.effects);
   }
   return { skipped, effects };
+}
+
+export const WAITED_REASON = 'skipped: its time passed while its type was paused or over a limit';
+
+/** Locked tasks that waited for their type past the grace, in the caller's transaction: skipped. */
+export async function skipWaited(store: TaskStore, conn: Connection, tasks: Task[], now: number): Promise<TimerEffect[]> {
+  if (tasks.length === 0) return [];
+  await store.markSkipped(
+    conn,
+    tasks.map((task) => task.id),
+    WAITED_REASON,
+    now,
+  );
+  return [...tasks.map((task) => disarm(task.id)), ...(await nextOccurrences(store, conn, tasks, now))];
 }
 
 export async function recoverExpiredLeases(

@@ -11,6 +11,13 @@
  * leased (a lease must not tick while a task waits): they wait here, and a batch claims them
  * when a slot frees.
  *
+ * Type controls (limits.ts) are asked for each locked task before it runs or is leased: a task of
+ * a paused type, or over its type's concurrency or rate limit, is not claimed. It stays pending
+ * with no attempt used (the transaction changes nothing of it), and waits in limits.ts, its id
+ * still busy in the queue, until it may run; then it comes back here before the queue's ids. A
+ * task that waited past the misfire grace and asked to be skipped is skipped (the lifecycle's
+ * skip transition), as at boot. Locked tasks run in (runAt, id) order.
+ *
  * Deadlocks and lock-wait timeouts are retried without using an attempt; a lost connection puts
  * the tasks back on their timers to try again shortly. Timers for retries and next occurrences
  * are the lifecycle's effects: nothing here re-arms after a run. Nothing here may throw out: the
@@ -27,6 +34,7 @@ import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
 import { unrunnable } from '../lifecycle/run.js';
 import type { Metrics } from '../metrics.js';
+import type { Ticket, TypeLimits } from './limits.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { Fifo, sleep } from '../util/async.js';
 import type { DueQueue } from './due-queue.js';
@@ -49,6 +57,10 @@ export interface DispatcherOptions {
   batchSize: number;
   /** This process's name in lease_owner. */
   owner: string;
+  /** Pauses and run limits per type. */
+  limits: TypeLimits;
+  /** A task that waited for its type longer than this past its runAt follows its misfire rule. */
+  misfireGraceMs: number;
   metrics?: Metrics;
 }
 
@@ -68,12 +80,20 @@ interface BatchResult extends InsideRun {
   leased: { task: Task; handler: OutsideHandler }[];
   /** Outside tasks beyond the free slots: not leased, they wait for a slot. */
   deferred: Task[];
+  /** Tasks their type's pause or limits hold back: not claimed, they wait in limits.ts. */
+  held: Task[];
+  /** Tasks that waited for their type past the misfire grace and asked to be skipped. */
+  skipped: Task[];
+  /** The runs admitted by the type limits, by task id. */
+  tickets: Map<number, Ticket>;
 }
 
 export class Dispatcher {
   readonly #o: DispatcherOptions;
   /** Due outside tasks that found no free slot, still busy in the queue. */
   readonly #outsideWaiting = new Fifo<number>();
+  /** Ids the type limits let through again (they were held back), still busy in the queue. */
+  readonly #released = new Fifo<number>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #abort = new AbortController();
   readonly #outcomes: Outcomes;
@@ -101,6 +121,10 @@ export class Dispatcher {
       this.#abort.signal,
     );
     options.queue.consume(() => this.#schedulePump());
+    options.limits.consume((ids) => {
+      for (const id of ids) this.#released.push(id);
+      this.#schedulePump();
+    });
   }
 
   /** Batches and outside calls running now. */
@@ -116,6 +140,7 @@ export class Dispatcher {
   async stop(timeoutMs: number): Promise<boolean> {
     this.#stopping = true;
     this.#o.queue.close();
+    this.#o.limits.stop();
     const drained = Promise.allSettled([...this.#inFlight]).then(() => true);
     const finished = await Promise.race([drained, sleep(timeoutMs).then(() => false)]);
     if (!finished) this.#abort.abort(new Error('punctual is stopping'));
@@ -145,6 +170,9 @@ export class Dispatcher {
     // Outside tasks waiting for a slot first: they have waited longest.
     while (!this.#stopping && this.#batches < concurrency && this.#outside < concurrency && this.#outsideWaiting.length > 0) {
       this.#startBatch(this.#outsideWaiting.take(Math.min(batchSize, concurrency - this.#outside)));
+    }
+    while (!this.#stopping && this.#batches < concurrency && this.#released.length > 0) {
+      this.#startBatch(this.#released.take(batchSize));
     }
     while (!this.#stopping && this.#batches < concurrency && queue.length > 0) {
       this.#startBatch(queue.take(batchSize));
@@ -195,10 +223,17 @@ export class Dispatcher {
         const result = await retrying(
           () => {
             now = clock.now();
-            return lifecycle.inTransaction(
-              (tx) => this.#runLocked(tx, pending, now, careful, threw, slots),
-              registry.longestTimeoutMs + BATCH_DEADLINE_MARGIN_MS,
-            );
+            const tickets = new Map<number, Ticket>();
+            return lifecycle
+              .inTransaction(
+                (tx) => this.#runLocked(tx, pending, now, careful, threw, slots, tickets),
+                registry.longestTimeoutMs + BATCH_DEADLINE_MARGIN_MS,
+              )
+              .catch((error: unknown) => {
+                // Rolled back: nothing of it ran, so its runs did not start.
+                for (const ticket of tickets.values()) this.#o.limits.release(ticket, false);
+                throw error;
+              });
           },
           lockConflicts(LOCK_RETRIES, (error, round) =>
             log.debug({ error: rootMessage(error), tasks: pending.length, round }, 'dispatcher: lock conflict, retrying the batch'),
@@ -246,19 +281,35 @@ export class Dispatcher {
     careful: boolean,
     threw: Map<number, unknown>,
     slots: number,
+    tickets: Map<number, Ticket>,
   ): Promise<BatchResult> {
-    const { registry, lifecycle, owner } = this.#o;
+    const { registry, lifecycle, owner, limits, misfireGraceMs } = this.#o;
     const locked = await tx.claim(batch, now);
-    const result: BatchResult = { locked, done: [], failures: [], leased: [], deferred: [] };
+    const result: BatchResult = { locked, done: [], failures: [], leased: [], deferred: [], held: [], skipped: [], tickets };
     const runnable = new Map<DatabaseHandler, Task[]>();
-    for (const task of locked) {
+    for (const task of [...locked].sort((a, b) => a.runAt - b.runAt || a.id - b.id)) {
       const handler = registry.get(task.type);
       const problem = registry.payloadProblem(task.type, task.payload);
       if (handler === undefined || problem !== undefined) {
         result.failures.push(unrunnable(task, handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : problem!));
-      } else if (handler.effect === 'outside') {
-        if (result.leased.length < slots) result.leased.push({ task, handler });
-        else result.deferred.push(task);
+        continue;
+      }
+      if (handler.effect === 'outside' && result.leased.length >= slots) {
+        result.deferred.push(task); // no slot: it waits for one before it asks its type
+        continue;
+      }
+      if (limits.waited(task.id) && task.misfire === 'skip' && task.runAt < now - misfireGraceMs) {
+        result.skipped.push(task);
+        continue;
+      }
+      const ticket = limits.admit(task, now);
+      if (ticket === undefined) {
+        result.held.push(task);
+        continue;
+      }
+      tickets.set(task.id, ticket);
+      if (handler.effect === 'outside') {
+        result.leased.push({ task, handler });
       } else if (threw.has(task.id)) {
         result.failures.push({ task, failure: lifecycle.failureOf(task, task.attempts + 1, threw.get(task.id), now) });
       } else {
@@ -280,6 +331,7 @@ export class Dispatcher {
       now,
     );
     await tx.fail(result.failures, now);
+    await tx.skip(result.skipped, now);
     return result;
   }
 
@@ -290,12 +342,21 @@ export class Dispatcher {
     const share = Math.round(((clock.now() - now) / Math.max(1, result.done.length + result.failures.length)) * 100) / 100;
     for (const { task, outcome } of result.done) this.#outcomes.done(task, now, share, outcome);
     for (const { task, failure } of result.failures) this.#outcomes.failed(task, failure, now, share);
-    const kept = new Set([...result.leased.map(({ task }) => task.id), ...result.deferred.map((task) => task.id)]);
-    queue.release(batch.filter((id) => !kept.has(id)));
+    const { limits } = this.#o;
+    const leased = new Set(result.leased.map(({ task }) => task.id));
+    // The database runs are over: their slots under the type limits free up.
+    for (const [id, ticket] of result.tickets) if (!leased.has(id)) limits.release(ticket);
+    const kept = new Set([...leased, ...result.deferred.map((task) => task.id), ...result.held.map((task) => task.id)]);
+    const done = batch.filter((id) => !kept.has(id));
+    queue.release(done);
+    for (const id of done) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
     for (const task of result.deferred) this.#outsideWaiting.push(task.id);
+    for (const task of result.held) limits.hold(task);
     for (const { task, handler } of result.leased) {
+      const ticket = result.tickets.get(task.id)!;
       this.#track(
         this.#outsideExecutor.run(task, handler, now).finally(() => {
+          limits.release(ticket);
           this.#outside--;
           queue.release([task.id]);
           this.#pump();

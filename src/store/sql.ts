@@ -1,5 +1,5 @@
 /**
- * Every SQL statement about the tasks table, by name, in one style: text written out once (built
+ * Every SQL statement about the tasks table (and the type_controls beside it), by name, in one style: text written out once (built
  * once for the few with variants), with `?` placeholders for mysql2. A statement that compares
  * with "now" takes it as a placeholder, so tests can move time. Times come back as epoch
  * milliseconds computed by the server (see rows.ts), so no statement depends on a time zone.
@@ -108,4 +108,17 @@ export const SQL = {
     last_error = CONCAT('lease expired on its last attempt; ', COALESCE(last_error, '')) WHERE id IN (?)`,
   /** A lease ran out with attempts left: pending again. */
   releaseExpiredLeases: "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id IN (?)",
+
+  // ── type controls (type-controls.ts) ────────────────────────────────────────────────────
+  typeControls: `SELECT type, paused, max_concurrency, rate_per_second, group_by, ${ms('updated_at')} FROM type_controls ORDER BY type`,
+  /** Pending tasks already due, by type: what waits (paused, over a limit, or simply behind). */
+  countDueByType: "SELECT type, COUNT(*) FROM tasks WHERE status = 'pending' AND run_at <= ? GROUP BY type",
+  /** Pause or resume a type, its limits kept (or none, for a new row). */
+  setPaused: `INSERT INTO type_controls (type, paused, updated_at) VALUES (?, ?, ?)
+    ON DUPLICATE KEY UPDATE paused = VALUES(paused), updated_at = VALUES(updated_at)`,
+  /** A type's limits, all three written (the caller merged the change), its pause kept. */
+  setLimits: `INSERT INTO type_controls (type, max_concurrency, rate_per_second, group_by, updated_at) VALUES (?, ?, ?, ?, ?)
+    ON DUPLICATE KEY UPDATE max_concurrency = VALUES(max_concurrency), rate_per_second = VALUES(rate_per_second),
+      group_by = VALUES(group_by), updated_at = VALUES(updated_at)`,
+  lockTypeControl: `SELECT type, paused, max_concurrency, rate_per_second, group_by, ${ms('updated_at')} FROM type_controls WHERE type = ? FOR UPDATE`,
 } as const;

@@ -22,6 +22,10 @@ const ROUTES = [
   ['get', '/healthz'],
   ['get', '/readyz'],
   ['get', '/metrics'],
+  ['get', '/types'],
+  ['put', '/types/{type}/limits'],
+  ['post', '/types/{type}/pause'],
+  ['post', '/types/{type}/resume'],
 ] as const;
 
 beforeAll(async () => {

@@ -31,15 +31,17 @@ async function rows(): Promise<{ n: number; changed: string }> {
 /** A concrete request for a route of the table, on the task `id` with key `key`. */
 function request(route: string, id: number, key: string): [string, string, unknown] {
   const [method, pattern] = route.split(' ') as [string, string];
-  const url = pattern.replace(':id', String(id)).replace(':key', encodeURIComponent(key));
+  const url = pattern.replace(':id', String(id)).replace(':key', encodeURIComponent(key)).replace(':type', 'close_order');
   const body =
-    method !== 'POST'
-      ? undefined
-      : pattern === '/tasks'
-        ? { type: 'close_order', payload: { orderSn: 'SN-NEW' }, delayMs: 3_600_000 }
-        : pattern.endsWith('/reschedule')
-          ? { delayMs: 7_200_000 }
-          : {};
+    method === 'PUT'
+      ? { maxConcurrency: 8 }
+      : method !== 'POST'
+        ? undefined
+        : pattern === '/tasks'
+          ? { type: 'close_order', payload: { orderSn: 'SN-NEW' }, delayMs: 3_600_000 }
+          : pattern.endsWith('/reschedule')
+            ? { delayMs: 7_200_000 }
+            : {};
   return [method, url, body];
 }
 
@@ -87,7 +89,7 @@ describe('scoped tokens', () => {
         refused++;
       }
     }
-    // read is refused the five write routes, write and read nothing else yet (no admin route today).
+    // read is refused the write and admin routes, write the admin routes (pausing and limiting types).
     expect(refused).toBe(
       Object.values(ROUTE_ROLES).filter((r) => r === 'write').length + 2 * Object.values(ROUTE_ROLES).filter((r) => r === 'admin').length,
     );

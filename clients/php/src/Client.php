@@ -205,6 +205,54 @@ final class Client
         return ($this->call('GET', '/healthz')[1]['status'] ?? null) === 'ok';
     }
 
+    /**
+     * Every known task type: type, paused, maxConcurrency, ratePerSecond, groupBy, running and
+     * waiting (in the process that answered), due (pending and due, in the whole table), updatedAt.
+     *
+     * @return list<array<string, mixed>>
+     */
+    public function types(): array
+    {
+        return $this->call('GET', '/types')[1]['types'] ?? [];
+    }
+
+    /**
+     * Sets a type's run limits (an admin token): any of maxConcurrency (runs at once),
+     * ratePerSecond (starts in any one second) and groupBy (a payload field: the limits apply per
+     * value of it). A key left out is kept; null clears it. The limits hold in each process.
+     *
+     * @param array{maxConcurrency?: ?int, ratePerSecond?: int|float|null, groupBy?: ?string} $limits
+     * @return array<string, mixed> the type as it is now
+     */
+    public function setLimits(string $type, array $limits): array
+    {
+        if ($limits === []) {
+            throw new \InvalidArgumentException('setLimits needs at least one of maxConcurrency, ratePerSecond, groupBy');
+        }
+        return $this->call('PUT', '/types/' . rawurlencode($type) . '/limits', $limits, true)[1];
+    }
+
+    /**
+     * Pauses a type (an admin token): its due tasks wait, pending with no attempt used, until
+     * resume(). Stored: it holds through restarts and for every process.
+     *
+     * @return array<string, mixed> the type as it is now
+     */
+    public function pause(string $type): array
+    {
+        return $this->call('POST', '/types/' . rawurlencode($type) . '/pause', null, true)[1];
+    }
+
+    /**
+     * Resumes a type (an admin token): what waited runs in runAt order.
+     *
+     * @return array<string, mixed> the type as it is now
+     */
+    public function resume(string $type): array
+    {
+        return $this->call('POST', '/types/' . rawurlencode($type) . '/resume', null, true)[1];
+    }
+
     /** The role of this client's token: "read", "write" or "admin" (a call beyond it is a 403). */
     public function role(): string
     {

@@ -25,9 +25,12 @@ function cell(text, className) {
   return td;
 }
 
-function button(label, onClick) {
+const RANKS = { read: 0, write: 1, admin: 2 };
+
+/** A button for a call that needs the `needed` role; a token below it gets none (no button to fail). */
+function button(label, onClick, needed = 'write') {
   const td = document.createElement('td');
-  if (state.role === 'read') return td; // a read token may not cancel or retry: no button to fail
+  if (state.role !== undefined && RANKS[state.role] < RANKS[needed]) return td;
   const b = document.createElement('button');
   b.textContent = label;
   b.addEventListener('click', onClick);
@@ -102,7 +105,39 @@ function setStatus(text, error = false) {
   $('#status').className = error ? 'error' : '';
 }
 
-function render({ summary, pending, failed, recent }) {
+/** A type's limits in a few words: "2 at once, 5/s, per merchant", or "none". */
+function limitsOf(type) {
+  const parts = [];
+  if (type.maxConcurrency !== null) parts.push(`${type.maxConcurrency} at once`);
+  if (type.ratePerSecond !== null) parts.push(`${type.ratePerSecond}/s`);
+  if (parts.length > 0 && type.groupBy !== null) parts.push(`per ${type.groupBy}`);
+  return parts.length === 0 ? 'none' : parts.join(', ');
+}
+
+function renderTypes(types) {
+  const body = $('#task-types tbody');
+  body.replaceChildren();
+  for (const type of types) {
+    const tr = document.createElement('tr');
+    tr.dataset.type = type.type;
+    const path = `/types/${encodeURIComponent(type.type)}`;
+    tr.append(
+      cell(type.type),
+      cell(type.paused ? 'paused' : 'running', type.paused ? 'bad' : ''),
+      cell(limitsOf(type)),
+      cell(type.running, 'num'),
+      cell(type.waiting, 'num'),
+      cell(type.due, 'num'),
+      type.paused
+        ? button('Resume', () => act('POST', `${path}/resume`, `${type.type} resumed`), 'admin')
+        : button('Pause', () => act('POST', `${path}/pause`, `${type.type} paused`), 'admin'),
+    );
+    body.append(tr);
+  }
+}
+
+function render({ summary, pending, failed, recent, types }) {
+  renderTypes(types.types);
   $('#pending').textContent = summary.pending;
   $('#running').textContent = summary.running;
   $('#failed').textContent = summary.failed;
@@ -129,13 +164,14 @@ function render({ summary, pending, failed, recent }) {
 
 async function refresh() {
   try {
-    const [summary, pending, failed, recent] = await Promise.all([
+    const [summary, pending, failed, recent, types] = await Promise.all([
       api('GET', '/tasks/summary'),
       api('GET', '/tasks/pending?limit=50'),
       api('GET', '/tasks/recent?status=failed&limit=30'),
       api('GET', '/tasks/recent?status=done&limit=30'),
+      api('GET', '/types'),
     ]);
-    render({ summary, pending, failed, recent });
+    render({ summary, pending, failed, recent, types });
     if (Date.now() > state.noticeUntil) setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
     setStatus(error.message, true);

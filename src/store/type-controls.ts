@@ -1,0 +1,78 @@
+/**
+ * The stored pause and limits of each task type (the type_controls table): read at boot, after a
+ * change and at each reconcile (scheduler/limits.ts applies them), written by the type routes. A
+ * type without a row is not paused and has no limits.
+ */
+import type mysql from 'mysql2/promise';
+import type { Database } from '../db/connection.js';
+import { SQL } from './sql.js';
+
+export interface TypeLimitsSetting {
+  /** At most this many runs of the type (of one group) at once; null: no limit. */
+  maxConcurrency: number | null;
+  /** At most this many starts in any one second (of one group); null: no limit. */
+  ratePerSecond: number | null;
+  /** A payload field: the limits apply per value of it (per merchant, per host); null: per type. */
+  groupBy: string | null;
+}
+
+export interface TypeControl extends TypeLimitsSetting {
+  type: string;
+  paused: boolean;
+  updatedAt: number;
+}
+
+type ControlRow = [string, number, number | null, string | null, string | null, number];
+
+function fromRow([type, paused, maxConcurrency, rate, groupBy, updatedAt]: ControlRow): TypeControl {
+  return {
+    type,
+    paused: Number(paused) === 1,
+    maxConcurrency: maxConcurrency === null ? null : Number(maxConcurrency),
+    ratePerSecond: rate === null ? null : Number(rate),
+    groupBy,
+    updatedAt: Number(updatedAt),
+  };
+}
+
+export const NO_LIMITS: TypeLimitsSetting = { maxConcurrency: null, ratePerSecond: null, groupBy: null };
+
+export class TypeControlStore {
+  constructor(private readonly database: Database) {}
+
+  async list(): Promise<TypeControl[]> {
+    return this.database.withConnection(async (conn) => {
+      const [rows] = await conn.query<ControlRow[] & mysql.RowDataPacket[]>({ sql: SQL.typeControls, rowsAsArray: true });
+      return rows.map(fromRow);
+    });
+  }
+
+  /** Pending tasks due by `now`, by type. */
+  async countDueByType(now: number): Promise<Map<string, number>> {
+    return this.database.withConnection(async (conn) => {
+      const [rows] = await conn.query<[string, number][] & mysql.RowDataPacket[]>({ sql: SQL.countDueByType, rowsAsArray: true }, [
+        new Date(now),
+      ]);
+      return new Map(rows.map(([type, count]) => [type, Number(count)]));
+    });
+  }
+
+  async setPaused(type: string, paused: boolean, now: number): Promise<void> {
+    await this.database.withConnection((conn) => conn.query(SQL.setPaused, [type, paused, new Date(now)]));
+  }
+
+  /** Applies `change` (a field left out is kept, null clears it) and answers the limits now stored. */
+  async changeLimits(type: string, change: Partial<TypeLimitsSetting>, now: number): Promise<TypeLimitsSetting> {
+    return this.database.transaction(async (_tx, conn) => {
+      const [rows] = await conn.query<ControlRow[] & mysql.RowDataPacket[]>({ sql: SQL.lockTypeControl, rowsAsArray: true }, [type]);
+      const current = rows[0] === undefined ? NO_LIMITS : fromRow(rows[0]);
+      const next: TypeLimitsSetting = {
+        maxConcurrency: change.maxConcurrency === undefined ? current.maxConcurrency : change.maxConcurrency,
+        ratePerSecond: change.ratePerSecond === undefined ? current.ratePerSecond : change.ratePerSecond,
+        groupBy: change.groupBy === undefined ? current.groupBy : change.groupBy,
+      };
+      await conn.query(SQL.setLimits, [type, next.maxConcurrency, next.ratePerSecond, next.groupBy, new Date(now)]);
+      return next;
+    });
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The dashboard's task types panel in a real browser (Debian's chromium driven by playwright-core):
+ * every token sees each type with its state and limits; only an admin token gets the Pause and
+ * Resume buttons (the API refuses them to the others), and they pause and resume the type.
+ */
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../helpers/db.js';
+import { createTestDatabase } from '../helpers/db.js';
+import { testHandler } from '../helpers/handlers.js';
+import { waitFor } from '../helpers/server.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const ADMIN = 'types-admin-token-0123456789';
+const READ = 'types-read-token-0123456789';
+const WRITE = 'types-write-token-0123456789';
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+let db: TestDatabase;
+let service: TestService;
+let browser: Browser;
+let baseUrl: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase('types_panel');
+  service = await startTestService(
+    db,
+    { API_TOKENS_ADMIN: ADMIN, API_TOKENS_READ: READ, API_TOKENS_WRITE: WRITE, PORT: '0' },
+    { boot: false, handlers: [testHandler('partner_webhook', async () => undefined)] },
+  );
+  baseUrl = await service.start();
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  const set = await service.call(
+    'PUT',
+    '/types/partner_webhook/limits',
+    { maxConcurrency: 2, ratePerSecond: 5, groupBy: 'merchant' },
+    { authorization: `Bearer ${ADMIN}` },
+  );
+  expect(set.status).toBe(200);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await service?.stop();
+  await db?.drop();
+});
+
+async function open(token: string): Promise<Page> {
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  await page.goto(`${baseUrl}/`);
+  await page.locator('#token-form').waitFor({ state: 'visible' });
+  await page.fill('#token', token);
+  await page.click('#token-form button');
+  await page.locator('#task-types tbody tr[data-type="partner_webhook"]').waitFor();
+  return page;
+}
+
+const row = (page: Page) => page.locator('#task-types tbody tr[data-type="partner_webhook"]');
+
+async function paused(): Promise<boolean> {
+  const rows = await db.query<any[]>("SELECT paused FROM type_controls WHERE type = 'partner_webhook'");
+  return Number(rows[0]?.paused) === 1;
+}
+
+describe('the task types panel', () => {
+  it('shows each type and its limits to a read or write token, without the admin buttons', async () => {
+    for (const token of [READ, WRITE]) {
+      const page = await open(token);
+      expect(await row(page).locator('td').nth(1).textContent()).toBe('running');
+      expect(await row(page).locator('td').nth(2).textContent()).toBe('2 at once, 5/s, per merchant');
+      expect(await page.locator('#task-types tr[data-type="close_order"]').count()).toBe(1);
+      expect(await page.locator('#task-types button').count()).toBe(0);
+      await page.context().close();
+    }
+  });
+
+  it('gives an admin token Pause and Resume, which pause and resume the type', async () => {
+    const page = await open(ADMIN);
+    await row(page).locator('button', { hasText: 'Pause' }).click();
+    await row(page).locator('button', { hasText: 'Resume' }).waitFor();
+    expect(await row(page).locator('td').nth(1).textContent()).toBe('paused');
+    await waitFor(paused, 5000, 'the pause to be stored');
+    await row(page).locator('button', { hasText: 'Resume' }).click();
+    await row(page).locator('button', { hasText: 'Pause' }).waitFor();
+    await waitFor(async () => !(await paused()), 5000, 'the resume to be stored');
+    await page.context().close();
+  });
+});
