@@ -24,6 +24,7 @@ export function installOpenApi(app: FastifyInstance): void {
       security: [{ bearer: [] }],
       tags: [
         { name: 'tasks', description: 'Schedule, read, cancel, move and retry tasks' },
+        { name: 'bulk', description: 'Cancel or move many pending tasks at once by tag, key prefix or type (admin role)' },
         { name: 'operations', description: 'Probes and metrics' },
       ],
     },

@@ -31,6 +31,9 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'POST /tasks/:id/reschedule': 'write',
   'POST /tasks/:id/retry': 'write',
   'POST /tasks/by-key/:key/cancel': 'write',
+  'POST /tasks/batch': 'write',
+  'POST /tasks/bulk/cancel': 'admin',
+  'POST /tasks/bulk/reschedule': 'admin',
 };
 
 /** The role a route needs; undefined when it is not in the table. */

@@ -4,6 +4,9 @@
  * request again (a client's retry): it gets the existing task, whatever its status now (200).
  * Anything else is a conflict (409) carrying the existing task. For `delayMs`, "the same instant"
  * is the same delay after the existing task's creation.
+ *
+ * A batch is many creates at once, not a second path: each goes through the intake, whose group
+ * commit writes the ones that arrive together with multi-row INSERTs (intake.ts).
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { NewTask, Task, TaskStore } from '../store/task-store.js';
@@ -28,6 +31,7 @@ export function sameRequest(existing: Task, request: CreateRequest): boolean {
     existing.type === task.type &&
     existing.runAt === asked &&
     existing.cron === task.cron &&
+    isDeepStrictEqual(existing.tags, task.tags ?? []) &&
     isDeepStrictEqual(existing.payload, task.payload)
   );
 }
@@ -36,4 +40,17 @@ export async function create(store: TaskStore, request: CreateRequest, now: numb
   const result = await store.insert(request.task, now);
   if (result.created) return { outcome: 'created', task: result.task, effects: [arm(result.task.id, result.task.runAt)] };
   return { outcome: sameRequest(result.task, request) ? 'repeated' : 'conflict', task: result.task, effects: [] };
+}
+
+/**
+ * Each request created as `create` would, in order; the intake writes them together. An item
+ * that met a database error is that error (the others may be committed: their keys make a
+ * repeat of the batch safe).
+ */
+export async function createMany(
+  store: TaskStore,
+  requests: readonly CreateRequest[],
+  now: number,
+): Promise<PromiseSettledResult<CreateResult>[]> {
+  return Promise.allSettled(requests.map((request) => create(store, request, now)));
 }

@@ -9,12 +9,13 @@
  * compare.
  */
 import type mysql from 'mysql2/promise';
-import type { Database } from '../db/connection.js';
+import type { Connection, Database } from '../db/connection.js';
 import { isDuplicateKey } from '../db/errors.js';
 import { lockConflicts, retrying } from '../db/retry.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 import { created, insertValues, type NewTask, type Task } from './rows.js';
 import { SQL } from './sql.js';
+import { tagPairs } from './tags.js';
 
 export type InsertResult = { created: true; task: Task } | { created: false; task: Task };
 
@@ -59,17 +60,29 @@ export class Intake {
     return this.#insertOneByOne(items);
   }
 
-  /** One multi-row INSERT, committed on its own. */
+  /**
+   * One multi-row INSERT, committed on its own; with tags, one more multi-row INSERT of the tags
+   * in the same transaction, so a task never exists without them.
+   */
   async #insertAll(items: Item[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
     const values = items.flatMap(({ task, now }) => insertValues(task, now));
-    const [result] = await this.#database.withConnection((conn) =>
+    const insert = (conn: Connection) =>
       conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(
         SQL.insertRows(items.length, ids === 'returning'),
         values,
-      ),
-    );
-    const idOf = (i: number) => (ids === 'returning' ? Number(result[i]!.id) : result.insertId + i);
-    return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: created(task, idOf(i), now) } }));
+      );
+    const tagged = items.some(({ task }) => (task.tags?.length ?? 0) > 0);
+    const idOf = (result: mysql.ResultSetHeader & { id: number }[], i: number) =>
+      ids === 'returning' ? Number(result[i]!.id) : result.insertId + i;
+    const result = tagged
+      ? await this.#database.transaction(async (_tx, conn) => {
+          const [inserted] = await insert(conn);
+          const pairs = items.flatMap(({ task }, i) => tagPairs(idOf(inserted, i), task.tags ?? []));
+          await conn.query(SQL.insertTags(pairs.length / 2), pairs);
+          return inserted;
+        })
+      : (await this.#database.withConnection(insert))[0];
+    return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: created(task, idOf(result, i), now) } }));
   }
 
   /** One statement per row in one transaction: a taken key fails its own row only. */
@@ -80,6 +93,8 @@ export class Intake {
       for (const [i, { task, now }] of items.entries()) {
         try {
           const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), insertValues(task, now));
+          const tags = task.tags ?? [];
+          if (tags.length > 0) await conn.query(SQL.insertTags(tags.length), tagPairs(result.insertId, tags));
           written.push({ ok: true, value: { created: true, task: created(task, result.insertId, now) } });
         } catch (error) {
           // A duplicate key fails its own statement only: the transaction goes on without it.
