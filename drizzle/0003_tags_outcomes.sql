@@ -5,7 +5,7 @@ CREATE TABLE `task_tags` (
 );
 --> statement-breakpoint
 ALTER TABLE `tasks` ADD `tags` json;--> statement-breakpoint
-ALTER TABLE `tasks` ADD `lateness_ms` int;--> statement-breakpoint
+ALTER TABLE `tasks` ADD `lateness_ms` bigint;--> statement-breakpoint
 ALTER TABLE `tasks` ADD `last_http_status` smallint unsigned;--> statement-breakpoint
 ALTER TABLE `tasks` ADD `last_duration_ms` int unsigned;--> statement-breakpoint
 ALTER TABLE `tasks` ADD `last_response_bytes` int unsigned;--> statement-breakpoint

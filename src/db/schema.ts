@@ -65,8 +65,11 @@ export const tasks = mysqlTable(
     seriesId: bigint('series_id', { mode: 'number', unsigned: true }),
     /** The task's tags as given at create (a JSON array), for display; task_tags is what is searched. */
     tags: jsonColumn('tags'),
-    /** How late the latest run started: its start − run_at, in ms. */
-    latenessMs: int('lateness_ms'),
+    /**
+     * How late the latest run started: its start − run_at, in ms. 64 bits: a task run weeks
+     * overdue (after a long outage) is more than a 32-bit count of ms late.
+     */
+    latenessMs: bigint('lateness_ms', { mode: 'number' }),
     /** The latest outside (webhook) run: the HTTP status it got, how long it took, the response size. */
     lastHttpStatus: smallint('last_http_status', { unsigned: true }),
     lastDurationMs: int('last_duration_ms', { unsigned: true }),

@@ -167,3 +167,20 @@ describe('GET /tasks/pending filters', () => {
     expect((await call('GET', '/tasks/pending?tag=has%20space')).status).toBe(400);
   });
 });
+
+describe('stored lateness', () => {
+  it('runs a task weeks overdue and stores how late it was, without holding up the batch it came in', async () => {
+    const DAY = 86_400_000;
+    // 40 days is more than a signed 32-bit count of ms: the run must not fail on storing it.
+    const old = await db.execute(
+      "INSERT INTO tasks (type, payload, run_at, misfire) VALUES ('ledgered', '{}', UTC_TIMESTAMP(3) - INTERVAL 40 DAY, 'run')",
+    );
+    const now = await db.execute("INSERT INTO tasks (type, payload, run_at) VALUES ('ledgered', '{}', UTC_TIMESTAMP(3))");
+    const ids = [old.insertId, now.insertId];
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids])) === 2, 20_000);
+    const shown = (await call('GET', `/tasks/${old.insertId}`)).body;
+    expect(shown.latenessMs).toBeGreaterThanOrEqual(40 * DAY);
+    expect(shown.latenessMs).toBeLessThan(41 * DAY);
+    expect(await count('SELECT COUNT(*) AS n FROM ledger')).toBe(2);
+  });
+});
