@@ -15,8 +15,11 @@ import { CreateTaskBody } from './schemas.js';
 
 /** Payloads are kept small: a task names its work, it does not carry it. */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
-/** Deeper JSON is refused before anything walks it (MariaDB's JSON functions stop at 32 levels). */
-export const MAX_PAYLOAD_DEPTH = 32;
+/**
+ * Deeper JSON is refused before anything walks it or the database sees it: MariaDB's JSON
+ * refuses 32 nested arrays or objects (the payload column's CHECK fails), so 31 is the most.
+ */
+export const MAX_PAYLOAD_DEPTH = 31;
 
 export interface CreateInput {
   registry: HandlerRegistry;
