@@ -19,7 +19,7 @@
 import type { Clock } from '../clock.js';
 import type { Connection, Database } from '../db/connection.js';
 import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
-import type { Failure, Selector, Task, TaskStore } from '../store/task-store.js';
+import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';
 import type { RetryPolicy } from './backoff.js';
 import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bulk.js';
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
@@ -157,12 +157,12 @@ export class Lifecycle {
   }
 
   /** Completes an outside run if this process still holds its lease; retried per `persist`. */
-  async completeLeased(task: Task, owner: string, persist: DbRetryPolicy): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.completeLeased(this.#o.store, task, owner, this.#o.clock.now()), persist));
+  async completeLeased(task: Task, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
+    return this.#apply(await retrying(() => run.completeLeased(this.#o.store, task, owner, call, this.#o.clock.now()), persist));
   }
 
-  async failLeased(task: Task, failure: Failure, owner: string, persist: DbRetryPolicy): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.failLeased(this.#o.store, task, failure, owner, this.#o.clock.now()), persist));
+  async failLeased(task: Task, failure: Failure, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
+    return this.#apply(await retrying(() => run.failLeased(this.#o.store, task, failure, owner, call, this.#o.clock.now()), persist));
   }
 
   async failAlone(task: Task, failure: Failure, persist: DbRetryPolicy): Promise<run.Settled> {

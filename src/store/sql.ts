@@ -109,16 +109,19 @@ export const SQL = {
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at) with it. */
   markRunning: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'running',
     attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?)`,
-  /** An outside run finished, while its lease is still this owner's. */
-  completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+  /** An outside run finished, while its lease is still this owner's; its call (status, duration, size) kept. */
+  completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
+    last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
     WHERE id = ? AND status = 'running' AND lease_owner = ?`,
   /**
-   * A failed run: pending again at a later run_at, or failed for good. With `leased`, only while
-   * the lease is still the given owner's.
+   * A failed run: pending again at a later run_at, or failed for good. With `leased` (an outside
+   * run), its call is kept too, and only while the lease is still the given owner's.
    */
   fail: (leased: boolean) =>
     `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + ?,
-       last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+       last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?${
+         leased ? ', last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?' : ''
+       }
      WHERE id = ?${leased ? " AND status = 'running' AND lease_owner = ?" : ''}`,
 
   // ── the scheduler's repairs ─────────────────────────────────────────────────────────────

@@ -33,6 +33,22 @@ function clip(error: string): string {
   return error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
 }
 
+/**
+ * An outside run's call, kept on the task with its result: the HTTP status (0: no answer), how
+ * long the handler ran (ms) and the answer's body size as read (bytes); null for what is unknown.
+ */
+export interface CallRecord {
+  httpStatus: number | null;
+  durationMs: number;
+  responseBytes: number | null;
+}
+
+/** The columns' range: smallint unsigned for a status, int unsigned for the rest. */
+function callValues(call: CallRecord): unknown[] {
+  const bounded = (value: number | null, max: number) => (value === null ? null : Math.min(Math.max(0, Math.round(value)), max));
+  return [bounded(call.httpStatus, 65_535), bounded(call.durationMs, 4_294_967_295), bounded(call.responseBytes, 4_294_967_295)];
+}
+
 /** Which pending tasks a bulk change (or a list) selects. */
 export type Selector = { tag: string } | { keyPrefix: string } | { type: string };
 
@@ -251,29 +267,36 @@ export class TaskStore {
   }
 
   /** Completes a leased run if `owner` still holds the lease; answers whether it did. */
-  async completeLeased(conn: Connection, id: number, owner: string, now: number): Promise<boolean> {
+  async completeLeased(conn: Connection, id: number, owner: string, call: CallRecord, now: number): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, id, owner]);
+    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, ...callValues(call), id, owner]);
     return result.affectedRows === 1;
   }
 
   /**
    * Records a failed run: the error, and pending again at `retryAt` or failed. `countAttempt` is
-   * false when the claim counted it; with `owner`, only while that owner still holds the lease.
-   * Answers whether the row was written.
+   * false when the claim counted it; with `leased`, the run's call is kept and the row written
+   * only while that owner still holds the lease. Answers whether the row was written.
    */
-  async fail(conn: Connection, failure: Failure, countAttempt: boolean, now: number, owner?: string): Promise<boolean> {
+  async fail(
+    conn: Connection,
+    failure: Failure,
+    countAttempt: boolean,
+    now: number,
+    leased?: { owner: string; call: CallRecord },
+  ): Promise<boolean> {
     const at = new Date(now);
     const retry = failure.retryAt !== null;
-    const [result] = await conn.query<Result>(SQL.fail(owner !== undefined), [
+    const [result] = await conn.query<Result>(SQL.fail(leased !== undefined), [
       retry ? 'pending' : 'failed',
       retry ? new Date(failure.retryAt!) : null,
       retry ? null : at,
       countAttempt ? 1 : 0,
       clip(failure.error),
       at,
+      ...(leased === undefined ? [] : callValues(leased.call)),
       failure.id,
-      ...(owner === undefined ? [] : [owner]),
+      ...(leased === undefined ? [] : [leased.owner]),
     ]);
     return result.affectedRows === 1;
   }
