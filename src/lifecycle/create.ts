@@ -5,11 +5,12 @@
  * Anything else is a conflict (409) carrying the existing task. For `delayMs`, "the same instant"
  * is the same delay after the existing task's creation.
  *
- * A batch is many creates at once, not a second path: each goes through the intake, whose group
- * commit writes the ones that arrive together with multi-row INSERTs (intake.ts).
+ * A batch is many creates at once with the same rules: its tasks are written together (one
+ * transaction, multi-row INSERTs, one query for the keys already taken; intake.ts), and each item
+ * is answered as its create would be.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { NewTask, Task, TaskStore } from '../store/task-store.js';
+import type { InsertResult, NewTask, Task, TaskStore } from '../store/task-store.js';
 import { arm, type TimerEffect } from './effects.js';
 
 export interface CreateRequest {
@@ -36,21 +37,20 @@ export function sameRequest(existing: Task, request: CreateRequest): boolean {
   );
 }
 
-export async function create(store: TaskStore, request: CreateRequest, now: number): Promise<CreateResult> {
-  const result = await store.insert(request.task, now);
+function answer(result: InsertResult, request: CreateRequest): CreateResult {
   if (result.created) return { outcome: 'created', task: result.task, effects: [arm(result.task.id, result.task.runAt)] };
   return { outcome: sameRequest(result.task, request) ? 'repeated' : 'conflict', task: result.task, effects: [] };
 }
 
-/**
- * Each request created as `create` would, in order; the intake writes them together. An item
- * that met a database error is that error (the others may be committed: their keys make a
- * repeat of the batch safe).
- */
-export async function createMany(
-  store: TaskStore,
-  requests: readonly CreateRequest[],
-  now: number,
-): Promise<PromiseSettledResult<CreateResult>[]> {
-  return Promise.allSettled(requests.map((request) => create(store, request, now)));
+export async function create(store: TaskStore, request: CreateRequest, now: number): Promise<CreateResult> {
+  return answer(await store.insert(request.task, now), request);
+}
+
+/** Each request answered as `create` would, in order; the new tasks are all written together, or none. */
+export async function createMany(store: TaskStore, requests: readonly CreateRequest[], now: number): Promise<CreateResult[]> {
+  const inserted = await store.insertMany(
+    requests.map((request) => request.task),
+    now,
+  );
+  return inserted.map((result, i) => answer(result, requests[i]!));
 }

@@ -67,16 +67,10 @@ export class Lifecycle {
     return this.#apply(await create(this.#o.store, request, now));
   }
 
-  /**
-   * Many creates at once (a batch), each answered as `create` would. The effects of the ones
-   * written are applied even when another item failed; then the first failure is thrown.
-   */
+  /** Many creates at once (a batch), each answered as `create` would; written together, or none. */
   async createMany(requests: readonly CreateRequest[], now = this.#o.clock.now()): Promise<CreateResult[]> {
-    const settled = await createMany(this.#o.store, requests, now);
-    const results = settled.flatMap((item) => (item.status === 'fulfilled' ? [item.value] : []));
+    const results = await createMany(this.#o.store, requests, now);
     this.#apply({ effects: results.flatMap((result) => result.effects) });
-    const failed = settled.find((item) => item.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
     return results;
   }
 

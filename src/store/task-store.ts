@@ -70,7 +70,11 @@ export class TaskStore {
 
   constructor(database: Database) {
     this.#database = database;
-    this.#intake = new Intake(database, (key) => this.getByKey(key));
+    this.#intake = new Intake(
+      database,
+      (key) => this.getByKey(key),
+      (keys) => (keys.length === 0 ? Promise.resolve([]) : this.#tasks(SQL.byKeys, [keys])),
+    );
   }
 
   /** One statement on a connection of its own. */
@@ -224,6 +228,11 @@ export class TaskStore {
   /** Inserts a task (group commit, see intake.ts); committed when this resolves. */
   insert(task: NewTask, now: number): Promise<InsertResult> {
     return this.#intake.insert(task, now);
+  }
+
+  /** Inserts a batch's tasks in one transaction (see intake.ts); all committed when this resolves. */
+  insertMany(tasks: readonly NewTask[], now: number): Promise<InsertResult[]> {
+    return this.#intake.insertMany(tasks, now);
   }
 
   /** pending → cancelled for the pending ones among `ids`; answers how many. */
