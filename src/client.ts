@@ -7,7 +7,19 @@
  *   await punctual.create({ type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 30 * 60_000, key: 'close_order:SN123' });
  *   await punctual.cancelByKey('close_order:SN123'); // the order was paid
  */
-import type { CreateTaskBody, LimitsBody, RescheduleBody, Summary, TaskJson, TypeJson } from './http/schemas.js';
+import type { Static } from 'typebox';
+import type {
+  BatchResult,
+  BulkCancelBody,
+  BulkRescheduleBody,
+  BulkResult,
+  CreateTaskBody,
+  LimitsBody,
+  RescheduleBody,
+  Summary,
+  TaskJson,
+  TypeJson,
+} from './http/schemas.js';
 
 export type Task = TaskJson;
 export type CreateTask = CreateTaskBody;
@@ -17,6 +29,12 @@ export type { Summary };
 export type TaskType = TypeJson;
 /** A change of limits: a field left out is kept, null clears it. */
 export type TypeLimits = LimitsBody;
+/** One answer per item of createMany, in order: the status `create` would have met, with the task or the error. */
+export type BatchAnswer = Static<typeof BatchResult>;
+/** Which pending tasks a bulk change selects: exactly one of tag, keyPrefix, type. */
+export type BulkSelector = BulkCancelBody;
+export type BulkReschedule = BulkRescheduleBody;
+export type BulkCounts = Static<typeof BulkResult>;
 
 export interface PunctualClientOptions {
   /** Where punctual listens, e.g. http://127.0.0.1:3000. */
@@ -63,6 +81,27 @@ export class PunctualClient {
     return { task: body, created: status === 201 };
   }
 
+  /**
+   * Schedules up to 1,000 tasks in one request. Each item is answered as `create` would answer it
+   * (201, 200, 409 or 400 with the message), in order; a bad item does not refuse the others.
+   */
+  createMany(tasks: CreateTask[]): Promise<BatchAnswer> {
+    return this.#body('POST', '/tasks/batch', { tasks });
+  }
+
+  /** Cancels every pending task with a tag, a key prefix or a type (admin role); repeating it is harmless. */
+  bulkCancel(selector: BulkSelector): Promise<BulkCounts> {
+    return this.#body('POST', '/tasks/bulk/cancel', selector);
+  }
+
+  /**
+   * Moves every pending task selected to `runAt`, or by `shiftMs` (with a `requestId`, so a
+   * repeat moves nothing twice); admin role.
+   */
+  bulkReschedule(change: BulkReschedule): Promise<BulkCounts> {
+    return this.#body('POST', '/tasks/bulk/reschedule', change);
+  }
+
   get(id: number): Promise<Task> {
     return this.#body('GET', `/tasks/${id}`);
   }
@@ -91,7 +130,9 @@ export class PunctualClient {
   }
 
   /** One page of pending tasks, soonest first. */
-  pending(query: { type?: string; limit?: number; cursor?: string } = {}): Promise<{ tasks: Task[]; nextCursor: string | null }> {
+  pending(
+    query: { type?: string; tag?: string; keyPrefix?: string; limit?: number; cursor?: string } = {},
+  ): Promise<{ tasks: Task[]; nextCursor: string | null }> {
     const search = new URLSearchParams();
     for (const [name, value] of Object.entries(query)) if (value !== undefined) search.set(name, String(value));
     return this.#body('GET', `/tasks/pending${search.size > 0 ? `?${search}` : ''}`);

@@ -33,9 +33,16 @@ export function canonicalZone(name: string): string | undefined {
   }
 }
 
+/** The last answer of latestRunAt: a batch's items share their `now`, and the calendar sum is not cheap. */
+let latest = { now: Number.NaN, at: 0 };
+
 /** Latest instant a task may be scheduled for: ten calendar years after `now`. */
 export function latestRunAt(now: number): number {
-  return Temporal.Instant.fromEpochMilliseconds(now).toZonedDateTimeISO('UTC').add({ years: MAX_YEARS_AHEAD }).epochMilliseconds;
+  if (latest.now !== now) {
+    const at = Temporal.Instant.fromEpochMilliseconds(now).toZonedDateTimeISO('UTC').add({ years: MAX_YEARS_AHEAD }).epochMilliseconds;
+    latest = { now, at };
+  }
+  return latest.at;
 }
 
 /**

@@ -34,9 +34,9 @@ export function describeErrors(errors: readonly SchemaError[], prefix: string): 
 
 /**
  * What a JSON value from a request must not have before anything walks or stores it: more
- * than `maxDepth` levels of nesting (stack overflows; MySQL's JSON stops at 100, MariaDB's at 32),
- * or a string with a lone surrogate (not Unicode: the database refuses it). Iterative, so depth
- * itself cannot hurt. Answers the problem, or undefined.
+ * than `maxDepth` levels of nested arrays and objects (stack overflows; MySQL's JSON stops at
+ * 100, MariaDB refuses 32), or a string with a lone surrogate (not Unicode: the database refuses
+ * it). Iterative, so depth itself cannot hurt. Answers the problem, or undefined.
  */
 export function jsonProblem(value: unknown, maxDepth: number): string | undefined {
   const stack: [unknown, number][] = [[value, 0]];

@@ -15,10 +15,13 @@ import {
   customType,
   datetime,
   decimal,
+  foreignKey,
   index,
   int,
   mysqlEnum,
   mysqlTable,
+  primaryKey,
+  smallint,
   text,
   uniqueIndex,
   varchar,
@@ -62,6 +65,19 @@ export const tasks = mysqlTable(
     cron: varchar('cron', { length: 120 }),
     /** The first task of a recurring series; each occurrence is a task of its own. */
     seriesId: bigint('series_id', { mode: 'number', unsigned: true }),
+    /** The task's tags as given at create (a JSON array), for display; task_tags is what is searched. */
+    tags: jsonColumn('tags'),
+    /**
+     * How late the latest run started: its start − run_at, in ms. 64 bits: a task run weeks
+     * overdue (after a long outage) is more than a 32-bit count of ms late.
+     */
+    latenessMs: bigint('lateness_ms', { mode: 'number' }),
+    /** The latest outside (webhook) run: the HTTP status it got, how long it took, the response size. */
+    lastHttpStatus: smallint('last_http_status', { unsigned: true }),
+    lastDurationMs: int('last_duration_ms', { unsigned: true }),
+    lastResponseBytes: int('last_response_bytes', { unsigned: true }),
+    /** The requestId of the latest bulk shift that moved this task: a repeat of it moves it no further. */
+    bulkRequestId: varchar('bulk_request_id', { length: 64 }),
     /** Whole minutes from 1970-01-01 to run_at, computed by the server: the upcoming-load chart's bucket. */
     runMinute: int('run_minute').generatedAlwaysAs(sql`(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', \`run_at\`))`, { mode: 'virtual' }),
   },
@@ -77,6 +93,26 @@ export const tasks = mysqlTable(
     index('tasks_status_finished_at').on(table.status, table.finishedAt),
     // One task per occurrence of a series, however many times its predecessor completes.
     uniqueIndex('tasks_series_run_at').on(table.seriesId, table.runAt),
+    // Bulk changes by type pick their ids from here, in id order.
+    index('tasks_type_status').on(table.type, table.status),
+  ],
+);
+
+/**
+ * A task's tags, one row each. (tag, task_id) makes "the tasks tagged X" an index range scan in
+ * id order, which is how bulk changes walk them in chunks; a task's rows go with it (cascade), so
+ * retention needs no second delete.
+ */
+export const taskTags = mysqlTable(
+  'task_tags',
+  {
+    taskId: bigint('task_id', { mode: 'number', unsigned: true }).notNull(),
+    tag: varchar('tag', { length: 64 }).notNull(),
+  },
+  (table) => [
+    primaryKey({ name: 'task_tags_pk', columns: [table.taskId, table.tag] }),
+    index('task_tags_tag_task').on(table.tag, table.taskId),
+    foreignKey({ name: 'task_tags_task_fk', columns: [table.taskId], foreignColumns: [tasks.id] }).onDelete('cascade'),
   ],
 );
 

@@ -27,11 +27,21 @@ export interface DatabaseContext<P> extends BaseContext<P> {
   conn: Connection;
 }
 
+/** What an outside call answered, kept on the task (lastHttpStatus, lastResponseBytes). */
+export interface CallAnswer {
+  /** The HTTP status; 0 when no answer came (a network error, a timeout). */
+  httpStatus: number;
+  /** The size of the answer's body as read (bounded by the handler); null when none came. */
+  responseBytes: number | null;
+}
+
 export interface OutsideContext<P> extends BaseContext<P> {
   /** Aborted when the handler's time is up or punctual is stopping. */
   signal: AbortSignal;
   /** 1 on the first run, 2 on the first retry… */
   attempt: number;
+  /** Tells what the call answered, before returning or throwing; stored with the run's result. */
+  answered(answer: CallAnswer): void;
 }
 
 interface BaseHandler<S extends TSchema> {

@@ -203,7 +203,7 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       return reserved === undefined ? undefined : `/headers may not set ${reserved}`;
     },
 
-    async run({ task, payload: { url, method = 'POST', headers = {}, body }, signal, attempt, now }) {
+    async run({ task, payload: { url, method = 'POST', headers = {}, body }, signal, attempt, now, answered }) {
       const refused = egress.refusal(url);
       if (refused !== undefined) throw new PermanentError(`url ${refused}`);
       const secrets = secretsFor(url);
@@ -213,6 +213,8 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       const key = idempotencyKey(task);
       const sent = canonicalUrl(url);
       const signature = sign(secrets, { timestamp: now, method, url: sent, idempotencyKey: key, body: text });
+      // No answer until one comes: a call that fails or runs out of time is kept as status 0.
+      answered({ httpStatus: 0, responseBytes: null });
       const response = await fetch(sent, {
         method,
         redirect: 'manual',
@@ -230,7 +232,10 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       }).catch((error: unknown) => {
         throw callError(error);
       });
+      // The status is known now, even if reading the body fails.
+      answered({ httpStatus: response.status, responseBytes: null });
       const answer = await readBounded(response);
+      answered({ httpStatus: response.status, responseBytes: answer.length });
       if (response.status >= 300 && response.status < 400) {
         throw new PermanentError(`answered ${response.status}: redirects are not followed`);
       }

@@ -13,6 +13,8 @@ import { installErrorHandler } from './errors.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
 import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
+import { batchRoutes } from './routes/batch.js';
+import { bulkRoutes } from './routes/bulk.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
@@ -62,6 +64,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
   installOpenApi(app);
   void app.register(healthRoutes, options.health);
   void app.register(taskRoutes, options.tasks);
+  void app.register(batchRoutes, options.tasks);
+  void app.register(bulkRoutes, options.tasks);
   void app.register(metricsRoutes, { metrics: options.metrics });
   void app.register(dashboardRoutes);
   void app.register(authRoutes);

@@ -25,6 +25,7 @@ export function installOpenApi(app: FastifyInstance): void {
       tags: [
         { name: 'tasks', description: 'Schedule, read, cancel, move and retry tasks' },
         { name: 'types', description: 'Pause task types and limit their runs' },
+        { name: 'bulk', description: 'Cancel or move many pending tasks at once by tag, key prefix or type (admin role)' },
         { name: 'operations', description: 'Probes and metrics' },
       ],
     },

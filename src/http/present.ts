@@ -22,5 +22,10 @@ export function present(task: Task): TaskJson {
     finishedAt: task.finishedAt === null ? null : toIsoUtc(task.finishedAt),
     cron: task.cron,
     seriesId: task.seriesId,
+    tags: task.tags,
+    latenessMs: task.latenessMs,
+    lastHttpStatus: task.lastHttpStatus,
+    lastDurationMs: task.lastDurationMs,
+    lastResponseBytes: task.lastResponseBytes,
   };
 }

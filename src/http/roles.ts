@@ -35,6 +35,9 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'PUT /types/:type/limits': 'admin',
   'POST /types/:type/pause': 'admin',
   'POST /types/:type/resume': 'admin',
+  'POST /tasks/batch': 'write',
+  'POST /tasks/bulk/cancel': 'admin',
+  'POST /tasks/bulk/reschedule': 'admin',
 };
 
 /** The role a route needs; undefined when it is not in the table. */

@@ -5,6 +5,7 @@
 import { Type, type Static } from 'typebox';
 import { MISFIRE_POLICIES, TASK_STATUSES } from '../db/schema.js';
 import { MAX_DELAY_MS, MAX_YEARS_AHEAD } from '../time.js';
+import { MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../store/tags.js';
 export const MAX_PAGE = 1000;
 export const DEFAULT_PAGE = 100;
 
@@ -29,6 +30,11 @@ export const TaskJson = Type.Object(
     finishedAt: Nullable(Type.String()),
     cron: Nullable(Type.String({ description: 'a recurring task: its cron expression, read in timezone' })),
     seriesId: Nullable(Type.Integer({ description: 'a later occurrence of a recurring task: the id of the first' })),
+    tags: Type.Array(Type.String(), { description: 'the tags given at create' }),
+    latenessMs: Nullable(Type.Integer({ description: 'how late the latest run started: its start − runAt, in ms' })),
+    lastHttpStatus: Nullable(Type.Integer({ description: "an outside (webhook) run: the latest run's HTTP status (0: no answer)" })),
+    lastDurationMs: Nullable(Type.Integer({ description: "an outside run: the latest run's duration in ms" })),
+    lastResponseBytes: Nullable(Type.Integer({ description: "an outside run: the latest response's body size in bytes" })),
   },
   {
     additionalProperties: false,
@@ -51,6 +57,11 @@ export const TaskJson = Type.Object(
         finishedAt: null,
         cron: null,
         seriesId: null,
+        tags: ['merchant:42'],
+        latenessMs: null,
+        lastHttpStatus: null,
+        lastDurationMs: null,
+        lastResponseBytes: null,
       },
     ],
   },
@@ -86,11 +97,17 @@ export const CreateTaskBody = Type.Object(
           'makes the task recurring: five cron fields (minute hour day month weekday) read in timezone; when an occurrence finishes, the next is scheduled. Without runAt/delayMs the first is the next match.',
       }),
     ),
+    tags: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN }), {
+        maxItems: MAX_TAGS,
+        description: `at most ${MAX_TAGS} labels of 1 to ${MAX_TAG_LENGTH} characters of A-Z a-z 0-9 _ . : - (e.g. merchant:42), no repeats; bulk changes and the pending list select by them`,
+      }),
+    ),
   },
   {
     additionalProperties: false,
     examples: [
-      { type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 1_800_000, key: 'close_order:SN123' },
+      { type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 1_800_000, key: 'close_order:SN123', tags: ['merchant:42'] },
       {
         type: 'webhook',
         payload: { url: 'https://shop.example.com/flash-sale/start', body: { sale: 88 } },
@@ -120,6 +137,10 @@ export type RescheduleBody = Static<typeof RescheduleBody>;
 export const PendingQuery = Type.Object(
   {
     type: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    tag: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN, description: 'only tasks with this tag' }),
+    ),
+    keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: 191, description: 'only tasks whose key starts with this' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE })),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'nextCursor of the previous page' })),
   },
@@ -187,7 +208,7 @@ export const Summary = Type.Object(
     failed: Type.Integer({ description: 'tasks that failed for good' }),
     armed: Type.Integer({ description: 'timers armed in this process (tasks due within the horizon)' }),
     latenessP50Ms: Nullable(Type.Number()),
-    latenessP99Ms: Nullable(Type.Number({ description: 'over the latest 1,000 runs: finished_at − run_at' })),
+    latenessP99Ms: Nullable(Type.Number({ description: 'over the latest 1,000 runs: their stored lateness, start − runAt' })),
     countedAt: Type.String({ description: 'when the counts were taken (they are kept a few seconds)' }),
   },
   {
@@ -197,6 +218,103 @@ export const Summary = Type.Object(
   },
 );
 export type Summary = Static<typeof Summary>;
+
+// ── batch create ──────────────────────────────────────────────────────────────────────────────
+
+export const MAX_BATCH = 1000;
+
+export const BatchBody = Type.Object(
+  {
+    tasks: Type.Array(Type.Unknown(), {
+      minItems: 1,
+      maxItems: MAX_BATCH,
+      description: `1 to ${MAX_BATCH} bodies of POST /tasks; each is checked on its own, so a bad one refuses only itself`,
+    }),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        tasks: [
+          { type: 'close_order', payload: { orderSn: 'SN1' }, delayMs: 1_800_000, key: 'close_order:SN1', tags: ['merchant:42'] },
+          { type: 'close_order', payload: { orderSn: 'SN2' }, delayMs: 1_800_000, key: 'close_order:SN2', tags: ['merchant:42'] },
+        ],
+      },
+    ],
+  },
+);
+
+/**
+ * One item's answer: the status POST /tasks would give it, with the task's id (and key), or the
+ * error. Only the id: a batch is about throughput, GET /tasks/:id shows the whole task.
+ */
+export const BatchItem = Type.Object({
+  status: Type.Integer({ description: '201 created, 200 same key and content, 409 same key other content, 400 bad item' }),
+  id: Type.Optional(Type.Integer({ description: 'the task created, or for 200 and 409 the task the key names' })),
+  key: Type.Optional(Nullable(Type.String())),
+  code: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String({ description: 'for a 400 or 409: what POST /tasks would say' })),
+});
+
+export const BatchResult = Type.Object({
+  results: Type.Array(BatchItem, { description: 'one per item, in the order given' }),
+  created: Type.Integer(),
+  repeated: Type.Integer({ description: 'items answered 200 (their key named the same task)' }),
+  refused: Type.Integer({ description: 'items answered 400 or 409' }),
+});
+
+// ── bulk changes ──────────────────────────────────────────────────────────────────────────────
+
+const Selector = {
+  tag: Type.Optional(
+    Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN, description: 'the pending tasks with this tag' }),
+  ),
+  keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: 191, description: 'the pending tasks whose key starts with this' })),
+  type: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'the pending tasks of this type' })),
+};
+
+export const BulkCancelBody = Type.Object(Selector, {
+  additionalProperties: false,
+  description: 'exactly one of tag, keyPrefix, type',
+  examples: [{ tag: 'merchant:42' }],
+});
+export type BulkCancelBody = Static<typeof BulkCancelBody>;
+
+export const BulkRescheduleBody = Type.Object(
+  {
+    ...Selector,
+    runAt: Type.Optional(RunAt),
+    timezone: Type.Optional(Timezone),
+    shiftMs: Type.Optional(
+      Type.Integer({ minimum: -MAX_DELAY_MS, maximum: MAX_DELAY_MS, description: 'move each task by this many ms (negative: earlier)' }),
+    ),
+    requestId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: TAG_PATTERN,
+        description: 'required with shiftMs: a task already moved by this request id is not moved again, so a repeat is harmless',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'exactly one of tag, keyPrefix, type; exactly one of runAt (set) and shiftMs (shift)',
+    examples: [
+      { tag: 'merchant:42', shiftMs: 3_600_000, requestId: 'postpone-merchant-42-2026-12-01' },
+      { keyPrefix: 'flash-sale:88:', runAt: '2026-12-01 12:00:00', timezone: 'Asia/Shanghai' },
+    ],
+  },
+);
+export type BulkRescheduleBody = Static<typeof BulkRescheduleBody>;
+
+export const BulkResult = Type.Object(
+  {
+    matched: Type.Integer({ description: 'pending tasks the selector found' }),
+    changed: Type.Integer({ description: 'tasks this request changed (a task that ran meanwhile, or was changed already, is not)' }),
+  },
+  { examples: [{ matched: 1200, changed: 1200 }] },
+);
 
 // ── task types: pause and limits ──────────────────────────────────────────────────────────
 

@@ -4,9 +4,13 @@
  * request again (a client's retry): it gets the existing task, whatever its status now (200).
  * Anything else is a conflict (409) carrying the existing task. For `delayMs`, "the same instant"
  * is the same delay after the existing task's creation.
+ *
+ * A batch is many creates at once with the same rules: its tasks are written together (one
+ * transaction, multi-row INSERTs, one query for the keys already taken; intake.ts), and each item
+ * is answered as its create would be.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { NewTask, Task, TaskStore } from '../store/task-store.js';
+import type { InsertResult, NewTask, Task, TaskStore } from '../store/task-store.js';
 import { arm, type TimerEffect } from './effects.js';
 
 export interface CreateRequest {
@@ -28,12 +32,25 @@ export function sameRequest(existing: Task, request: CreateRequest): boolean {
     existing.type === task.type &&
     existing.runAt === asked &&
     existing.cron === task.cron &&
+    isDeepStrictEqual(existing.tags, task.tags ?? []) &&
     isDeepStrictEqual(existing.payload, task.payload)
   );
 }
 
-export async function create(store: TaskStore, request: CreateRequest, now: number): Promise<CreateResult> {
-  const result = await store.insert(request.task, now);
+function answer(result: InsertResult, request: CreateRequest): CreateResult {
   if (result.created) return { outcome: 'created', task: result.task, effects: [arm(result.task.id, result.task.runAt)] };
   return { outcome: sameRequest(result.task, request) ? 'repeated' : 'conflict', task: result.task, effects: [] };
+}
+
+export async function create(store: TaskStore, request: CreateRequest, now: number): Promise<CreateResult> {
+  return answer(await store.insert(request.task, now), request);
+}
+
+/** Each request answered as `create` would, in order; the new tasks are all written together, or none. */
+export async function createMany(store: TaskStore, requests: readonly CreateRequest[], now: number): Promise<CreateResult[]> {
+  const inserted = await store.insertMany(
+    requests.map((request) => request.task),
+    now,
+  );
+  return inserted.map((result, i) => answer(result, requests[i]!));
 }

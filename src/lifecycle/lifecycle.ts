@@ -7,6 +7,7 @@
  *   claim, complete, fail .......... run.ts    (backoff in backoff.ts)
  *   skip (misfire), recover lease .. repair.ts (skip of a task that waited for its type too)
  *   next occurrence ................ recur.ts
+ *   bulk cancel, bulk reschedule ... bulk.ts   (by tag, key prefix or type, in chunks)
  *
  * Every transition returns its timer effects (effects.ts) instead of arming; this class applies
  * them, in one place, after the rows are committed. Callers (routes, dispatcher, scheduler) never
@@ -18,10 +19,11 @@
 import type { Clock } from '../clock.js';
 import type { Connection, Database } from '../db/connection.js';
 import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
-import type { Failure, Task, TaskStore } from '../store/task-store.js';
+import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';
 import type { RetryPolicy } from './backoff.js';
+import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bulk.js';
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
-import { create, type CreateRequest, type CreateResult } from './create.js';
+import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
 import { recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
 import * as run from './run.js';
@@ -67,6 +69,13 @@ export class Lifecycle {
     return this.#apply(await create(this.#o.store, request, now));
   }
 
+  /** Many creates at once (a batch), each answered as `create` would; written together, or none. */
+  async createMany(requests: readonly CreateRequest[], now = this.#o.clock.now()): Promise<CreateResult[]> {
+    const results = await createMany(this.#o.store, requests, now);
+    this.#apply({ effects: results.flatMap((result) => result.effects) });
+    return results;
+  }
+
   async cancel(task: Task): Promise<ChangeResult> {
     return this.#apply(await cancel(this.#o.store, task, this.#o.clock.now()));
   }
@@ -81,6 +90,27 @@ export class Lifecycle {
   async retry(task: Task, place: (task: Task, now: number) => Placement): Promise<ChangeResult> {
     const now = this.#o.clock.now();
     return this.#apply(await retry(this.#o.store, task, place(task, now), now));
+  }
+
+  /** Cancels every pending task `selector` picks, a chunk at a time (bulk.ts). */
+  bulkCancel(selector: Selector): Promise<BulkCounts> {
+    return bulkCancel(
+      this.#o.store,
+      selector,
+      () => this.#o.clock.now(),
+      (effects) => this.#apply({ effects }),
+    );
+  }
+
+  /** Moves every pending task `selector` picks to an instant or by a duration, a chunk at a time. */
+  bulkReschedule(selector: Selector, move: BulkMove): Promise<BulkCounts> {
+    return bulkReschedule(
+      this.#o.store,
+      selector,
+      move,
+      () => this.#o.clock.now(),
+      (effects) => this.#apply({ effects }),
+    );
   }
 
   // ── the scheduler's repairs ───────────────────────────────────────────────────────────────
@@ -124,12 +154,12 @@ export class Lifecycle {
   }
 
   /** Completes an outside run if this process still holds its lease; retried per `persist`. */
-  async completeLeased(task: Task, owner: string, persist: DbRetryPolicy): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.completeLeased(this.#o.store, task, owner, this.#o.clock.now()), persist));
+  async completeLeased(task: Task, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
+    return this.#apply(await retrying(() => run.completeLeased(this.#o.store, task, owner, call, this.#o.clock.now()), persist));
   }
 
-  async failLeased(task: Task, failure: Failure, owner: string, persist: DbRetryPolicy): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.failLeased(this.#o.store, task, failure, owner, this.#o.clock.now()), persist));
+  async failLeased(task: Task, failure: Failure, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
+    return this.#apply(await retrying(() => run.failLeased(this.#o.store, task, failure, owner, call, this.#o.clock.now()), persist));
   }
 
   async failAlone(task: Task, failure: Failure, persist: DbRetryPolicy): Promise<run.Settled> {

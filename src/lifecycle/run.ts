@@ -11,12 +11,13 @@
  *   PermanentError) with the next occurrence of a recurring task.
  *
  * The in-transaction forms run on the caller's connection; the leased forms (an outside run's
- * result) are a transaction of their own, conditional on the lease.
+ * result) are a transaction of their own, conditional on the lease, and keep the run's call
+ * (HTTP status, duration, response size) in the same UPDATE.
  */
 import type { Connection } from '../db/connection.js';
 import { rootMessage } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
-import type { Failure, Task, TaskStore } from '../store/task-store.js';
+import type { CallRecord, Failure, Task, TaskStore } from '../store/task-store.js';
 import { arm, type TimerEffect } from './effects.js';
 import { nextOccurrences } from './recur.js';
 import { retryAt, type RetryPolicy } from './backoff.js';
@@ -81,17 +82,17 @@ export async function fail(store: TaskStore, conn: Connection, failed: Failed[],
   return effects;
 }
 
-/** Completes an outside run if `owner` still holds its lease. */
-export function completeLeased(store: TaskStore, task: Task, owner: string, now: number): Promise<Settled> {
+/** Completes an outside run, keeping its `call`, if `owner` still holds its lease. */
+export function completeLeased(store: TaskStore, task: Task, owner: string, call: CallRecord, now: number): Promise<Settled> {
   return store.transaction(async (conn) => {
-    const recorded = await store.completeLeased(conn, task.id, owner, now);
+    const recorded = await store.completeLeased(conn, task.id, owner, call, now);
     return { recorded, effects: recorded ? await nextOccurrences(store, conn, [task], now) : [] };
   });
 }
 
-/** Records a failed outside run (its attempt counted by the claim) if `owner` still holds its lease. */
-export function failLeased(store: TaskStore, task: Task, failure: Failure, owner: string, now: number): Promise<Settled> {
-  return settleAlone(store, task, failure, false, now, owner);
+/** Records a failed outside run (its attempt counted by the claim) and its `call`, if `owner` still holds its lease. */
+export function failLeased(store: TaskStore, task: Task, failure: Failure, owner: string, call: CallRecord, now: number): Promise<Settled> {
+  return settleAlone(store, task, failure, false, now, { owner, call });
 }
 
 /** Records a failed run outside any batch (a handler that overran and lost its transaction), counting the attempt. */
@@ -99,9 +100,16 @@ export function failAlone(store: TaskStore, task: Task, failure: Failure, now: n
   return settleAlone(store, task, failure, true, now);
 }
 
-function settleAlone(store: TaskStore, task: Task, failure: Failure, countAttempt: boolean, now: number, owner?: string): Promise<Settled> {
+function settleAlone(
+  store: TaskStore,
+  task: Task,
+  failure: Failure,
+  countAttempt: boolean,
+  now: number,
+  leased?: { owner: string; call: CallRecord },
+): Promise<Settled> {
   return store.transaction(async (conn) => {
-    const recorded = await store.fail(conn, failure, countAttempt, now, owner);
+    const recorded = await store.fail(conn, failure, countAttempt, now, leased);
     if (!recorded) return { recorded, effects: [] };
     if (failure.retryAt !== null) return { recorded, effects: [arm(task.id, failure.retryAt)] };
     return { recorded, effects: await nextOccurrences(store, conn, [task], now) };

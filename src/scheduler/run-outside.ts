@@ -4,14 +4,17 @@
  * through the lifecycle, conditional on the lease. The work is done by then and only its record
  * is missing, so the record is tried until it is written or the process stops; then the lease
  * runs out and the task runs again (at least once).
+ *
+ * With the result, the run's call is kept on the task (CallRecord): what it answered, as the
+ * handler tells (`answered`), and how long the handler ran, timed here.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { loggable } from '../db/errors.js';
 import { untilStopped } from '../db/retry.js';
-import type { OutsideHandler } from '../handlers/handler.js';
+import type { CallAnswer, OutsideHandler } from '../handlers/handler.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
-import type { Failure, Task } from '../store/task-store.js';
+import type { CallRecord, Failure, Task } from '../store/task-store.js';
 import { withTimeout } from '../util/async.js';
 import type { Outcomes } from './outcomes.js';
 
@@ -35,27 +38,49 @@ export class OutsideExecutor {
     const { clock, lifecycle, owner } = this;
     const attempt = task.attempts + 1;
     const started = clock.now();
+    // A duration on the monotonic clock: a step of the wall clock mid-call does not distort it.
+    const startedMono = performance.now();
     const signal = AbortSignal.any([AbortSignal.timeout(handler.timeoutMs), this.abort]);
+    let answer: CallAnswer | undefined;
+    let settled = false;
+    const answered = (told: CallAnswer) => {
+      // What the handler tells after its time ran out is not this run's record any more.
+      if (!settled) answer = { ...told };
+    };
     let outcome: string | void = undefined;
     let failure: Failure | undefined;
     try {
       outcome = await withTimeout(
-        handler.run({ task: { ...task, attempts: attempt }, payload: task.payload, log: this.log, now: started, signal, attempt }),
+        handler.run({
+          task: { ...task, attempts: attempt },
+          payload: task.payload,
+          log: this.log,
+          now: started,
+          signal,
+          attempt,
+          answered,
+        }),
         handler.timeoutMs,
       );
     } catch (error) {
       failure = lifecycle.failureOf(task, attempt, error, clock.now());
     }
+    settled = true;
+    const call: CallRecord = {
+      httpStatus: answer?.httpStatus ?? null,
+      durationMs: Math.round(performance.now() - startedMono),
+      responseBytes: answer?.responseBytes ?? null,
+    };
     const persist = untilStopped(this.abort, (error, _round, delay) =>
       this.log.warn({ err: loggable(error), retryInMs: delay }, 'dispatcher: could not record a result, trying again'),
     );
     try {
       if (failure === undefined) {
-        const { recorded } = await lifecycle.completeLeased(task, owner, persist);
+        const { recorded } = await lifecycle.completeLeased(task, owner, persist, call);
         if (!recorded) this.outcomes.leaseLost(task);
         this.outcomes.done(task, claimedAt, clock.now() - started, outcome || 'done');
       } else {
-        await lifecycle.failLeased(task, failure, owner, persist);
+        await lifecycle.failLeased(task, failure, owner, persist, call);
         this.outcomes.failed(task, failure, claimedAt, clock.now() - started);
       }
     } catch {

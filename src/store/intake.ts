@@ -9,12 +9,13 @@
  * compare.
  */
 import type mysql from 'mysql2/promise';
-import type { Database } from '../db/connection.js';
+import type { Connection, Database } from '../db/connection.js';
 import { isDuplicateKey } from '../db/errors.js';
 import { lockConflicts, retrying } from '../db/retry.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 import { created, insertValues, type NewTask, type Task } from './rows.js';
 import { SQL } from './sql.js';
+import { tagPairs } from './tags.js';
 
 export type InsertResult = { created: true; task: Task } | { created: false; task: Task };
 
@@ -29,11 +30,13 @@ type Item = { task: NewTask; now: number };
 export class Intake {
   readonly #database: Database;
   readonly #byKey: (key: string) => Promise<Task | undefined>;
+  readonly #byKeys: (keys: string[]) => Promise<Task[]>;
   readonly #batcher: Batcher<Item, InsertResult>;
 
-  constructor(database: Database, byKey: (key: string) => Promise<Task | undefined>) {
+  constructor(database: Database, byKey: (key: string) => Promise<Task | undefined>, byKeys: (keys: string[]) => Promise<Task[]>) {
     this.#database = database;
     this.#byKey = byKey;
+    this.#byKeys = byKeys;
     this.#batcher = new Batcher(
       (items) => retrying(() => this.#insertOnce(items), lockConflicts(BATCH_TRIES)),
       INSERT_BATCH,
@@ -44,6 +47,58 @@ export class Intake {
   /** Inserts a task; committed when this resolves. */
   insert(task: NewTask, now: number): Promise<InsertResult> {
     return this.#batcher.add({ task, now });
+  }
+
+  /**
+   * A batch's tasks, written together in one transaction: one multi-row INSERT of the tasks and
+   * one of their tags, not a statement or a commit per task. Keys: a key already in the table
+   * answers its task (`created: false`), found with one query for the whole batch after the
+   * INSERT met a taken key; a key repeated within the batch answers the task of its first item.
+   * All of the new tasks are committed when this resolves, or none.
+   */
+  async insertMany(tasks: readonly NewTask[], now: number): Promise<InsertResult[]> {
+    const results: InsertResult[] = new Array(tasks.length);
+    const firstOfKey = new Map<string, number>();
+    const repeats: [number, number][] = [];
+    let todo: number[] = [];
+    for (const [i, task] of tasks.entries()) {
+      const first = task.key === null ? undefined : firstOfKey.get(task.key);
+      if (first !== undefined) repeats.push([i, first]);
+      else {
+        if (task.key !== null) firstOfKey.set(task.key, i);
+        todo.push(i);
+      }
+    }
+    const ids = await this.#database.insertIds();
+    for (let round = 0; todo.length > 0; round++) {
+      const items = todo.map((i) => ({ task: tasks[i]!, now }));
+      if (ids === 'one-by-one' || round >= BATCH_TRIES) {
+        // Keys taken again and again by racing creates: one statement per row sorts them out.
+        const outcomes = await retrying(() => this.#insertOneByOne(items), lockConflicts(BATCH_TRIES));
+        for (const [j, outcome] of outcomes.entries()) {
+          if (!outcome.ok) throw outcome.error;
+          results[todo[j]!] = outcome.value;
+        }
+        break;
+      }
+      try {
+        const outcomes = await retrying(() => this.#insertAll(items, ids), lockConflicts(BATCH_TRIES));
+        for (const [j, outcome] of outcomes.entries()) if (outcome.ok) results[todo[j]!] = outcome.value;
+        todo = [];
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+        // Nothing was written. The keys already taken answer their tasks; the rest try again.
+        const keys = todo.map((i) => tasks[i]!.key).filter((key): key is string => key !== null);
+        const existing = new Map((await this.#byKeys(keys)).map((task) => [task.key!, task]));
+        todo = todo.filter((i) => {
+          const found = existing.get(tasks[i]!.key ?? '');
+          if (found !== undefined) results[i] = { created: false, task: found };
+          return found === undefined;
+        });
+      }
+    }
+    for (const [i, first] of repeats) results[i] = { created: false, task: results[first]!.task };
+    return results;
   }
 
   async #insertOnce(items: Item[]): Promise<Outcome<InsertResult>[]> {
@@ -59,17 +114,29 @@ export class Intake {
     return this.#insertOneByOne(items);
   }
 
-  /** One multi-row INSERT, committed on its own. */
+  /**
+   * One multi-row INSERT, committed on its own; with tags, one more multi-row INSERT of the tags
+   * in the same transaction, so a task never exists without them.
+   */
   async #insertAll(items: Item[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
     const values = items.flatMap(({ task, now }) => insertValues(task, now));
-    const [result] = await this.#database.withConnection((conn) =>
+    const insert = (conn: Connection) =>
       conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(
         SQL.insertRows(items.length, ids === 'returning'),
         values,
-      ),
-    );
-    const idOf = (i: number) => (ids === 'returning' ? Number(result[i]!.id) : result.insertId + i);
-    return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: created(task, idOf(i), now) } }));
+      );
+    const tagged = items.some(({ task }) => (task.tags?.length ?? 0) > 0);
+    const idOf = (result: mysql.ResultSetHeader & { id: number }[], i: number) =>
+      ids === 'returning' ? Number(result[i]!.id) : result.insertId + i;
+    const result = tagged
+      ? await this.#database.transaction(async (_tx, conn) => {
+          const [inserted] = await insert(conn);
+          const pairs = items.flatMap(({ task }, i) => tagPairs(idOf(inserted, i), task.tags ?? []));
+          await conn.query(SQL.insertTags(pairs.length / 2), pairs);
+          return inserted;
+        })
+      : (await this.#database.withConnection(insert))[0];
+    return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: created(task, idOf(result, i), now) } }));
   }
 
   /** One statement per row in one transaction: a taken key fails its own row only. */
@@ -80,6 +147,8 @@ export class Intake {
       for (const [i, { task, now }] of items.entries()) {
         try {
           const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), insertValues(task, now));
+          const tags = task.tags ?? [];
+          if (tags.length > 0) await conn.query(SQL.insertTags(tags.length), tagPairs(result.insertId, tags));
           written.push({ ok: true, value: { created: true, task: created(task, result.insertId, now) } });
         } catch (error) {
           // A duplicate key fails its own statement only: the transaction goes on without it.

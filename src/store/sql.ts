@@ -14,20 +14,33 @@ const AFTER_CURSOR = ' AND run_at >= ? AND (run_at > ? OR id > ?)';
 
 const select = (where: string) => `SELECT ${TASK_COLUMNS} FROM tasks ${where}`;
 
+/** Which filters a pending list has (each one a placeholder, in this order). */
+export interface PendingFilter {
+  type: boolean;
+  tag: boolean;
+  keyPrefix: boolean;
+  cursor: boolean;
+}
+
+/** Pending tasks in (run_at, id) order: optionally of one type, with a tag, with a key prefix, after a cursor. */
+const pendingWhere = (f: PendingFilter) =>
+  `WHERE status = 'pending'${f.type ? ' AND type = ?' : ''}` +
+  `${f.tag ? ' AND id IN (SELECT task_id FROM task_tags WHERE tag = ?)' : ''}` +
+  `${f.keyPrefix ? " AND task_key LIKE ? ESCAPE '!'" : ''}` +
+  `${f.cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`;
+
 export const SQL = {
   // ── reads ───────────────────────────────────────────────────────────────────────────────
   byId: select('WHERE id = ?'),
   byKey: select('WHERE task_key = ?'),
+  /** The tasks of the keys among ?: a batch's taken keys, in one query. */
+  byKeys: select('WHERE task_key IN (?)'),
   /** The pending occurrence of the series whose first task is ? (given twice). */
   pendingOccurrence: select("WHERE status = 'pending' AND (id = ? OR series_id = ?) ORDER BY run_at LIMIT 1"),
-  /** Pending tasks in (run_at, id) order, optionally of one type, after a cursor. */
-  pendingPage: (type: boolean, cursor: boolean) =>
-    select(`WHERE status = 'pending'${type ? ' AND type = ?' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`),
   finished: select('WHERE status = ? ORDER BY finished_at DESC, id DESC LIMIT ?'),
   /** What each row of a pending page weighs, read without bringing its payload over: pages are bounded in bytes on it. */
-  pendingSizes: (type: boolean, cursor: boolean) =>
-    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks WHERE status = 'pending'` +
-    `${type ? ' AND type = ?' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
+  pendingSizes: (filter: PendingFilter) =>
+    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks ${pendingWhere(filter)}`,
   pendingByIds: select("WHERE id IN (?) AND status = 'pending' ORDER BY run_at, id"),
   /** Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index alone. */
   duePage: (lower: boolean, cursor: boolean) =>
@@ -55,17 +68,43 @@ export const SQL = {
   countDueBefore: `SELECT COUNT(*) AS n FROM (
     SELECT 1 FROM tasks FORCE INDEX (tasks_status_run_at) WHERE status = 'pending' AND run_at < ? LIMIT ?
   ) AS due`,
-  recentLateness: `SELECT TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000 FROM tasks WHERE status = 'done' ORDER BY finished_at DESC LIMIT ?`,
+  /** The stored lateness of the latest runs (start − run_at; a row inserted done by hand falls back to finished_at − run_at). */
+  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000) FROM tasks
+    WHERE status = 'done' ORDER BY finished_at DESC LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
   insertRows: (rows: number, returning: boolean) =>
-    'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, cron, created_at, updated_at) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
+    'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
     (returning ? ' RETURNING id' : ''),
+  /**
+   * `rows` (task_id, tag) pairs of tasks just inserted, in their transaction. `again`: the
+   * occurrence may be there already (insertOccurrence found it), and so may its tags.
+   */
+  insertTags: (rows: number, again = false) =>
+    'INSERT INTO task_tags (task_id, tag) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?)').join(', ') +
+    (again ? ' ON DUPLICATE KEY UPDATE tag = tag' : ''),
   /** The next occurrence of a series; if it is there already, LAST_INSERT_ID answers its id. */
-  insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
+  insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
+
+  // ── bulk changes (a chunk of ids at a time, picked with an index, after a cursor) ─────────
+  /** Pending tasks with a tag, as [id, id]: the (tag, task_id) index in id order. */
+  pickByTag: `SELECT g.task_id, g.task_id FROM task_tags g JOIN tasks t ON t.id = g.task_id
+    WHERE g.tag = ? AND g.task_id > ? AND t.status = 'pending' ORDER BY g.task_id LIMIT ?`,
+  /** Pending tasks of a type, as [id, id]: the (type, status) index in id order. */
+  pickByType: "SELECT id, id FROM tasks WHERE type = ? AND status = 'pending' AND id > ? ORDER BY id LIMIT ?",
+  /** Pending tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
+  pickByKeyPrefix:
+    "SELECT id, task_key FROM tasks WHERE task_key LIKE ? ESCAPE '!' AND task_key > ? AND status = 'pending' ORDER BY task_key LIMIT ?",
+  /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
+  lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
+  /** Moved to one instant; the zone only when one is given. */
+  moveTo: 'UPDATE tasks SET run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?)',
+  /** Moved by a duration, stamped with the request that moved them. */
+  shiftBy: 'UPDATE tasks SET run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?)',
 
   // ── the shop's changes ──────────────────────────────────────────────────────────────────
   /** pending → cancelled, for the ids among ? that are pending. */
@@ -79,21 +118,28 @@ export const SQL = {
   // ── claiming and finishing runs ─────────────────────────────────────────────────────────
   /** The due pending tasks among ?, locked in id order; rows another transaction holds are skipped. */
   lockDue: select("WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED"),
-  /** Run in this transaction: one attempt used, done. */
-  markDone: "UPDATE tasks SET status = 'done', attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?)",
-  /** Claimed for an outside handler: running under a lease. */
-  markRunning:
-    "UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?)",
-  /** An outside run finished, while its lease is still this owner's. */
-  completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+  /**
+   * Run in this transaction: one attempt used, done, and how late it started (the batch's start,
+   * given as the first ?, − run_at) kept in the same statement: the hot path adds no query.
+   */
+  markDone: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'done',
+    attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?)`,
+  /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at) with it. */
+  markRunning: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'running',
+    attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?)`,
+  /** An outside run finished, while its lease is still this owner's; its call (status, duration, size) kept. */
+  completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
+    last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
     WHERE id = ? AND status = 'running' AND lease_owner = ?`,
   /**
-   * A failed run: pending again at a later run_at, or failed for good. With `leased`, only while
-   * the lease is still the given owner's.
+   * A failed run: pending again at a later run_at, or failed for good. With `leased` (an outside
+   * run), its call is kept too, and only while the lease is still the given owner's.
    */
   fail: (leased: boolean) =>
     `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + ?,
-       last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+       last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?${
+         leased ? ', last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?' : ''
+       }
      WHERE id = ?${leased ? " AND status = 'running' AND lease_owner = ?" : ''}`,
 
   // ── the scheduler's repairs ─────────────────────────────────────────────────────────────

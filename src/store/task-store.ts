@@ -13,6 +13,7 @@ import { lockConflicts, retrying } from '../db/retry.js';
 import { Intake, type InsertResult } from './intake.js';
 import { fromRow, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
 import { SQL } from './sql.js';
+import { tagPairs } from './tags.js';
 
 export type { InsertResult } from './intake.js';
 export type { NewTask, RunAtCursor, Task, TimerEntry } from './rows.js';
@@ -32,6 +33,30 @@ function clip(error: string): string {
   return error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
 }
 
+/**
+ * An outside run's call, kept on the task with its result: the HTTP status (0: no answer), how
+ * long the handler ran (ms) and the answer's body size as read (bytes); null for what is unknown.
+ */
+export interface CallRecord {
+  httpStatus: number | null;
+  durationMs: number;
+  responseBytes: number | null;
+}
+
+/** The columns' range: smallint unsigned for a status, int unsigned for the rest. */
+function callValues(call: CallRecord): unknown[] {
+  const bounded = (value: number | null, max: number) => (value === null ? null : Math.min(Math.max(0, Math.round(value)), max));
+  return [bounded(call.httpStatus, 65_535), bounded(call.durationMs, 4_294_967_295), bounded(call.responseBytes, 4_294_967_295)];
+}
+
+/** Which pending tasks a bulk change (or a list) selects. */
+export type Selector = { tag: string } | { keyPrefix: string } | { type: string };
+
+/** A LIKE pattern for "starts with": `!` escapes the prefix's own wildcards. */
+function prefixPattern(prefix: string): string {
+  return `${prefix.replace(/[!%_]/g, '!$&')}%`;
+}
+
 function cursorValues(cursor: RunAtCursor | undefined): unknown[] {
   return cursor === undefined ? [] : [new Date(cursor.runAt), new Date(cursor.runAt), cursor.id];
 }
@@ -45,7 +70,11 @@ export class TaskStore {
 
   constructor(database: Database) {
     this.#database = database;
-    this.#intake = new Intake(database, (key) => this.getByKey(key));
+    this.#intake = new Intake(
+      database,
+      (key) => this.getByKey(key),
+      (keys) => (keys.length === 0 ? Promise.resolve([]) : this.#tasks(SQL.byKeys, [keys])),
+    );
   }
 
   /** One statement on a connection of its own. */
@@ -93,14 +122,20 @@ export class TaskStore {
    */
   async listPendingWithin(options: {
     type?: string;
+    tag?: string;
+    keyPrefix?: string;
     limit: number;
     after?: RunAtCursor;
     maxBytes: number;
     rowBytes: number;
   }): Promise<{ tasks: Task[]; more: boolean }> {
-    const filter = [...(options.type === undefined ? [] : [options.type]), ...cursorValues(options.after)];
-    const sizes = await this.#arrays<[number, number]>(SQL.pendingSizes(options.type !== undefined, options.after !== undefined), [
-      ...filter,
+    const { type, tag, keyPrefix, after } = options;
+    const filter = { type: type !== undefined, tag: tag !== undefined, keyPrefix: keyPrefix !== undefined, cursor: after !== undefined };
+    const sizes = await this.#arrays<[number, number]>(SQL.pendingSizes(filter), [
+      ...(type === undefined ? [] : [type]),
+      ...(tag === undefined ? [] : [tag]),
+      ...(keyPrefix === undefined ? [] : [prefixPattern(keyPrefix)]),
+      ...cursorValues(after),
       options.limit + 1,
     ]);
     const ids: number[] = [];
@@ -117,15 +152,6 @@ export class TaskStore {
   /** The pending occurrence of the recurring series whose first task is `seriesId`. */
   async pendingOccurrence(seriesId: number): Promise<Task | undefined> {
     return (await this.#tasks(SQL.pendingOccurrence, [seriesId, seriesId]))[0];
-  }
-
-  /** Pending tasks in (runAt, id) order, strictly after `after`. */
-  listPending(options: { type?: string; limit: number; after?: RunAtCursor }): Promise<Task[]> {
-    return this.#tasks(SQL.pendingPage(options.type !== undefined, options.after !== undefined), [
-      ...(options.type === undefined ? [] : [options.type]),
-      ...cursorValues(options.after),
-      options.limit,
-    ]);
   }
 
   /** The latest tasks to finish with `status`, newest first. */
@@ -184,10 +210,28 @@ export class TaskStore {
     return new Map(rows.map(([type, count]) => [type, Number(count)]));
   }
 
-  /** How late (finished_at − run_at, ms) the latest `limit` completed tasks ran, sorted. */
+  /** How late (start − run_at, ms, stored by each run) the latest `limit` completed tasks ran, sorted. */
   async recentLateness(limit: number): Promise<number[]> {
     const rows = await this.#arrays<[number]>(SQL.recentLateness, [limit]);
     return rows.map(([late]) => Number(late)).sort((a, b) => a - b);
+  }
+
+  /**
+   * Up to `limit` pending tasks a bulk change selects, after `cursor` (the last pick's), each
+   * with the cursor that follows it. Read without locks: the change itself is conditional.
+   */
+  async pickPending(
+    selector: Selector,
+    cursor: number | string | undefined,
+    limit: number,
+  ): Promise<{ id: number; cursor: number | string }[]> {
+    const rows =
+      'keyPrefix' in selector
+        ? await this.#arrays<[number, string]>(SQL.pickByKeyPrefix, [prefixPattern(selector.keyPrefix), cursor ?? '', limit])
+        : 'tag' in selector
+          ? await this.#arrays<[number, number]>(SQL.pickByTag, [selector.tag, cursor ?? 0, limit])
+          : await this.#arrays<[number, number]>(SQL.pickByType, [selector.type, cursor ?? 0, limit]);
+    return rows.map(([id, next]) => ({ id: Number(id), cursor: typeof next === 'string' ? next : Number(next) }));
   }
 
   // ── writes on a connection of their own ─────────────────────────────────────────────────────
@@ -195,6 +239,11 @@ export class TaskStore {
   /** Inserts a task (group commit, see intake.ts); committed when this resolves. */
   insert(task: NewTask, now: number): Promise<InsertResult> {
     return this.#intake.insert(task, now);
+  }
+
+  /** Inserts a batch's tasks in one transaction (see intake.ts); all committed when this resolves. */
+  insertMany(tasks: readonly NewTask[], now: number): Promise<InsertResult[]> {
+    return this.#intake.insertMany(tasks, now);
   }
 
   /** pending → cancelled for the pending ones among `ids`; answers how many. */
@@ -229,38 +278,45 @@ export class TaskStore {
   async markDone(conn: Connection, ids: number[], now: number): Promise<void> {
     if (ids.length === 0) return;
     const at = new Date(now);
-    await conn.query(SQL.markDone, [at, at, ids]);
+    await conn.query(SQL.markDone, [at, at, at, ids]);
   }
 
   async markRunning(conn: Connection, ids: number[], owner: string, leaseUntil: number, now: number): Promise<void> {
     if (ids.length === 0) return;
-    await conn.query(SQL.markRunning, [owner, new Date(leaseUntil), new Date(now), ids]);
+    await conn.query(SQL.markRunning, [new Date(now), owner, new Date(leaseUntil), new Date(now), ids]);
   }
 
   /** Completes a leased run if `owner` still holds the lease; answers whether it did. */
-  async completeLeased(conn: Connection, id: number, owner: string, now: number): Promise<boolean> {
+  async completeLeased(conn: Connection, id: number, owner: string, call: CallRecord, now: number): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, id, owner]);
+    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, ...callValues(call), id, owner]);
     return result.affectedRows === 1;
   }
 
   /**
    * Records a failed run: the error, and pending again at `retryAt` or failed. `countAttempt` is
-   * false when the claim counted it; with `owner`, only while that owner still holds the lease.
-   * Answers whether the row was written.
+   * false when the claim counted it; with `leased`, the run's call is kept and the row written
+   * only while that owner still holds the lease. Answers whether the row was written.
    */
-  async fail(conn: Connection, failure: Failure, countAttempt: boolean, now: number, owner?: string): Promise<boolean> {
+  async fail(
+    conn: Connection,
+    failure: Failure,
+    countAttempt: boolean,
+    now: number,
+    leased?: { owner: string; call: CallRecord },
+  ): Promise<boolean> {
     const at = new Date(now);
     const retry = failure.retryAt !== null;
-    const [result] = await conn.query<Result>(SQL.fail(owner !== undefined), [
+    const [result] = await conn.query<Result>(SQL.fail(leased !== undefined), [
       retry ? 'pending' : 'failed',
       retry ? new Date(failure.retryAt!) : null,
       retry ? null : at,
       countAttempt ? 1 : 0,
       clip(failure.error),
       at,
+      ...(leased === undefined ? [] : callValues(leased.call)),
       failure.id,
-      ...(owner === undefined ? [] : [owner]),
+      ...(leased === undefined ? [] : [leased.owner]),
     ]);
     return result.affectedRows === 1;
   }
@@ -277,10 +333,32 @@ export class TaskStore {
       task.misfire,
       task.cron,
       seriesId,
+      task.tags.length === 0 ? null : JSON.stringify(task.tags),
       at,
       at,
     ]);
+    // The series keeps its tags, so a bulk change by tag reaches its next occurrence too.
+    if (task.tags.length > 0) await conn.query(SQL.insertTags(task.tags.length, true), tagPairs(result.insertId, task.tags));
     return result.insertId;
+  }
+
+  /** Locks the pending ones among `ids` for a bulk move. */
+  async lockPendingToMove(
+    conn: Connection,
+    ids: number[],
+  ): Promise<{ id: number; runAt: number; timezone: string; requestId: string | null }[]> {
+    const [rows] = await conn.query<Rows<[number, number, string, string | null][]>>({ sql: SQL.lockPendingToMove, rowsAsArray: true }, [
+      ids,
+    ]);
+    return rows.map(([id, runAt, timezone, requestId]) => ({ id: Number(id), runAt: Number(runAt), timezone, requestId }));
+  }
+
+  async moveTo(conn: Connection, ids: number[], runAt: number, timezone: string | null, now: number): Promise<void> {
+    if (ids.length > 0) await conn.query(SQL.moveTo, [new Date(runAt), timezone, new Date(now), ids]);
+  }
+
+  async shiftBy(conn: Connection, ids: number[], shiftMs: number, requestId: string, now: number): Promise<void> {
+    if (ids.length > 0) await conn.query(SQL.shiftBy, [shiftMs * 1000, requestId, new Date(now), ids]);
   }
 
   async lockMisfired(conn: Connection, ids: number[], before: number): Promise<Task[]> {

@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
+import { batchIntake } from './b8-batch.js';
 import {
   BenchDb,
   heapAfterGc,
@@ -384,6 +385,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B4: backlog,
   B5: intake,
   B6: herd,
+  B8: (db) => batchIntake(db, record),
 };
 
 async function main(): Promise<void> {

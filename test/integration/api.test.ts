@@ -225,7 +225,7 @@ describe('POST /tasks', () => {
         'payload nested too deep',
         { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: nested(40) }, delayMs: 0 },
         400,
-        'body/payload must not nest more than 32 levels deep',
+        'body/payload must not nest more than 31 levels deep',
       ],
       [
         'payload with a lone surrogate',

@@ -243,3 +243,29 @@ describe('fuzzing', () => {
     expect((await service.call('GET', '/healthz')).status).toBe(200);
   });
 });
+
+describe('cases fuzzing found', () => {
+  /** A webhook whose body nests `levels` deep, so the payload nests one more. */
+  const deepWebhook = (levels: number) =>
+    text({ type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: `${DEEP}${levels}` }, delayMs: 60_000 });
+
+  it('a webhook body nested to the limit is created, one level more refused with a 400, alike by POST /tasks and each batch item', async () => {
+    // The table's JSON takes 31 nested arrays or objects: the payload plus 30 levels of body.
+    for (const levels of [29, 30, 31, 32, 33]) {
+      const before = await rows();
+      const single = await send('POST', '/tasks', deepWebhook(levels));
+      expectAnswer(single);
+      expect(single.status, `${levels} levels: ${single.body}`).toBe(levels <= 30 ? 201 : 400);
+      if (single.status === 400) expect(JSON.parse(single.body).message).toContain('body/payload');
+      const item = deepWebhook(levels);
+      const batch = await send('POST', '/tasks/batch', `{"tasks":[${item},${item.replace('"delayMs":60000', '"delayMs":60001')}]}`);
+      expectAnswer(batch);
+      expect(batch.status, batch.body).toBe(200);
+      const results = JSON.parse(batch.body).results as { status: number; message?: string }[];
+      expect(results.map((result) => result.status)).toEqual([single.status, single.status]);
+      if (single.status === 400) expect(results[0]!.message).toBe(JSON.parse(single.body).message);
+      expect(await rows()).toBe(before + (single.status === 201 ? 3 : 0));
+      if (single.status === 201) created += 3;
+    }
+  });
+});

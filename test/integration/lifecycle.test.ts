@@ -212,21 +212,25 @@ describe('claim, complete and fail', () => {
   it("records an outside run's result only while its lease is this process's", async () => {
     const task = await inserted({ runAt: NOW - 10 });
     await store.transaction((conn) => run.lease(store, conn, [task], 'me', NOW + 30_000, NOW));
-    const stranger = await run.completeLeased(store, task, 'someone else', NOW + 5);
+    const stranger = await run.completeLeased(store, task, 'someone else', { httpStatus: 200, durationMs: 3, responseBytes: 2 }, NOW + 5);
     expect(stranger).toEqual({ recorded: false, effects: [] });
     expect((await row(task.id)).status).toBe('running');
     const failure = run.failureOf(policy, task, 1, new Error('502'), NOW + 5);
-    const mine = await run.failLeased(store, task, failure, 'me', NOW + 5);
+    expect(await row(task.id)).toMatchObject({ lastHttpStatus: null, lastDurationMs: null, lastResponseBytes: null });
+    const mine = await run.failLeased(store, task, failure, 'me', { httpStatus: 502, durationMs: 40, responseBytes: 11 }, NOW + 5);
     expect(mine).toEqual({ recorded: true, effects: [arm(task.id, NOW + 1005)] });
     // The claim counted the attempt: the failure does not count it again.
     expect(await row(task.id)).toMatchObject({ status: 'pending', attempts: 1, leaseOwner: null, runAt: NOW + 1005 });
+    expect(await row(task.id)).toMatchObject({ lastHttpStatus: 502, lastDurationMs: 40, lastResponseBytes: 11 });
   });
 
   it('completes a leased run', async () => {
     const task = await inserted({ runAt: NOW - 10 });
     await store.transaction((conn) => run.lease(store, conn, [task], 'me', NOW + 30_000, NOW));
-    expect(await run.completeLeased(store, task, 'me', NOW + 5)).toEqual({ recorded: true, effects: [] });
+    const call = { httpStatus: 204, durationMs: 12, responseBytes: 0 };
+    expect(await run.completeLeased(store, task, 'me', call, NOW + 5)).toEqual({ recorded: true, effects: [] });
     expect(await row(task.id)).toMatchObject({ status: 'done', attempts: 1, leaseOwner: null, finishedAt: NOW + 5 });
+    expect(await row(task.id)).toMatchObject({ lastHttpStatus: 204, lastDurationMs: 12, lastResponseBytes: 0 });
   });
 });
 

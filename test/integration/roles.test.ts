@@ -39,9 +39,15 @@ function request(route: string, id: number, key: string): [string, string, unkno
         ? undefined
         : pattern === '/tasks'
           ? { type: 'close_order', payload: { orderSn: 'SN-NEW' }, delayMs: 3_600_000 }
-          : pattern.endsWith('/reschedule')
-            ? { delayMs: 7_200_000 }
-            : {};
+          : pattern === '/tasks/batch'
+            ? { tasks: [{ type: 'close_order', payload: { orderSn: 'SN-NEW' }, delayMs: 3_600_000 }] }
+            : pattern === '/tasks/bulk/cancel'
+              ? { tag: 'none:1' }
+              : pattern === '/tasks/bulk/reschedule'
+                ? { tag: 'none:1', shiftMs: 1000, requestId: 'r1' }
+                : pattern.endsWith('/reschedule')
+                  ? { delayMs: 7_200_000 }
+                  : {};
   return [method, url, body];
 }
 

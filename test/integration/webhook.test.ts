@@ -136,6 +136,35 @@ describe('webhook', () => {
     expect(row).toEqual({ lease_owner: null, lease_until: null });
   });
 
+  it("keeps each run's HTTP status, duration and response size on the task, a failing one's too", async () => {
+    await start({ WEBHOOK_TIMEOUT_MS: '2000' });
+    script.set('/slow-created', [(res) => void setTimeout(() => res.writeHead(201).end('created!'), 150)]);
+    script.set('/flaky', [fail500, ok]);
+    script.set('/broken', [fail500]);
+    script.set('/silent', [() => undefined]); // never answers
+    const waiting = await create({ url: `${base}/later` }, { delayMs: 3_600_000 });
+    expect(waiting).toMatchObject({ lastHttpStatus: null, lastDurationMs: null, lastResponseBytes: null });
+    const created = await create({ url: `${base}/slow-created` });
+    const flaky = await create({ url: `${base}/flaky` });
+    const broken = await create({ url: `${base}/broken` }, { maxAttempts: 1 });
+    const silent = await create({ url: `${base}/silent` }, { maxAttempts: 1 });
+
+    const done = await settled(created.id);
+    expect(done).toMatchObject({ status: 'done', lastHttpStatus: 201, lastResponseBytes: 'created!'.length });
+    expect(done.lastDurationMs).toBeGreaterThanOrEqual(140); // the receiver took 150 ms to answer
+    // The latest run's: the 500 of the first attempt was replaced by the 200 of the second.
+    expect(await settled(flaky.id)).toMatchObject({ status: 'done', attempts: 2, lastHttpStatus: 200, lastResponseBytes: 2 });
+    const failed = await settled(broken.id);
+    expect(failed).toMatchObject({ status: 'failed', lastHttpStatus: 500, lastResponseBytes: 'receiver broke'.length });
+    expect(failed.lastDurationMs).toBeGreaterThanOrEqual(0);
+    // No answer within WEBHOOK_TIMEOUT_MS: status 0, no body, the time it waited.
+    const unanswered = await settled(silent.id);
+    expect(unanswered).toMatchObject({ status: 'failed', lastHttpStatus: 0, lastResponseBytes: null });
+    expect(unanswered.lastDurationMs).toBeGreaterThanOrEqual(1900);
+    const [row] = await db.query<any[]>('SELECT last_http_status, last_response_bytes FROM tasks WHERE id = ?', [broken.id]);
+    expect(row).toEqual({ last_http_status: 500, last_response_bytes: 14 });
+  });
+
   it('fails at once on a 4xx, and on a redirect, which it does not follow', async () => {
     await start({ WEBHOOK_TRUSTED_HOSTS: '127.0.0.1' });
     script.set('/gone', [(res) => res.writeHead(410).end('order unknown')]);
@@ -229,6 +258,7 @@ describe('webhook', () => {
     const failed = await settled(t.id);
     expect(failed.status).toBe('failed');
     expect(failed.lastError).toMatch(/^answered 500: x{200}$/);
+    expect(failed).toMatchObject({ lastHttpStatus: 500, lastResponseBytes: 64 * 1024 });
     expect(Date.now() - started).toBeLessThan(5000);
     expect(sent).toBeLessThan(50 * 1024 * 1024); // the reader hung up long before the 200 MB
   });

@@ -91,9 +91,50 @@ final class Client
         return new Created(Task::fromArray($task), $status === 201);
     }
 
-    // createMany(): to come with POST /tasks/batch, which punctual does not have yet. It will
-    // send the tasks in one request and answer one Created per task; until the route exists there
-    // is no method, rather than a loop of creates pretending to be a batch.
+    /**
+     * Schedules up to 1,000 tasks in one request (`POST /tasks/batch`). Each item is an array of
+     * the fields `create` takes (`type`, `payload`, `runAt` or `delayMs`, `timezone`, `key`, `tags`…)
+     * and is answered as a single create would be, in order: `results` holds one
+     * `{status, id, key[, code, message]}` per item (201, 200, 409 or 400), and `created`,
+     * `repeated` and `refused` count them. A bad item does not refuse the others.
+     */
+    public function createMany(array $tasks): array
+    {
+        $items = array_map(static function (array $task): array {
+            if (array_key_exists('runAt', $task)) {
+                $task['runAt'] = self::runAtValue($task['runAt']);
+            }
+            if (($task['payload'] ?? null) === []) {
+                $task['payload'] = new \stdClass();
+            }
+            return self::withoutNulls($task);
+        }, array_values($tasks));
+        // A repeat is answered 200 per item when every item has a key; without keys it is not safe.
+        $keyed = $items !== [] && count(array_filter($items, static fn (array $t) => isset($t['key']))) === count($items);
+        return $this->call('POST', '/tasks/batch', ['tasks' => $items], $keyed)[1];
+    }
+
+    /**
+     * Cancels every pending task selected by exactly one of `tag`, `keyPrefix` or `type` (admin
+     * role). Answers `{matched, changed}`; repeating it is harmless.
+     */
+    public function bulkCancel(array $selector): array
+    {
+        return $this->call('POST', '/tasks/bulk/cancel', $selector, true)[1];
+    }
+
+    /**
+     * Moves every pending task selected (exactly one of `tag`, `keyPrefix`, `type`) to `runAt`
+     * (with `timezone`), or by `shiftMs` with a `requestId` so a repeat moves nothing twice
+     * (admin role). Answers `{matched, changed}`.
+     */
+    public function bulkReschedule(array $change): array
+    {
+        if (array_key_exists('runAt', $change)) {
+            $change['runAt'] = self::runAtValue($change['runAt']);
+        }
+        return $this->call('POST', '/tasks/bulk/reschedule', self::withoutNulls($change), true)[1];
+    }
 
     public function get(int $id): Task
     {

@@ -30,7 +30,7 @@ use Punctual\Exception\KeyConflictException;
 final class Enqueue
 {
     private const MAX_PAYLOAD_BYTES = 64 * 1024;
-    private const MAX_PAYLOAD_DEPTH = 32;
+    private const MAX_PAYLOAD_DEPTH = 31;
     /** Epoch-ms values below this are almost surely seconds sent by mistake (before 1973-03-03). */
     private const SMALLEST_EPOCH_MS = 100_000_000_000;
     private const TEN_YEARS_MS = 3653 * 24 * 3600 * 1000;

@@ -173,6 +173,29 @@ final class ClientTest extends ServiceTestCase
         self::waitFor(fn () => count(self::$receiver->requests("{$name}b")) === 2 && $client->get($again->id)->status === 'failed', 15_000, 'the retried call');
     }
 
+    public function testCreatesManyAndChangesThemInBulkByTag(): void
+    {
+        $client = self::client();
+        $tag = 'sale:' . self::unique('T');
+        $key = 'batch:' . self::unique('K');
+        $answer = $client->createMany([
+            ['type' => 'close_order', 'payload' => ['orderSn' => self::unique('B')], 'delayMs' => 3_600_000, 'key' => $key, 'tags' => [$tag]],
+            ['type' => 'close_order', 'payload' => ['orderSn' => self::unique('B')], 'runAt' => new \DateTimeImmutable('+2 hours'), 'tags' => [$tag]],
+            ['type' => 'no_such_handler', 'payload' => []],
+        ]);
+        self::assertSame([201, 201, 400], array_column($answer['results'], 'status'));
+        self::assertSame(2, $answer['created']);
+        self::assertSame(1, $answer['refused']);
+        self::assertStringContainsString('type', $answer['results'][2]['message']);
+        self::assertSame('pending', $client->getByKey($key)->status);
+
+        $moved = $client->bulkReschedule(['tag' => $tag, 'shiftMs' => 60_000, 'requestId' => self::unique('R')]);
+        self::assertSame(['matched' => 2, 'changed' => 2], $moved);
+        self::assertSame(['matched' => 2, 'changed' => 2], $client->bulkCancel(['tag' => $tag]));
+        self::assertSame(['matched' => 0, 'changed' => 0], $client->bulkCancel(['tag' => $tag]));
+        self::assertSame('cancelled', $client->getByKey($key)->status);
+    }
+
     public function testIteratesPendingTasksPageByPage(): void
     {
         $client = self::client();

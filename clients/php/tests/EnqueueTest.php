@@ -179,6 +179,35 @@ final class EnqueueTest extends ServiceTestCase
         self::client()->cancel($first);
     }
 
+    /** A payload may nest 31 arrays or objects deep, as the table's JSON takes; 32 is refused before writing. */
+    public function testNestsAPayloadAsDeepAsTheTableTakesAndNoDeeper(): void
+    {
+        $pdo = self::pdo();
+        $nested = static function (int $levels): array {
+            $value = 'bottom';
+            for ($i = 1; $i < $levels; $i++) {
+                $value = ['a' => $value];
+            }
+            return ['deep' => $value];
+        };
+        $pdo->beginTransaction();
+        try {
+            $id = Enqueue::inTransaction($pdo, 'deep_payload', $nested(31), delayMs: 3_600_000);
+            self::assertSame(31, (int) self::scalar($pdo, "SELECT JSON_DEPTH(payload) - 1 FROM tasks WHERE id = {$id}"));
+        } finally {
+            $pdo->rollBack();
+        }
+        $pdo->beginTransaction();
+        try {
+            Enqueue::inTransaction($pdo, 'deep_payload', $nested(32), delayMs: 3_600_000);
+            self::fail('Enqueue accepted a payload nested 32 deep');
+        } catch (InvalidTaskException $error) {
+            self::assertSame('payload must not nest more than 31 levels deep', $error->getMessage());
+        } finally {
+            $pdo->rollBack();
+        }
+    }
+
     public function testRefusesToWriteOutsideATransaction(): void
     {
         $this->expectException(\LogicException::class);

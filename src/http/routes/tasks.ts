@@ -11,11 +11,9 @@ import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { ChangeResult, Placement } from '../../lifecycle/change.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
-import { checkCron, CronError, nextOccurrence } from '../../recurrence.js';
 import type { Summary as SummaryReader } from '../../summary.js';
-import { canonicalZone, parseRunAt, TimeInputError } from '../../time.js';
-import { jsonProblem } from '../../validation.js';
-import { badRequest, conflict, HttpError, notFound } from '../errors.js';
+import { conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
+import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';
 import {
   ConflictJson,
@@ -33,8 +31,7 @@ import {
   TaskJson,
 } from '../schemas.js';
 
-/** Payloads are kept small: a task names its work, it does not carry it. */
-export const MAX_PAYLOAD_BYTES = 64 * 1024;
+export { MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH } from '../create-input.js';
 /**
  * A list page is bounded in bytes too: eight clients asking for 1000 tasks of 60 KB each would
  * otherwise hold half a gigabyte and stall every timer; a small page also keeps each step of its
@@ -43,8 +40,6 @@ export const MAX_PAYLOAD_BYTES = 64 * 1024;
  */
 export const PAGE_MAX_BYTES = 256 * 1024;
 const PAGE_ROW_BYTES = 512;
-/** Deeper JSON is refused before anything walks it (MariaDB's JSON functions stop at 32 levels). */
-export const MAX_PAYLOAD_DEPTH = 32;
 
 export interface TaskRoutesOptions {
   /** Reads. */
@@ -58,47 +53,6 @@ export interface TaskRoutesOptions {
   timezone: string;
   /** MAX_ATTEMPTS: the default for a task that does not say. */
   maxAttempts: number;
-}
-
-function zoneOf(requested: string | undefined, fallback: string): string {
-  if (requested === undefined) return fallback;
-  const zone = canonicalZone(requested);
-  if (zone === undefined)
-    throw badRequest('body/timezone', `must be an IANA time zone such as Asia/Shanghai, got ${JSON.stringify(requested)}`);
-  return zone;
-}
-
-/**
- * The instant a request asks for: exactly one of runAt and delayMs, or neither for a recurring
- * task, which then starts at its cron expression's next occurrence.
- */
-function instantOf(body: { runAt?: string | number; delayMs?: number; cron?: string }, zone: string, now: number): number {
-  if (body.runAt !== undefined && body.delayMs !== undefined) throw badRequest('body/runAt', 'and body/delayMs cannot both be given');
-  if (body.delayMs !== undefined) return now + body.delayMs;
-  if (body.runAt === undefined) {
-    if (body.cron === undefined) throw badRequest('body/runAt', 'or body/delayMs is required');
-    const first = nextOccurrence(body.cron, zone, now);
-    if (first === null) throw badRequest('body/cron', 'never matches a time to come');
-    return first;
-  }
-  try {
-    return parseRunAt(body.runAt, zone, now);
-  } catch (error) {
-    if (error instanceof TimeInputError) throw badRequest('body/runAt', error.message);
-    throw error;
-  }
-}
-
-/** A cron expression the service can follow, or a 400 naming the field. */
-function checkedCron(cron: string | undefined): string | null {
-  if (cron === undefined) return null;
-  try {
-    checkCron(cron);
-    return cron.trim();
-  } catch (error) {
-    if (error instanceof CronError) throw badRequest('body/cron', error.message);
-    throw error;
-  }
 }
 
 const CURSOR_PATTERN = /^(\d{1,16})\.(\d{1,16})$/;
@@ -117,7 +71,8 @@ const taskResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 404: Erro
 
 export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify, options) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, lifecycle, registry, clock } = options;
+  const { store, lifecycle, clock } = options;
+  const input = { registry: options.registry, timezone: options.timezone, maxAttempts: options.maxAttempts };
 
   async function byId(id: number): Promise<Task> {
     const task = await store.get(id);
@@ -176,47 +131,10 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       },
     },
     async (request, reply) => {
-      const body = request.body;
       const now = clock.now();
-      if (registry.get(body.type) === undefined) {
-        throw badRequest('body/type', `is not a known task type: ${JSON.stringify(body.type)} (known: ${registry.types.join(', ')})`);
-      }
-      const payload = body.payload ?? {};
-      const unfit = jsonProblem(payload, MAX_PAYLOAD_DEPTH);
-      if (unfit !== undefined) throw badRequest('body/payload', unfit);
-      if (body.key !== undefined && !body.key.isWellFormed()) {
-        throw badRequest('body/key', 'must not contain a lone surrogate (it is not valid Unicode)');
-      }
-      const zone = zoneOf(body.timezone, options.timezone);
-      const cron = checkedCron(body.cron);
-      const runAt = instantOf(body, zone, now);
-      const problem = registry.payloadProblem(body.type, payload, 'body/payload');
-      if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
-      if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
-        throw badRequest('body/payload', `must not be larger than ${MAX_PAYLOAD_BYTES} bytes as JSON`);
-      }
-
-      const result = await lifecycle.create(
-        {
-          task: {
-            key: body.key ?? null,
-            type: body.type,
-            payload,
-            runAt,
-            timezone: zone,
-            maxAttempts: body.maxAttempts ?? options.maxAttempts,
-            misfire: body.misfire ?? 'run',
-            cron,
-          },
-          delayMs: body.delayMs,
-        },
-        now,
-      );
+      const result = await lifecycle.create(createRequest(request.body, input, now), now);
       if (result.outcome === 'conflict') {
-        throw conflict(
-          `key ${JSON.stringify(result.task.key)} already names task ${result.task.id} with a different type, payload, runAt or cron`,
-          present(result.task),
-        );
+        throw conflict(conflictMessage(result.task), present(result.task));
       }
       return reply.status(result.outcome === 'created' ? 201 : 200).send(present(result.task));
     },
@@ -233,9 +151,17 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       },
     },
     async (request) => {
-      const { type, limit = DEFAULT_PAGE, cursor } = request.query;
+      const { type, tag, keyPrefix, limit = DEFAULT_PAGE, cursor } = request.query;
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
-      const page = await store.listPendingWithin({ type, limit, after, maxBytes: PAGE_MAX_BYTES, rowBytes: PAGE_ROW_BYTES });
+      const page = await store.listPendingWithin({
+        type,
+        tag,
+        keyPrefix,
+        limit,
+        after,
+        maxBytes: PAGE_MAX_BYTES,
+        rowBytes: PAGE_ROW_BYTES,
+      });
       const last = page.tasks[page.tasks.length - 1];
       return { tasks: page.tasks.map(present), nextCursor: page.more && last !== undefined ? encodeCursor(last) : null };
     },

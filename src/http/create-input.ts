@@ -1,0 +1,126 @@
+/**
+ * A create request's body read into what the lifecycle creates, or a 400 naming the field: the
+ * one reading of a create, shared by POST /tasks and each item of POST /tasks/batch, so an item
+ * of a batch gets exactly the answer it would get alone.
+ */
+import { Compile } from 'typebox/compile';
+import type { HandlerRegistry } from '../handlers/registry.js';
+import type { CreateRequest } from '../lifecycle/create.js';
+import { checkCron, CronError, nextOccurrence } from '../recurrence.js';
+import { tagsProblem } from '../store/tags.js';
+import { canonicalZone, parseRunAt, TimeInputError } from '../time.js';
+import { describeErrors, jsonProblem } from '../validation.js';
+import { badRequest, HttpError } from './errors.js';
+import { CreateTaskBody } from './schemas.js';
+
+/** Payloads are kept small: a task names its work, it does not carry it. */
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+/**
+ * Deeper JSON is refused before anything walks it or the database sees it: MariaDB's JSON
+ * refuses 32 nested arrays or objects (the payload column's CHECK fails), so 31 is the most.
+ */
+export const MAX_PAYLOAD_DEPTH = 31;
+
+export interface CreateInput {
+  registry: HandlerRegistry;
+  /** TIMEZONE: the zone of a naive runAt when the request names none. */
+  timezone: string;
+  /** MAX_ATTEMPTS: the default for a task that does not say. */
+  maxAttempts: number;
+}
+
+export function zoneOf(requested: string | undefined, fallback: string): string {
+  if (requested === undefined) return fallback;
+  const zone = canonicalZone(requested);
+  if (zone === undefined)
+    throw badRequest('body/timezone', `must be an IANA time zone such as Asia/Shanghai, got ${JSON.stringify(requested)}`);
+  return zone;
+}
+
+/**
+ * The instant a request asks for: exactly one of runAt and delayMs, or neither for a recurring
+ * task, which then starts at its cron expression's next occurrence.
+ */
+export function instantOf(body: { runAt?: string | number; delayMs?: number; cron?: string }, zone: string, now: number): number {
+  if (body.runAt !== undefined && body.delayMs !== undefined) throw badRequest('body/runAt', 'and body/delayMs cannot both be given');
+  if (body.delayMs !== undefined) return now + body.delayMs;
+  if (body.runAt === undefined) {
+    if (body.cron === undefined) throw badRequest('body/runAt', 'or body/delayMs is required');
+    const first = nextOccurrence(body.cron, zone, now);
+    if (first === null) throw badRequest('body/cron', 'never matches a time to come');
+    return first;
+  }
+  try {
+    return parseRunAt(body.runAt, zone, now);
+  } catch (error) {
+    if (error instanceof TimeInputError) throw badRequest('body/runAt', error.message);
+    throw error;
+  }
+}
+
+/** A cron expression the service can follow, or a 400 naming the field. */
+function checkedCron(cron: string | undefined): string | null {
+  if (cron === undefined) return null;
+  try {
+    checkCron(cron);
+    return cron.trim();
+  } catch (error) {
+    if (error instanceof CronError) throw badRequest('body/cron', error.message);
+    throw error;
+  }
+}
+
+/** A body the schema already accepted, read into a create; throws a 400 HttpError. */
+export function createRequest(body: CreateTaskBody, input: CreateInput, now: number): CreateRequest {
+  const { registry } = input;
+  if (registry.get(body.type) === undefined) {
+    throw badRequest('body/type', `is not a known task type: ${JSON.stringify(body.type)} (known: ${registry.types.join(', ')})`);
+  }
+  const payload = body.payload ?? {};
+  const unfit = jsonProblem(payload, MAX_PAYLOAD_DEPTH);
+  if (unfit !== undefined) throw badRequest('body/payload', unfit);
+  if (body.key !== undefined && !body.key.isWellFormed()) {
+    throw badRequest('body/key', 'must not contain a lone surrogate (it is not valid Unicode)');
+  }
+  const tags = body.tags ?? [];
+  const badTags = tagsProblem(tags, 'body/tags');
+  if (badTags !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', badTags);
+  const zone = zoneOf(body.timezone, input.timezone);
+  const cron = checkedCron(body.cron);
+  const runAt = instantOf(body, zone, now);
+  const problem = registry.payloadProblem(body.type, payload, 'body/payload');
+  if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
+  if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
+    throw badRequest('body/payload', `must not be larger than ${MAX_PAYLOAD_BYTES} bytes as JSON`);
+  }
+  return {
+    task: {
+      key: body.key ?? null,
+      type: body.type,
+      payload,
+      runAt,
+      timezone: zone,
+      maxAttempts: body.maxAttempts ?? input.maxAttempts,
+      misfire: body.misfire ?? 'run',
+      cron,
+      tags,
+    },
+    delayMs: body.delayMs,
+  };
+}
+
+/** The message of a 409: the key is taken by another request's task. */
+export function conflictMessage(existing: { key: string | null; id: number }): string {
+  return `key ${JSON.stringify(existing.key)} already names task ${existing.id} with a different type, payload, runAt, cron or tags`;
+}
+
+const createBody = Compile(CreateTaskBody);
+
+/**
+ * An item of a batch, not yet checked against the schema (the batch schema takes any item, so
+ * one bad item cannot refuse the others): the same check and the same message as POST /tasks.
+ */
+export function createRequestOf(item: unknown, input: CreateInput, now: number): CreateRequest {
+  if (!createBody.Check(item)) throw new HttpError(400, 'FST_ERR_VALIDATION', describeErrors(createBody.Errors(item), 'body'));
+  return createRequest(item, input, now);
+}

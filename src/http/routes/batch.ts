@@ -1,0 +1,71 @@
+/**
+ * POST /tasks/batch: up to MAX_BATCH creates in one request, each answered with the status
+ * POST /tasks would give it (201, 200, 409, 400 with its message), in order. Each item is read
+ * by the same function as a single create (create-input.ts) and created by the same lifecycle
+ * transition; the intake's group commit writes the valid ones with multi-row INSERTs. A bad item
+ * is answered and left out; it changes nothing and refuses nothing else. An answer carries the
+ * task's id, not the whole task: presenting 1,000 tasks would cost more than writing them.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Clock } from '../../clock.js';
+import type { CreateRequest } from '../../lifecycle/create.js';
+import type { Lifecycle } from '../../lifecycle/lifecycle.js';
+import { conflictMessage, createRequestOf, MAX_PAYLOAD_BYTES, type CreateInput } from '../create-input.js';
+import { HttpError } from '../errors.js';
+import { BatchBody, BatchResult, ErrorJson, MAX_BATCH } from '../schemas.js';
+
+/** A full batch of large payloads, with room for the JSON around them. */
+export const BATCH_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+
+export interface BatchRoutesOptions extends CreateInput {
+  lifecycle: Lifecycle;
+  clock: Clock;
+}
+
+type ItemAnswer = { status: number; id?: number; key?: string | null; code?: string; message?: string };
+
+export const batchRoutes: FastifyPluginAsync<BatchRoutesOptions> = async (fastify, options) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { lifecycle, clock } = options;
+
+  app.post(
+    '/tasks/batch',
+    {
+      bodyLimit: BATCH_BODY_LIMIT_BYTES,
+      schema: {
+        summary: `Schedule up to ${MAX_BATCH} tasks at once`,
+        tags: ['tasks'],
+        description: `Each item is a POST /tasks body and gets the answer POST /tasks would give it, in order: 201 created, 200 its key named the same task, 409 its key named another, 400 with the message naming the field. A bad item changes nothing. Payloads up to ${MAX_PAYLOAD_BYTES} bytes each, the whole body up to ${BATCH_BODY_LIMIT_BYTES} bytes.`,
+        body: BatchBody,
+        response: { 200: BatchResult, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson },
+      },
+    },
+    async (request) => {
+      const now = clock.now();
+      const answers: ItemAnswer[] = new Array(request.body.tasks.length);
+      const valid: { index: number; request: CreateRequest }[] = [];
+      for (const [index, item] of request.body.tasks.entries()) {
+        try {
+          valid.push({ index, request: createRequestOf(item, options, now) });
+        } catch (error) {
+          if (!(error instanceof HttpError)) throw error;
+          answers[index] = { status: error.statusCode, code: error.code, message: error.message };
+        }
+      }
+      const results = await lifecycle.createMany(
+        valid.map((item) => item.request),
+        now,
+      );
+      for (const [i, result] of results.entries()) {
+        const { id, key } = result.task;
+        answers[valid[i]!.index] =
+          result.outcome === 'conflict'
+            ? { status: 409, id, key, code: 'PUNCTUAL_CONFLICT', message: conflictMessage(result.task) }
+            : { status: result.outcome === 'created' ? 201 : 200, id, key };
+      }
+      const count = (status: number) => answers.filter((answer) => answer.status === status).length;
+      return { results: answers, created: count(201), repeated: count(200), refused: count(400) + count(409) };
+    },
+  );
+};

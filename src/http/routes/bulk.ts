@@ -1,0 +1,79 @@
+/**
+ * Bulk changes (admin role): cancel or move every pending task with a tag, a key prefix or a
+ * type. The route reads the request and calls the lifecycle (src/lifecycle/bulk.ts), which
+ * works in short chunks and answers the counts.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Clock } from '../../clock.js';
+import type { BulkMove } from '../../lifecycle/bulk.js';
+import type { Lifecycle } from '../../lifecycle/lifecycle.js';
+import type { Selector } from '../../store/task-store.js';
+import { instantOf, zoneOf } from '../create-input.js';
+import { badRequest } from '../errors.js';
+import { BulkCancelBody, BulkRescheduleBody, BulkResult, ErrorJson } from '../schemas.js';
+
+export interface BulkRoutesOptions {
+  lifecycle: Lifecycle;
+  clock: Clock;
+  /** TIMEZONE: the zone of a naive runAt when the request names none. */
+  timezone: string;
+}
+
+/** Exactly one of tag, keyPrefix, type. */
+function selectorOf(body: BulkCancelBody): Selector {
+  const given = (['tag', 'keyPrefix', 'type'] as const).filter((name) => body[name] !== undefined);
+  if (given.length !== 1) throw badRequest('body', 'must name exactly one of tag, keyPrefix, type');
+  const name = given[0]!;
+  return { [name]: body[name]! } as Selector;
+}
+
+const responses = { 200: BulkResult, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson };
+
+export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify, options) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { lifecycle, clock } = options;
+
+  app.post(
+    '/tasks/bulk/cancel',
+    {
+      schema: {
+        summary: 'Cancel every pending task with a tag, a key prefix or a type',
+        description: 'In chunks of short transactions; a task that runs meanwhile is not cancelled. Repeating it is harmless.',
+        tags: ['bulk'],
+        body: BulkCancelBody,
+        response: responses,
+      },
+    },
+    async (request) => lifecycle.bulkCancel(selectorOf(request.body)),
+  );
+
+  app.post(
+    '/tasks/bulk/reschedule',
+    {
+      schema: {
+        summary: 'Move every pending task with a tag, a key prefix or a type',
+        description:
+          'To `runAt` (read in `timezone`, else TIMEZONE; `timezone` also becomes the tasks’ zone), or by `shiftMs` with a `requestId`: a task already moved by that requestId is not moved again, so repeating the request is harmless.',
+        tags: ['bulk'],
+        body: BulkRescheduleBody,
+        response: responses,
+      },
+    },
+    async (request) => {
+      const { body } = request;
+      const selector = selectorOf(body);
+      let move: BulkMove;
+      if (body.shiftMs !== undefined) {
+        if (body.runAt !== undefined) throw badRequest('body/runAt', 'and body/shiftMs cannot both be given');
+        if (body.requestId === undefined) throw badRequest('body/requestId', 'is required with shiftMs (it makes a repeat harmless)');
+        move = { shiftMs: body.shiftMs, requestId: body.requestId };
+      } else {
+        if (body.runAt === undefined) throw badRequest('body/runAt', 'or body/shiftMs is required');
+        const zone = zoneOf(body.timezone, options.timezone);
+        move = { runAt: instantOf({ runAt: body.runAt }, zone, clock.now()), timezone: body.timezone === undefined ? null : zone };
+      }
+      return lifecycle.bulkReschedule(selector, move);
+    },
+  );
+};

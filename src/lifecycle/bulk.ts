@@ -1,0 +1,108 @@
+/**
+ * Bulk changes: cancel or move every pending task with a tag, a key prefix or a type. They are
+ * the same transitions as a single cancel or reschedule, done a chunk at a time so no lock is
+ * held long on a busy table: BULK_CHUNK ids are picked with an index (read without locks, after
+ * the previous chunk's cursor), then changed in one short transaction whose statements are
+ * conditional on `status = 'pending'`. A task that fires meanwhile is simply not changed (it runs
+ * once, or is cancelled; never both), and each chunk's timer effects are applied after its COMMIT.
+ *
+ * Repeating a request is harmless: a cancel finds nothing pending left; a move to an instant
+ * leaves the tasks already there alone; a shift is stamped with its requestId on each task it
+ * moved, and a task carrying that stamp is not moved again (so a repeat, or a resume after a
+ * crash midway, moves nothing twice).
+ *
+ * The answer counts `matched` (pending tasks the selector found) and `changed`.
+ */
+import type { Selector, TaskStore } from '../store/task-store.js';
+import { arm, disarm, type TimerEffect } from './effects.js';
+
+export const BULK_CHUNK = 500;
+
+export type BulkMove = { runAt: number; timezone: string | null } | { shiftMs: number; requestId: string };
+
+export interface BulkCounts {
+  matched: number;
+  changed: number;
+}
+
+/** Walks the selected pending tasks a chunk at a time; `change` answers what it changed and its effects. */
+async function chunked(
+  store: TaskStore,
+  selector: Selector,
+  change: (ids: number[]) => Promise<{ changed: number; effects: TimerEffect[] }>,
+  apply: (effects: TimerEffect[]) => void,
+  chunk: number,
+): Promise<BulkCounts> {
+  const counts = { matched: 0, changed: 0 };
+  let cursor: number | string | undefined;
+  for (;;) {
+    const picked = await store.pickPending(selector, cursor, chunk);
+    if (picked.length === 0) return counts;
+    counts.matched += picked.length;
+    const result = await change(picked.map((row) => row.id));
+    counts.changed += result.changed;
+    apply(result.effects);
+    cursor = picked[picked.length - 1]!.cursor;
+    if (picked.length < chunk) return counts;
+  }
+}
+
+export function bulkCancel(
+  store: TaskStore,
+  selector: Selector,
+  now: () => number,
+  apply: (effects: TimerEffect[]) => void,
+  chunk = BULK_CHUNK,
+): Promise<BulkCounts> {
+  return chunked(
+    store,
+    selector,
+    async (ids) => {
+      const changed = await store.cancel(ids, now());
+      // A task of the chunk that was no longer pending has no timer of ours to keep either.
+      return { changed, effects: changed > 0 ? ids.map(disarm) : [] };
+    },
+    apply,
+    chunk,
+  );
+}
+
+export function bulkReschedule(
+  store: TaskStore,
+  selector: Selector,
+  move: BulkMove,
+  now: () => number,
+  apply: (effects: TimerEffect[]) => void,
+  chunk = BULK_CHUNK,
+): Promise<BulkCounts> {
+  return chunked(
+    store,
+    selector,
+    (ids) =>
+      store.transaction(async (conn) => {
+        const pending = await store.lockPendingToMove(conn, ids);
+        if ('shiftMs' in move) {
+          const todo = pending.filter((task) => task.requestId !== move.requestId);
+          await store.shiftBy(
+            conn,
+            todo.map((task) => task.id),
+            move.shiftMs,
+            move.requestId,
+            now(),
+          );
+          return { changed: todo.length, effects: todo.map((task) => arm(task.id, task.runAt + move.shiftMs)) };
+        }
+        const todo = pending.filter((task) => task.runAt !== move.runAt || (move.timezone !== null && task.timezone !== move.timezone));
+        await store.moveTo(
+          conn,
+          todo.map((task) => task.id),
+          move.runAt,
+          move.timezone,
+          now(),
+        );
+        return { changed: todo.length, effects: todo.map((task) => arm(task.id, move.runAt)) };
+      }),
+    apply,
+    chunk,
+  );
+}

@@ -1,0 +1,29 @@
+/**
+ * Tags: a few short labels a shop puts on a task (`merchant:42`, `sale:88`) so it can find and
+ * change many tasks at once. The limits keep the task_tags table small and the values safe to
+ * show and to put in a URL without escaping: at most MAX_TAGS per task, each 1..MAX_TAG_LENGTH
+ * characters of TAG_PATTERN, no repeats. Tags are fixed at create (a recurring series keeps them).
+ *
+ * They are stored twice on purpose: as JSON on the task (read with it, no join) and one row each
+ * in task_tags, whose (tag, task_id) index makes "the tasks tagged X" a range scan.
+ */
+export const MAX_TAGS = 8;
+export const MAX_TAG_LENGTH = 64;
+/** Letters, digits and `_ . : -`: enough for `merchant:42`, nothing that needs escaping. */
+export const TAG_PATTERN = '^[A-Za-z0-9_.:-]{1,64}$';
+const TAG = new RegExp(TAG_PATTERN);
+
+/** Why `tags` is refused (naming `field`), or undefined when they are fine. */
+export function tagsProblem(tags: readonly string[], field: string): string | undefined {
+  if (tags.length > MAX_TAGS) return `${field} must not have more than ${MAX_TAGS} tags`;
+  for (const [i, tag] of tags.entries()) {
+    if (!TAG.test(tag)) return `${field}/${i} must be 1 to ${MAX_TAG_LENGTH} characters of A-Z a-z 0-9 _ . : -`;
+  }
+  if (new Set(tags).size !== tags.length) return `${field} must not repeat a tag`;
+  return undefined;
+}
+
+/** The (task_id, tag) values of SQL.insertTags for one task, flat. */
+export function tagPairs(taskId: number, tags: readonly string[]): unknown[] {
+  return tags.flatMap((tag) => [taskId, tag]);
+}

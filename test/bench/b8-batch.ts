@@ -1,0 +1,85 @@
+/**
+ * B8: batch intake. The same rows (close_order tasks with a key and a tag) are written twice in
+ * one run: first straight into the table with multi-row INSERTs (1,000 rows per statement, the
+ * strongest honest baseline: no HTTP, no checks, no ids read back), then through
+ * POST /tasks/batch (1,000 per request) on the real server. Both use the same number of
+ * connections at once (the intake's 4 concurrent group commits), so the ratio is what the API,
+ * its checks, the dedup and the tags cost over the bare INSERT.
+ */
+import { type BenchDb, startServer } from './lib.js';
+
+type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
+
+const S = 'B8';
+const BATCH = 1000;
+const BATCHES = 40;
+/** The intake runs 4 group commits at once; the baseline gets as many connections. */
+const CONNECTIONS = 4;
+const RUN_AT = Date.parse('2030-01-01T00:00:00Z');
+
+function item(i: number) {
+  return {
+    type: 'close_order',
+    payload: { orderSn: `B8-${i}` },
+    runAt: RUN_AT + i,
+    key: `close_order:B8-${i}`,
+    tags: [`merchant:${i % 50}`],
+  };
+}
+
+/** Runs `work(batch)` for every batch, CONNECTIONS at a time; answers rows per second. */
+async function rate(work: (batch: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (next < BATCHES) await work(next++);
+    }),
+  );
+  return (BATCH * BATCHES) / ((performance.now() - started) / 1000);
+}
+
+export async function batchIntake(db: BenchDb, record: Record): Promise<void> {
+  await db.reset();
+  const server = await startServer(db);
+  try {
+    const raw = await rate(async (batch) => {
+      const items = Array.from({ length: BATCH }, (_, j) => item(batch * BATCH + j));
+      const conn = await db.pool.getConnection();
+      try {
+        await conn.beginTransaction();
+        const [result] = await conn.query<import('mysql2').ResultSetHeader>(
+          `INSERT INTO tasks (task_key, type, payload, run_at, tags) VALUES ${items.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+          items.flatMap((t) => [t.key, t.type, JSON.stringify(t.payload), new Date(t.runAt), JSON.stringify(t.tags)]),
+        );
+        await conn.query(
+          `INSERT INTO task_tags (task_id, tag) VALUES ${items.map(() => '(?, ?)').join(', ')}`,
+          items.flatMap((t, j) => [result.insertId + j, t.tags[0]]),
+        );
+        await conn.commit();
+      } finally {
+        conn.release();
+      }
+    });
+    record(S, 'raw multi-row INSERT rate', raw, 'rows/s');
+    await db.exec('DELETE FROM tasks');
+
+    let refused = 0;
+    const api = await rate(async (batch) => {
+      const tasks = Array.from({ length: BATCH }, (_, j) => item(batch * BATCH + j));
+      const response = await fetch(`${server.baseUrl}/tasks/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tasks }),
+      });
+      const body = (await response.json()) as { created?: number };
+      refused += BATCH - (body.created ?? 0);
+    });
+    record(S, 'POST /tasks/batch rate', api, 'rows/s');
+    record(S, 'batch ÷ raw INSERT', api / raw, '×', { text: '≥ 0.7×', ok: api / raw >= 0.7 });
+    const stored = await db.count('SELECT COUNT(*) AS n FROM tasks');
+    record(S, 'items not created', refused, 'items', { text: '= 0', ok: refused === 0 && stored === BATCH * BATCHES });
+  } finally {
+    await server.stop();
+  }
+}
