@@ -170,6 +170,35 @@ describe('failures', () => {
     expect(rows[1]).toMatchObject({ status: 'failed', last_error: 'payload/orderSn must be string' });
   });
 
+  it('keeps a task whose row makes the batch fail from holding back the tasks batched with it', async () => {
+    service = await startTestService(db, { BATCH_SIZE: '20', CONCURRENCY: '1' });
+    // The shop's trigger refuses to let one task's row be completed: every batch holding it fails.
+    await db.execute(
+      `CREATE TRIGGER poison BEFORE UPDATE ON tasks FOR EACH ROW
+         IF JSON_VALUE(NEW.payload, '$.orderSn') = 'SN-POISON' AND NEW.status <> OLD.status THEN
+           SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the shop';
+         END IF`,
+    );
+    const due = Date.now() + 500;
+    const poisoned = await create({ type: 'close_order', payload: { orderSn: 'SN-POISON' }, runAt: due });
+    const created = [];
+    for (const order of orders.slice(52, 55)) {
+      created.push(await create({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due }));
+    }
+    try {
+      // In the first round, not after the poisoned batch's growing delays (100, 250, 500, 1000 ms…).
+      for (const t of created) {
+        const done = await settled(t.id);
+        expect(done).toMatchObject({ status: 'done', attempts: 1 });
+        expect(done.latenessMs).toBeLessThan(1000);
+      }
+      expect((await task(poisoned.id)).status).toBe('pending');
+    } finally {
+      await db.execute('DROP TRIGGER poison');
+    }
+    expect(await settled(poisoned.id)).toMatchObject({ status: 'done' });
+  });
+
   it('kills a handler that overruns its time, and retries it', async () => {
     service = await startTestService(db, {}, { handlers: [slowFirst] });
     const t = await create({ type: 'slow_first', payload: {}, delayMs: 0 });
