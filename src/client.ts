@@ -8,11 +8,13 @@
  *   await punctual.cancelByKey('close_order:SN123'); // the order was paid
  */
 import type { CreateTaskBody, RescheduleBody, Summary, TaskJson } from './http/schemas.js';
+import type { ClusterView } from './cluster/view.js';
 
 export type Task = TaskJson;
 export type CreateTask = CreateTaskBody;
 export type Reschedule = RescheduleBody;
 export type { Summary };
+export type { ClusterView } from './cluster/view.js';
 
 export interface PunctualClientOptions {
   /** Where punctual listens, e.g. http://127.0.0.1:3000. */
@@ -141,6 +143,11 @@ export class PunctualClient {
   /** True when the process answers at all (/healthz). */
   async healthy(): Promise<boolean> {
     return (await this.#body<{ status: string }>('GET', '/healthz')).status === 'ok';
+  }
+
+  /** The processes sharing the tasks (SHARDING=on) and how many of the 256 shards each holds. */
+  cluster(): Promise<ClusterView> {
+    return this.#body('GET', '/cluster');
   }
 
   /** The Prometheus metrics, as text. */

@@ -38,6 +38,8 @@ import { TaskStore } from './store/task-store.js';
 import { Summary } from './summary.js';
 import { sleep } from './util/async.js';
 import { UpcomingLoad } from './store/upcoming-load.js';
+import { LeaseKeeper } from './cluster/lease-keeper.js';
+import { readCluster } from './cluster/view.js';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -67,6 +69,8 @@ export class Service {
   readonly metrics: Metrics;
   readonly retention: Retention;
   readonly dbClock: DbClock;
+  /** SHARDING=on: this process's shard leases (src/cluster/). */
+  readonly keeper: LeaseKeeper | undefined;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -93,7 +97,19 @@ export class Service {
     this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: this.metrics.registry });
     const queue = new DueQueue();
     this.timers = new Timers(clock, (id) => queue.push(id));
-    const arming = new Arming(this.timers, queue);
+    this.keeper = config.sharding
+      ? new LeaseKeeper({
+          url: config.databaseUrl,
+          owner: this.owner,
+          leaseMs: config.leaseMs,
+          log: this.log,
+          metrics: this.metrics,
+          // Called from start() on, when the scheduler is built.
+          onAcquire: (shards) => this.scheduler.armShards(shards),
+          onLose: (shards) => void arming.disarmShards(shards),
+        })
+      : undefined;
+    const arming = new Arming(this.timers, queue, this.keeper);
     this.lifecycle = new Lifecycle({
       database: this.database,
       store: this.store,
@@ -113,6 +129,7 @@ export class Service {
       misfireGraceMs: config.misfireGraceMs,
       metrics: this.metrics,
       onReconcile: () => void this.dbClock.measure(),
+      shards: this.keeper === undefined ? undefined : () => this.keeper!.ownedShards(),
     });
     this.dispatcher = new Dispatcher({
       database: this.database,
@@ -127,8 +144,8 @@ export class Service {
       batchSize: config.batchSize,
       owner: this.owner,
       metrics: this.metrics,
+      mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
     });
-    const scheduler = this.scheduler;
     this.retention = new Retention({
       database: this.database,
       clock,
@@ -140,7 +157,7 @@ export class Service {
       batchSize: config.retentionBatchSize,
       pauseMs: config.retentionPauseMs,
     });
-    this.clockWatch = new ClockWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler });
+    this.clockWatch = new ClockWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler: this.scheduler });
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
@@ -157,12 +174,14 @@ export class Service {
       },
       security: securityOptions(config),
       health: {
-        booted: () => scheduler.booted,
+        booted: () => this.scheduler.booted,
         databaseUp: () => this.database.ping(),
         armed: () => this.timers.size,
+        shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
       },
       charts: { clock, upcoming, recent: this.metrics.recent },
+      cluster: { read: () => readCluster(this.database, this.owner, config.sharding, config.leaseMs) },
     });
   }
 
@@ -180,6 +199,9 @@ export class Service {
     if (this.stopping) return;
     this.clockWatch.start(); // from the boot load on: a step re-arms what is armed so far
     await this.scheduler.boot();
+    if (this.stopping) return;
+    // After the boot load: the shards the keeper takes are armed by the scheduler.
+    await this.keeper?.start();
     await this.dbClock.measure();
     this.retention.start();
   }
@@ -246,6 +268,8 @@ export class Service {
     this.log.debug('stop: no longer accepting requests');
     this.clockWatch.stop();
     await Promise.all([this.scheduler.stop(), this.retention.stop()]);
+    // Handover: the leases are released at once, so the others take the shards over now.
+    await this.keeper?.stop();
     this.log.debug('stop: refill and retention stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);
     this.log.debug({ finished }, 'stop: running handlers are done');

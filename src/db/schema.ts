@@ -9,7 +9,19 @@
  */
 import { sql } from 'drizzle-orm';
 import { decodeJson } from '../util/json.js';
-import { bigint, customType, datetime, index, int, mysqlEnum, mysqlTable, text, uniqueIndex, varchar } from 'drizzle-orm/mysql-core';
+import {
+  bigint,
+  customType,
+  datetime,
+  index,
+  int,
+  mysqlEnum,
+  mysqlTable,
+  smallint,
+  text,
+  uniqueIndex,
+  varchar,
+} from 'drizzle-orm/mysql-core';
 
 export const TASK_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'skipped'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -58,3 +70,23 @@ export const tasks = mysqlTable(
     uniqueIndex('tasks_series_run_at').on(table.seriesId, table.runAt),
   ],
 );
+
+/**
+ * Several instances (SHARDING=on, src/cluster/): each live process has a row here, its heartbeat
+ * written in database time by its lease keeper.
+ */
+export const members = mysqlTable('members', {
+  id: varchar('id', { length: 64 }).primaryKey(),
+  heartbeatAt: datetime('heartbeat_at', { mode: 'date', fsp: 3 }).notNull(),
+});
+
+/**
+ * Who runs the tasks of each of the 256 shards (a task's shard is `id MOD 256`, fixed for good).
+ * A lease is held until lease_until (database time); epoch counts the changes of owner.
+ */
+export const shardLeases = mysqlTable('shard_leases', {
+  shard: smallint('shard', { unsigned: true }).primaryKey(),
+  owner: varchar('owner', { length: 64 }),
+  epoch: bigint('epoch', { mode: 'number', unsigned: true }).notNull().default(0),
+  leaseUntil: datetime('lease_until', { mode: 'date', fsp: 3 }),
+});

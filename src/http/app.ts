@@ -16,6 +16,7 @@ import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
+import { clusterRoutes, type ClusterRoutesOptions } from './routes/cluster.js';
 import type { Metrics } from '../metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
@@ -30,6 +31,7 @@ export interface AppOptions {
   tasks: TaskRoutesOptions;
   health: HealthOptions;
   charts: ChartRoutesOptions;
+  cluster: ClusterRoutesOptions;
   security: SecurityOptions;
 }
 
@@ -64,5 +66,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(dashboardRoutes);
   void app.register(authRoutes);
   void app.register(chartRoutes, options.charts);
+  void app.register(clusterRoutes, options.cluster);
   return app;
 }

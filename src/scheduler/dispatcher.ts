@@ -49,6 +49,11 @@ export interface DispatcherOptions {
   batchSize: number;
   /** This process's name in lease_owner. */
   owner: string;
+  /**
+   * Whether this process may claim a task now (SHARDING=on: it holds the task's shard and can
+   * prove it); the others among fired ids are left alone. Undefined: every task.
+   */
+  mayClaim?: (id: number) => boolean;
   metrics?: Metrics;
 }
 
@@ -246,8 +251,10 @@ export class Dispatcher {
     threw: Map<number, unknown>,
     slots: number,
   ): Promise<BatchResult> {
-    const { registry, lifecycle, owner } = this.#o;
-    const locked = await tx.claim(batch, now);
+    const { registry, lifecycle, owner, mayClaim } = this.#o;
+    const claimable = mayClaim === undefined ? batch : batch.filter((id) => mayClaim(id));
+    if (claimable.length < batch.length) this.#o.metrics?.fencedClaims.inc(batch.length - claimable.length);
+    const locked = claimable.length === 0 ? [] : await tx.claim(claimable, now);
     const result: BatchResult = { locked, done: [], failures: [], leased: [], deferred: [] };
     const runnable = new Map<DatabaseHandler, Task[]>();
     for (const task of locked) {

@@ -23,7 +23,7 @@ describe('migrations', () => {
     );
     expect(applied).toHaveLength(files.length);
     const tables = await db.query<any[]>('SHOW TABLES');
-    expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual([MIGRATIONS_TABLE, 'tasks']);
+    expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual(['members', MIGRATIONS_TABLE, 'shard_leases', 'tasks']);
   });
 
   it("create only punctual's own tables, in utf8mb4 with case-sensitive keys", async () => {
