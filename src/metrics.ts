@@ -121,6 +121,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly emptyClaims = new Counter({
+    name: 'punctual_empty_claims_total',
+    help: 'Claims that locked none of their fired tasks (another process ran them, or they were changed meanwhile).',
+    registers: [this.registry],
+  });
+
   readonly fencedClaims = new Counter({
     name: 'punctual_fenced_claims_total',
     help: 'Fired tasks not claimed because this process could not prove it holds their shard.',

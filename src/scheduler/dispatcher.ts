@@ -255,6 +255,7 @@ export class Dispatcher {
     const claimable = mayClaim === undefined ? batch : batch.filter((id) => mayClaim(id));
     if (claimable.length < batch.length) this.#o.metrics?.fencedClaims.inc(batch.length - claimable.length);
     const locked = claimable.length === 0 ? [] : await tx.claim(claimable, now);
+    if (claimable.length > 0 && locked.length === 0) this.#o.metrics?.emptyClaims.inc();
     const result: BatchResult = { locked, done: [], failures: [], leased: [], deferred: [] };
     const runnable = new Map<DatabaseHandler, Task[]>();
     for (const task of locked) {
