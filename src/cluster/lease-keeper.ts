@@ -69,6 +69,7 @@ export class LeaseKeeper implements Ownership {
   #round: Promise<void> | undefined;
   readonly #arming = new Set<Promise<void>>();
   #stopped = false;
+  #started = false;
   #members: string[] = [];
 
   constructor(options: LeaseKeeperOptions) {
@@ -114,6 +115,7 @@ export class LeaseKeeper implements Ownership {
 
   /** Joins: the tables' rows, a first round (so the process owns its shards when it is ready). */
   async start(): Promise<void> {
+    this.#started = true;
     const conn = await this.#connection();
     await this.#query(conn, SQL.seed, []);
     await this.#query(conn, SQL.forgetOld, []);
@@ -127,6 +129,7 @@ export class LeaseKeeper implements Ownership {
     if (this.#stopped) return;
     this.#stopped = true;
     clearTimeout(this.#timer);
+    if (!this.#started) return; // stopped during the boot, before it joined
     await this.#round;
     await Promise.allSettled([...this.#arming]);
     const all = [...this.#owned];
