@@ -391,7 +391,7 @@ async function scaleOut(db: BenchDb): Promise<void> {
     const S = `B7 ${processes}p ${sharding}`;
     await db.reset();
     await db.seedOrders(N);
-    const env = { SHARDING: sharding, LOG_LEVEL: 'warn' };
+    const env = { SHARDING: sharding };
     const servers = await Promise.all(Array.from({ length: processes }, () => startServer(db, { env })));
     try {
       if (sharding === 'on') {
