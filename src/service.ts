@@ -2,10 +2,10 @@
  * The composition root: builds every part from the configuration and runs the boot and the
  * shutdown in the order that keeps tasks safe.
  *
- * Boot: database → migrations → pool → scheduler boot load → database clock check →
- * retention sweep started → listen.
+ * Boot: database → migrations → pool → scheduler boot load → (SHARDING=on: join and take this
+ * process's shards, arming their tasks) → database clock check → retention sweep started → listen.
  * Stop: stop accepting requests → stop the refill and the retention sweep, disarm the timers →
- * let running handlers finish (up to STOP_TIMEOUT_MS) → close the pool. A stop during the boot
+ * (SHARDING=on: release the shard leases, so the others take over at once) → let running handlers finish (up to STOP_TIMEOUT_MS) → close the pool. A stop during the boot
  * (a SIGTERM while starting) ends the boot at its next step, never listens, and then stops as usual.
  *
  * The parts are built in an order without cycles: timers push into the dispatcher's queue,
