@@ -20,6 +20,7 @@ import type {
   TaskJson,
   TypeJson,
 } from './http/schemas.js';
+import type { ClusterView } from './cluster/view.js';
 
 export type Task = TaskJson;
 export type CreateTask = CreateTaskBody;
@@ -35,6 +36,7 @@ export type BatchAnswer = Static<typeof BatchResult>;
 export type BulkSelector = BulkCancelBody;
 export type BulkReschedule = BulkRescheduleBody;
 export type BulkCounts = Static<typeof BulkResult>;
+export type { ClusterView } from './cluster/view.js';
 
 export interface PunctualClientOptions {
   /** Where punctual listens, e.g. http://127.0.0.1:3000. */
@@ -206,6 +208,11 @@ export class PunctualClient {
   /** True when the process answers at all (/healthz). */
   async healthy(): Promise<boolean> {
     return (await this.#body<{ status: string }>('GET', '/healthz')).status === 'ok';
+  }
+
+  /** The processes sharing the tasks (SHARDING=on) and how many of the 256 shards each holds. */
+  cluster(): Promise<ClusterView> {
+    return this.#body('GET', '/cluster');
   }
 
   /** The Prometheus metrics, as text. */

@@ -55,6 +55,10 @@ export interface Config {
   maxConnections: number;
   /** Requests with a wrong or missing token one client address may make per minute. */
   authFailuresPerMinute: number;
+  /** Several instances share the tasks by shard leases (src/cluster/); off: every process arms every task. */
+  sharding: boolean;
+  /** How long a shard lease lasts; renewed every third of it. */
+  leaseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -254,7 +258,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
   }
 
+  const rawSharding = (text(env, 'SHARDING') ?? 'off').toLowerCase();
+  if (rawSharding !== 'on' && rawSharding !== 'off') {
+    throw new ConfigError(`SHARDING must be on or off, got ${JSON.stringify(rawSharding)}`);
+  }
+  const leaseMs = integer(env, 'LEASE_MS', 5000, 300, 600_000);
+
   return {
+    sharding: rawSharding === 'on',
+    leaseMs,
     databaseUrl,
     databaseName,
     host,

@@ -106,6 +106,48 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly shardsOwned = new Gauge({
+    name: 'punctual_shards_owned',
+    help: 'Shards (of 256) whose lease this process holds (SHARDING=on; 0 otherwise).',
+    registers: [this.registry],
+  });
+
+  readonly members = new Gauge({
+    name: 'punctual_members',
+    help: 'Live processes sharing the tasks, as the last lease renewal saw them (SHARDING=on; 0 otherwise).',
+    registers: [this.registry],
+  });
+
+  readonly leaseRenewals = new Counter({
+    name: 'punctual_lease_renewals_total',
+    help: 'Shard lease renewal rounds that succeeded.',
+    registers: [this.registry],
+  });
+
+  readonly leaseLosses = new Counter({
+    name: 'punctual_lease_losses_total',
+    help: 'Shards lost without giving them up: a lease not renewed in time (pause, cut network) or taken by another process.',
+    registers: [this.registry],
+  });
+
+  readonly shardHandovers = new Counter({
+    name: 'punctual_shard_handovers_total',
+    help: 'Shards this process acquired or gave up (joins, leaves, failovers).',
+    registers: [this.registry],
+  });
+
+  readonly emptyClaims = new Counter({
+    name: 'punctual_empty_claims_total',
+    help: 'Claims that locked none of their fired tasks (another process ran them, or they were changed meanwhile).',
+    registers: [this.registry],
+  });
+
+  readonly fencedClaims = new Counter({
+    name: 'punctual_fenced_claims_total',
+    help: 'Fired tasks not claimed because this process could not prove it holds their shard.',
+    registers: [this.registry],
+  });
+
   constructor(sources: MetricSources) {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 5 });
     new Gauge({

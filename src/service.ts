@@ -2,10 +2,10 @@
  * The composition root: builds every part from the configuration and runs the boot and the
  * shutdown in the order that keeps tasks safe.
  *
- * Boot: database → migrations → pool → scheduler boot load → database clock check →
- * retention sweep started → listen.
+ * Boot: database → migrations → pool → scheduler boot load → (SHARDING=on: join and take this
+ * process's shards, arming their tasks) → database clock check → retention sweep started → listen.
  * Stop: stop accepting requests → stop the refill and the retention sweep, disarm the timers →
- * let running handlers finish (up to STOP_TIMEOUT_MS) → close the pool. A stop during the boot
+ * (SHARDING=on: release the shard leases, so the others take over at once) → let running handlers finish (up to STOP_TIMEOUT_MS) → close the pool. A stop during the boot
  * (a SIGTERM while starting) ends the boot at its next step, never listens, and then stops as usual.
  *
  * The parts are built in an order without cycles: timers push into the dispatcher's queue,
@@ -40,6 +40,8 @@ import { TaskStore } from './store/task-store.js';
 import { Summary } from './summary.js';
 import { sleep } from './util/async.js';
 import { UpcomingLoad } from './store/upcoming-load.js';
+import { LeaseKeeper } from './cluster/lease-keeper.js';
+import { readCluster } from './cluster/view.js';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -70,6 +72,8 @@ export class Service {
   readonly retention: Retention;
   readonly dbClock: DbClock;
   readonly limits: TypeLimits;
+  /** SHARDING=on: this process's shard leases (src/cluster/). */
+  readonly keeper: LeaseKeeper | undefined;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -101,7 +105,19 @@ export class Service {
     this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: this.metrics.registry });
     const queue = new DueQueue();
     this.timers = new Timers(clock, (id) => queue.push(id));
-    const arming = new Arming(this.timers, queue);
+    this.keeper = config.sharding
+      ? new LeaseKeeper({
+          url: config.databaseUrl,
+          owner: this.owner,
+          leaseMs: config.leaseMs,
+          log: this.log,
+          metrics: this.metrics,
+          // Called from start() on, when the scheduler is built.
+          onAcquire: (shards) => this.scheduler.armShards(shards),
+          onLose: (shards) => void arming.disarmShards(shards),
+        })
+      : undefined;
+    const arming = new Arming(this.timers, queue, this.keeper);
     this.lifecycle = new Lifecycle({
       database: this.database,
       store: this.store,
@@ -125,6 +141,7 @@ export class Service {
         // Another process may have paused, resumed or limited a type.
         this.limits.reload();
       },
+      shards: this.keeper === undefined ? undefined : () => this.keeper!.ownedShards(),
     });
     this.dispatcher = new Dispatcher({
       database: this.database,
@@ -141,8 +158,8 @@ export class Service {
       metrics: this.metrics,
       limits: this.limits,
       misfireGraceMs: config.misfireGraceMs,
+      mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
     });
-    const scheduler = this.scheduler;
     this.retention = new Retention({
       database: this.database,
       clock,
@@ -154,7 +171,7 @@ export class Service {
       batchSize: config.retentionBatchSize,
       pauseMs: config.retentionPauseMs,
     });
-    this.clockWatch = new ClockWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler });
+    this.clockWatch = new ClockWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler: this.scheduler });
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
@@ -171,13 +188,15 @@ export class Service {
       },
       security: securityOptions(config),
       health: {
-        booted: () => scheduler.booted,
+        booted: () => this.scheduler.booted,
         databaseUp: () => this.database.ping(),
         armed: () => this.timers.size,
+        shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
       },
       charts: { clock, upcoming, recent: this.metrics.recent },
       types: { controls, limits: this.limits, registry: this.registry, clock },
+      cluster: { read: () => readCluster(this.database, this.owner, config.sharding, config.leaseMs) },
     });
   }
 
@@ -196,6 +215,9 @@ export class Service {
     await this.limits.load(); // before any timer fires: a paused type stays paused through a restart
     this.clockWatch.start(); // from the boot load on: a step re-arms what is armed so far
     await this.scheduler.boot();
+    if (this.stopping) return;
+    // After the boot load: the shards the keeper takes are armed by the scheduler.
+    await this.keeper?.start();
     await this.dbClock.measure();
     this.retention.start();
   }
@@ -262,6 +284,8 @@ export class Service {
     this.log.debug('stop: no longer accepting requests');
     this.clockWatch.stop();
     await Promise.all([this.scheduler.stop(), this.retention.stop()]);
+    // Handover: the leases are released at once, so the others take the shards over now.
+    await this.keeper?.stop();
     this.log.debug('stop: refill and retention stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);
     this.log.debug({ finished }, 'stop: running handlers are done');

@@ -130,3 +130,23 @@ export const typeControls = mysqlTable('type_controls', {
   groupBy: varchar('group_by', { length: 64 }),
   updatedAt: datetime('updated_at', { mode: 'date', fsp: 3 }).notNull().default(utcNow),
 });
+
+/**
+ * Several instances (SHARDING=on, src/cluster/): each live process has a row here, its heartbeat
+ * written in database time by its lease keeper.
+ */
+export const members = mysqlTable('members', {
+  id: varchar('id', { length: 64 }).primaryKey(),
+  heartbeatAt: datetime('heartbeat_at', { mode: 'date', fsp: 3 }).notNull(),
+});
+
+/**
+ * Who runs the tasks of each of the 256 shards (a task's shard is `id MOD 256`, fixed for good).
+ * A lease is held until lease_until (database time); epoch counts the changes of owner.
+ */
+export const shardLeases = mysqlTable('shard_leases', {
+  shard: smallint('shard', { unsigned: true }).primaryKey(),
+  owner: varchar('owner', { length: 64 }),
+  epoch: bigint('epoch', { mode: 'number', unsigned: true }).notNull().default(0),
+  leaseUntil: datetime('lease_until', { mode: 'date', fsp: 3 }),
+});

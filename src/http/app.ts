@@ -19,6 +19,7 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
 import { typeRoutes, type TypeRoutesOptions } from './routes/types.js';
+import { clusterRoutes, type ClusterRoutesOptions } from './routes/cluster.js';
 import type { Metrics } from '../metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
@@ -34,6 +35,7 @@ export interface AppOptions {
   health: HealthOptions;
   charts: ChartRoutesOptions;
   types: TypeRoutesOptions;
+  cluster: ClusterRoutesOptions;
   security: SecurityOptions;
 }
 
@@ -71,5 +73,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(authRoutes);
   void app.register(chartRoutes, options.charts);
   void app.register(typeRoutes, options.types);
+  void app.register(clusterRoutes, options.cluster);
   return app;
 }

@@ -20,6 +20,7 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /auth/whoami': 'read',
   'GET /charts/upcoming': 'read',
   'GET /charts/recent': 'read',
+  'GET /cluster': 'read',
   'GET /metrics': 'read',
   'GET /tasks/pending': 'read',
   'GET /tasks/recent': 'read',

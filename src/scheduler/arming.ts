@@ -4,9 +4,11 @@
  * task beyond it is left to the refill, which arms it when it comes near.
  *
  * A task read from the table (boot load, refill) is armed only if the dispatcher does not have it
- * right now: the read may have raced its run. A shard owner check will go here too: arm only what
- * this process owns.
+ * right now: the read may have raced its run. With several instances (SHARDING=on) a task is
+ * armed only in the process that owns its shard (src/cluster/).
  */
+import { everything, type Ownership } from '../cluster/lease-keeper.js';
+import { shardOf } from '../cluster/shards.js';
 import type { EffectSink, TimerEffect } from '../lifecycle/effects.js';
 import type { TimerEntry } from '../store/task-store.js';
 import type { DueQueue } from './due-queue.js';
@@ -20,6 +22,7 @@ export class Arming implements EffectSink {
   constructor(
     readonly timers: Timers,
     private readonly queue: DueQueue,
+    private readonly ownership: Ownership = everything,
   ) {}
 
   apply(effects: readonly TimerEffect[]): void {
@@ -32,13 +35,21 @@ export class Arming implements EffectSink {
   /** A task whose time was written by this process: armed if within the horizon, else not. */
   #wish(id: number, runAt: number): void {
     if (this.#stopped) return;
-    if (runAt <= this.coveredUntil) this.timers.arm(id, runAt);
+    if (runAt <= this.coveredUntil && this.ownership.owns(id)) this.timers.arm(id, runAt);
     else this.timers.disarm(id);
   }
 
   /** A pending task read from the table. */
   armRead(entry: TimerEntry): void {
-    if (!this.#stopped && !this.queue.isBusy(entry.id)) this.timers.arm(entry.id, entry.runAt);
+    if (!this.#stopped && this.ownership.owns(entry.id) && !this.queue.isBusy(entry.id)) this.timers.arm(entry.id, entry.runAt);
+  }
+
+  /** Disarms the tasks of shards this process no longer owns. */
+  disarmShards(shards: Iterable<number>): number {
+    const lost = new Set(shards);
+    let count = 0;
+    for (const id of this.timers.ids()) if (lost.has(shardOf(id)) && this.timers.disarm(id)) count++;
+    return count;
   }
 
   /** Arms nothing more and disarms every timer. */

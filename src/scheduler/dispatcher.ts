@@ -61,6 +61,11 @@ export interface DispatcherOptions {
   limits: TypeLimits;
   /** A task that waited for its type longer than this past its runAt follows its misfire rule. */
   misfireGraceMs: number;
+  /**
+   * Whether this process may claim a task now (SHARDING=on: it holds the task's shard and can
+   * prove it); the others among fired ids are left alone. Undefined: every task.
+   */
+  mayClaim?: (id: number) => boolean;
   metrics?: Metrics;
 }
 
@@ -289,8 +294,11 @@ export class Dispatcher {
     slots: number,
     tickets: Map<number, Ticket>,
   ): Promise<BatchResult> {
-    const { registry, lifecycle, owner, limits, misfireGraceMs } = this.#o;
-    const locked = await tx.claim(batch, now);
+    const { registry, lifecycle, owner, limits, misfireGraceMs, mayClaim } = this.#o;
+    const claimable = mayClaim === undefined ? batch : batch.filter((id) => mayClaim(id));
+    if (claimable.length < batch.length) this.#o.metrics?.fencedClaims.inc(batch.length - claimable.length);
+    const locked = claimable.length === 0 ? [] : await tx.claim(claimable, now);
+    if (claimable.length > 0 && locked.length === 0) this.#o.metrics?.emptyClaims.inc();
     const result: BatchResult = { locked, done: [], failures: [], leased: [], deferred: [], held: [], skipped: [], tickets };
     const runnable = new Map<DatabaseHandler, Task[]>();
     for (const task of [...locked].sort((a, b) => a.runAt - b.runAt || a.id - b.id)) {

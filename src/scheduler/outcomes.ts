@@ -14,7 +14,10 @@ export class Outcomes {
 
   /** `startedAt` is when the run began (its lateness is measured from runAt to it). */
   done(task: Task, startedAt: number, durationMs: number, outcome: string): void {
-    this.log.info({ taskId: task.id, type: task.type, key: task.key, lateMs: startedAt - task.runAt, durationMs, outcome }, 'task done');
+    this.log.info(
+      { taskId: task.id, type: task.type, key: task.key, startedAt, lateMs: startedAt - task.runAt, durationMs, outcome },
+      'task done',
+    );
     this.metrics?.recordRun(task.type, 'done', task.runAt, startedAt, durationMs);
   }
 

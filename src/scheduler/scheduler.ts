@@ -38,6 +38,11 @@ export interface SchedulerOptions {
   reconcileIntervalMs: number;
   misfireGraceMs: number;
   metrics?: Metrics;
+  /**
+   * With several instances: the shards this process owns right now (their tasks alone are read
+   * and armed). Undefined: every task.
+   */
+  shards?: () => readonly number[] | undefined;
   /** Called after every reconcile (the database clock check hangs here); must not throw. */
   onReconcile?: () => void;
 }
@@ -133,6 +138,22 @@ export class Scheduler {
   }
 
   /**
+   * Shards this process just acquired (SHARDING=on): what their last owner left is repaired (the
+   * misfired tasks that asked to be skipped, the outside runs whose lease ran out: both conditional
+   * statements, safe whoever else runs them), then their pending tasks within the horizon armed.
+   */
+  async armShards(shards: readonly number[]): Promise<void> {
+    if (!this.#booted || this.#stopped || shards.length === 0) return;
+    const { lifecycle, clock, log, misfireGraceMs } = this.#o;
+    const started = clock.now();
+    const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs);
+    const leases = await lifecycle.recoverExpiredLeases();
+    this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
+    const armed = await this.#armDue(undefined, this.#o.arming.coveredUntil, shards);
+    log.debug({ shards: shards.length, armed, skipped, recovered: leases.recovered, ms: clock.now() - started }, 'acquired shards armed');
+  }
+
+  /**
    * Hook for clock-watch.ts: the wall clock stepped by `stepMs`. The bookkeeping kept in wall-clock
    * times keeps its age (a backward step must not hold the reconcile off for the step's length),
    * and a refill runs at once: after a forward step the horizon moves to the new time and what
@@ -165,11 +186,12 @@ export class Scheduler {
   }
 
   /** Arms the pending tasks due in (from, until], page by page; returns how many were read. */
-  async #armDue(from: number | undefined, until: number): Promise<number> {
+  async #armDue(from: number | undefined, until: number, shards = this.#o.shards?.()): Promise<number> {
     let cursor: RunAtCursor | undefined;
     let count = 0;
+    if (shards !== undefined && shards.length === 0) return 0;
     for (;;) {
-      const page = await this.#o.store.pendingDueBetween(from, until, cursor, PAGE);
+      const page = await this.#o.store.pendingDueBetween(from, until, cursor, PAGE, shards);
       for (const entry of page) this.#o.arming.armRead(entry);
       count += page.length;
       const last = page[page.length - 1];

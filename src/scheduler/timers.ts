@@ -60,6 +60,11 @@ export class Timers {
     return this.#armed.get(id)?.runAt;
   }
 
+  /** The armed ids (a copy: disarming while iterating is fine). */
+  ids(): number[] {
+    return [...this.#armed.keys()];
+  }
+
   get size(): number {
     return this.#armed.size;
   }

@@ -42,10 +42,13 @@ export const SQL = {
   pendingSizes: (filter: PendingFilter) =>
     `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks ${pendingWhere(filter)}`,
   pendingByIds: select("WHERE id IN (?) AND status = 'pending' ORDER BY run_at, id"),
-  /** Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index alone. */
-  duePage: (lower: boolean, cursor: boolean) =>
+  /**
+   * Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index
+   * alone. With `shards`, only those of the listed shards (`id MOD 256`, src/cluster/shards.ts):
+   * the id is in every secondary index entry, so the filter is read from the index too. */
+  duePage: (lower: boolean, cursor: boolean, shards = false) =>
     `SELECT id, ${ms('run_at')} FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
-    `${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
+    `${shards ? ' AND id MOD 256 IN (?)' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
   /** Rows above an id, any status, as [id, runAt, pending]: the refill's view of new inserts. */
   insertedAfter: `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
   /** How many rows have an id in (?, ?]: the refill's check for inserts that committed late. */

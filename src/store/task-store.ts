@@ -161,12 +161,22 @@ export class TaskStore {
 
   /**
    * One page of pending tasks due in (from, until], in (runAt, id) order after `cursor`.
-   * `from` undefined means from the beginning of time (the boot load and the reconcile).
+   * `from` undefined means from the beginning of time (the boot load and the reconcile); with
+   * `shards`, only the tasks of those shards.
    */
-  async pendingDueBetween(from: number | undefined, until: number, cursor: RunAtCursor | undefined, limit: number): Promise<TimerEntry[]> {
+  async pendingDueBetween(
+    from: number | undefined,
+    until: number,
+    cursor: RunAtCursor | undefined,
+    limit: number,
+    shards?: readonly number[],
+  ): Promise<TimerEntry[]> {
+    if (shards !== undefined && shards.length === 0) return [];
     const values: unknown[] = from === undefined ? [] : [new Date(from)];
-    values.push(new Date(until), ...cursorValues(cursor), limit);
-    return toEntries(await this.#arrays<[number, number]>(SQL.duePage(from !== undefined, cursor !== undefined), values));
+    values.push(new Date(until), ...(shards === undefined ? [] : [shards]), ...cursorValues(cursor), limit);
+    return toEntries(
+      await this.#arrays<[number, number]>(SQL.duePage(from !== undefined, cursor !== undefined, shards !== undefined), values),
+    );
   }
 
   /** Rows with id above `afterId`, any status, in id order: the refill's view of new inserts. */

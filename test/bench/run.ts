@@ -375,6 +375,69 @@ async function herd(db: BenchDb): Promise<void> {
   }
 }
 
+// ── B7 ──────────────────────────────────────────────────────────────────────────────────────
+/** BENCH_B7_TASKS makes it smaller on a busy machine. */
+const B7_TASKS = Number(process.env.BENCH_B7_TASKS ?? 100_000);
+described.B7 = `several instances: ${B7_TASKS.toLocaleString('en')} \`close_order\` due over 10 s, 1, 2 and 3 processes with SHARDING=on, and 3 with it off`;
+/** Statements the server counted (the whole server's: anything else running on it counts too). */
+async function statements(db: BenchDb): Promise<Map<string, number>> {
+  const rows = await db.rows<{ Variable_name: string; Value: string }>(
+    "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_update', 'Com_insert', 'Com_delete', 'Com_commit', 'Com_rollback')",
+  );
+  return new Map(rows.map((row) => [row.Variable_name, Number(row.Value)]));
+}
+async function scaleOut(db: BenchDb): Promise<void> {
+  const N = B7_TASKS;
+  for (const [processes, sharding] of [
+    [1, 'on'],
+    [2, 'on'],
+    [3, 'on'],
+    [3, 'off'],
+  ] as const) {
+    const S = `B7 ${processes}p ${sharding}`;
+    await db.reset();
+    await db.seedOrders(N);
+    const env = { SHARDING: sharding };
+    const servers = await Promise.all(Array.from({ length: processes }, () => startServer(db, { env })));
+    try {
+      if (sharding === 'on') {
+        await waitUntil(
+          async () => {
+            const held = await Promise.all(
+              servers.map(async (server) => ((await (await fetch(`${server.baseUrl}/readyz`)).json()) as { shards: number }).shards),
+            );
+            return held.reduce((a, b) => a + b, 0) === 256;
+          },
+          30_000,
+          `${S} shards to be shared out`,
+        );
+      }
+      const first = Date.now() + 3000 + N / 5;
+      await db.seedTasks(N, utcSql(first, `(seq - 1) * ${10_000 / N}`));
+      if (Date.now() >= first) throw new Error(`seeding ${N} tasks outlasted the lead time`);
+      const before = await statements(db);
+      await waitUntil(async () => (await doneCount(db)) === N, 600_000, `${S} tasks to run`);
+      const after = await statements(db);
+      const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+      const late = await db.closeLateness();
+      record(S, 'tasks run', late.length, 'tasks', { text: `= ${N}`, ok: late.length === N && (await db.stockAddsUp()) });
+      record(S, 'lateness p50', quantile(late, 0.5), 'ms');
+      record(S, 'lateness p99', quantile(late, 0.99), 'ms');
+      const all = ['Com_select', 'Com_update', 'Com_insert', 'Com_delete'].reduce((sum, name) => sum + delta(name), 0);
+      record(S, 'statements per firing', all / N, 'statements');
+      record(S, 'SELECTs per firing', delta('Com_select') / N, 'statements');
+      record(S, 'UPDATEs per firing', delta('Com_update') / N, 'statements');
+      record(S, 'transactions per firing', (delta('Com_commit') + delta('Com_rollback')) / N, 'commits');
+      const metrics = await Promise.all(servers.map((server) => scrape(server)));
+      const sum = (name: string) => metrics.reduce((total, m) => total + (m.get(name) ?? 0), 0);
+      record(S, 'empty claims', sum('punctual_empty_claims_total'), 'claims');
+      record(S, 'fenced claims', sum('punctual_fenced_claims_total'), 'tasks');
+    } finally {
+      await Promise.all(servers.map((server) => server.stop()));
+    }
+  }
+}
+
 const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B0: startup,
   B1: precision('B1', 10_000, 10, 50),
@@ -386,6 +449,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B5: intake,
   B6: herd,
   B8: (db) => batchIntake(db, record),
+  B7: scaleOut,
 };
 
 async function main(): Promise<void> {

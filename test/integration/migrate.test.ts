@@ -23,7 +23,14 @@ describe('migrations', () => {
     );
     expect(applied).toHaveLength(files.length);
     const tables = await db.query<any[]>('SHOW TABLES');
-    expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual([MIGRATIONS_TABLE, 'task_tags', 'tasks', 'type_controls']);
+    expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual([
+      'members',
+      MIGRATIONS_TABLE,
+      'shard_leases',
+      'task_tags',
+      'tasks',
+      'type_controls',
+    ]);
   });
 
   it("create only punctual's own tables, in utf8mb4 with case-sensitive keys", async () => {

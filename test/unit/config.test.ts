@@ -75,6 +75,13 @@ describe('configuration', () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
+  it('shares the tasks by shard leases only when asked, with a lease it can renew', () => {
+    expect(loadConfig({})).toMatchObject({ sharding: false, leaseMs: 5000 });
+    expect(loadConfig({ SHARDING: 'ON', LEASE_MS: '3000' })).toMatchObject({ sharding: true, leaseMs: 3000 });
+    expect(() => loadConfig({ SHARDING: 'yes' })).toThrow('SHARDING must be on or off');
+    expect(() => loadConfig({ LEASE_MS: '100' })).toThrow('LEASE_MS must be an integer between 300 and 600000');
+  });
+
   it('listens on loopback without a token', () => {
     for (const host of ['127.0.0.1', 'localhost', '::1', '127.0.0.2']) expect(loadConfig({ HOST: host }).host).toBe(host);
   });

@@ -240,6 +240,15 @@ final class Client
         return $this->call('GET', '/tasks/summary')[1];
     }
 
+    /**
+     * The processes sharing the tasks (SHARDING=on) and how many of the 256 shards each holds:
+     * sharding, self, leaseMs, shards, unowned, and members (id, heartbeatAgeMs, live, shards, self).
+     */
+    public function cluster(): array
+    {
+        return $this->call('GET', '/cluster')[1];
+    }
+
     /** True when the process answers at all (/healthz). */
     public function healthy(): bool
     {

@@ -245,6 +245,11 @@ final class ClientTest extends ServiceTestCase
         self::assertTrue($client->ready());
         self::assertStringContainsString('punctual_armed_timers', $client->metrics());
         self::assertSame('admin', $client->role()); // API_TOKEN holds every role
+        $cluster = $client->cluster();
+        foreach (['sharding', 'self', 'leaseMs', 'shards', 'unowned', 'members'] as $field) {
+            self::assertArrayHasKey($field, $cluster);
+        }
+        self::assertSame(256, $cluster['shards']);
     }
 
     public function testTurnsEveryErrorStatusIntoItsException(): void

@@ -162,6 +162,29 @@ function render({ summary, pending, failed, recent, types }) {
   fill('#recent-runs', recent.tasks, (task) => [cell(utc(task.runAt)), cell(late(task), 'num'), cell(task.attempts, 'num')]);
 }
 
+/** The processes sharing the tasks (SHARDING=on), with their shard counts; hidden otherwise. */
+function renderCluster(cluster) {
+  $('#cluster').hidden = !cluster.sharding;
+  if (!cluster.sharding) return;
+  $('#cluster-note').textContent =
+    `${cluster.shards} shards, lease ${cluster.leaseMs} ms${cluster.unowned > 0 ? `, ${cluster.unowned} without owner` : ''}`;
+  const body = $('#cluster-members tbody');
+  body.replaceChildren();
+  for (const member of cluster.members) {
+    const tr = document.createElement('tr');
+    tr.dataset.member = member.id;
+    tr.append(
+      cell(member.self ? `${member.id} (this one)` : member.id),
+      cell(member.shards, 'num'),
+      cell(
+        member.live ? `${member.heartbeatAgeMs} ms ago` : `gone (${Math.round(member.heartbeatAgeMs / 1000)} s ago)`,
+        member.live ? '' : 'error',
+      ),
+    );
+    body.append(tr);
+  }
+}
+
 async function refresh() {
   try {
     const [summary, pending, failed, recent, types] = await Promise.all([
@@ -172,6 +195,7 @@ async function refresh() {
       api('GET', '/types'),
     ]);
     render({ summary, pending, failed, recent, types });
+    renderCluster(await api('GET', '/cluster'));
     if (Date.now() > state.noticeUntil) setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
     setStatus(error.message, true);

@@ -10,6 +10,8 @@ export interface HealthOptions {
   /** True when the database answers now. */
   databaseUp: () => Promise<boolean>;
   armed: () => number;
+  /** With SHARDING=on: how many of the 256 shards this process holds. */
+  shards?: () => number;
   /** The database clock's offset from punctual's (src/db-clock.ts). */
   dbClock?: () => ClockReading;
 }
@@ -18,6 +20,7 @@ const Health = Type.Object({ status: Type.String() });
 const Readiness = Type.Object({
   status: Type.String(),
   armed: Type.Integer(),
+  shards: Type.Optional(Type.Integer({ description: 'with SHARDING=on: how many of the 256 shards this process holds' })),
   reason: Type.Optional(Type.String()),
   dbClockOffsetMs: Type.Optional(
     Type.Union([Type.Number(), Type.Null()], {
@@ -52,15 +55,18 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
     },
     async (_request, reply) => {
       const armed = options.armed();
+      const shards = options.shards?.();
       if (!options.booted()) return reply.status(503).send({ status: 'starting', armed, reason: 'the boot load is not armed yet' });
       if (!(await options.databaseUp()))
         return reply.status(503).send({ status: 'unavailable', armed, reason: 'the database does not answer' });
       // A clock offset is a warning, not unreadiness: punctual still fires by its own clock.
       const clock = options.dbClock?.();
-      if (clock === undefined) return { status: 'ready', armed };
+      const held = shards === undefined ? {} : { shards };
+      if (clock === undefined) return { status: 'ready', armed, ...held };
       return {
         status: 'ready',
         armed,
+        ...held,
         dbClockOffsetMs: clock.offsetMs,
         ...(clock.warning === undefined ? {} : { warning: clock.warning }),
       };

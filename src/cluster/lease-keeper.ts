@@ -1,0 +1,238 @@
+/**
+ * The lease keeper (SHARDING=on): this process's membership and its shard leases.
+ *
+ * Every LEASE_MS/3, on a connection of its own (never the pool: a busy pool must not starve the
+ * renewals), it writes its heartbeat, reads the live members (heartbeat within LEASE_MS), works
+ * out by rendezvous hashing which shards it should own, gives up those it should no longer own
+ * (disarming them first), and renews or takes the others: a shard is taken only when it is free,
+ * its lease ran out, or it is this process's already. Every time is the database's
+ * (UTC_TIMESTAMP(3)): processes on several machines never compare their own clocks.
+ *
+ * Fencing: a lease is proven by a renewal round that succeeded; the process holds its shards only
+ * while less than LEASE_MS − margin has passed, on the monotonic clock, since that round began
+ * (the lease it wrote ends LEASE_MS after the statement ran, so after that instant). A process that
+ * was paused (GC, SIGSTOP) or cut off stops claiming at once, before it learns whether it lost
+ * anything. Safety does not rest on the leases alone: every claim and completion is conditional
+ * on the row's status (and lease owner), so the worst a stale owner can do is try in vain.
+ */
+import { performance } from 'node:perf_hooks';
+import mysql from 'mysql2/promise';
+import type { Logger } from 'pino';
+import { loggable } from '../db/errors.js';
+import type { Metrics } from '../metrics.js';
+import { shardsFor } from './rendezvous.js';
+import { SHARDS, shardOf } from './shards.js';
+
+export interface LeaseKeeperOptions {
+  url: string;
+  /** This process's name (the same as its lease_owner of running tasks). */
+  owner: string;
+  leaseMs: number;
+  log: Logger;
+  metrics?: Metrics;
+  /** Shards just taken: recover and arm their tasks. */
+  onAcquire: (shards: number[]) => Promise<void>;
+  /** Shards lost or given up: disarm their tasks. Called before a release is written. */
+  onLose: (shards: number[]) => void;
+}
+
+/** Which tasks this process may arm and claim. */
+export interface Ownership {
+  owns(id: number): boolean;
+  mayClaim(id: number): boolean;
+}
+
+export const everything: Ownership = { owns: () => true, mayClaim: () => true };
+
+const SQL = {
+  seed: `INSERT IGNORE INTO shard_leases (shard) VALUES ${Array.from({ length: SHARDS }, (_, shard) => `(${shard})`).join(', ')}`,
+  forgetOld: 'DELETE FROM members WHERE heartbeat_at < UTC_TIMESTAMP(3) - INTERVAL 1 DAY',
+  heartbeat: 'INSERT INTO members (id, heartbeat_at) VALUES (?, UTC_TIMESTAMP(3)) ON DUPLICATE KEY UPDATE heartbeat_at = UTC_TIMESTAMP(3)',
+  live: 'SELECT id FROM members WHERE heartbeat_at > UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND',
+  // epoch first: MySQL and MariaDB assign left to right, so it still sees the old owner.
+  take: `UPDATE shard_leases SET epoch = IF(owner <=> ?, epoch, epoch + 1), owner = ?,
+           lease_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
+         WHERE shard IN (?) AND (owner <=> ? OR owner IS NULL OR lease_until < UTC_TIMESTAMP(3))`,
+  held: 'SELECT shard FROM shard_leases WHERE owner = ? AND lease_until > UTC_TIMESTAMP(3)',
+  release: 'UPDATE shard_leases SET owner = NULL, lease_until = NULL WHERE owner = ? AND shard IN (?)',
+  releaseAll: 'UPDATE shard_leases SET owner = NULL, lease_until = NULL WHERE owner = ?',
+  leave: 'DELETE FROM members WHERE id = ?',
+} as const;
+
+export class LeaseKeeper implements Ownership {
+  readonly #o: LeaseKeeperOptions;
+  readonly #owned = new Set<number>();
+  /** Monotonic start of the last round that succeeded. */
+  #renewedAt = Number.NEGATIVE_INFINITY;
+  #conn: mysql.Connection | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #round: Promise<void> | undefined;
+  readonly #arming = new Set<Promise<void>>();
+  #stopped = false;
+  #started = false;
+  #members: string[] = [];
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#o = options;
+  }
+
+  /** Renewals run this often. */
+  get periodMs(): number {
+    return Math.floor(this.#o.leaseMs / 3);
+  }
+
+  /** How long before its end a lease is no longer trusted (clock rate, a slow round trip). */
+  get marginMs(): number {
+    return Math.floor(this.#o.leaseMs / 5);
+  }
+
+  /** Whether the last successful round is recent enough to prove the leases. */
+  get valid(): boolean {
+    return performance.now() - this.#renewedAt < this.#o.leaseMs - this.marginMs;
+  }
+
+  /** The shards held now, in order. */
+  ownedShards(): number[] {
+    return [...this.#owned].sort((a, b) => a - b);
+  }
+
+  get shardsOwned(): number {
+    return this.#owned.size;
+  }
+
+  /** The live members seen in the last round. */
+  get members(): readonly string[] {
+    return this.#members;
+  }
+
+  owns(id: number): boolean {
+    return this.#owned.has(shardOf(id));
+  }
+
+  mayClaim(id: number): boolean {
+    return this.valid && this.#owned.has(shardOf(id));
+  }
+
+  /** Joins: the tables' rows, a first round (so the process owns its shards when it is ready). */
+  async start(): Promise<void> {
+    this.#started = true;
+    const conn = await this.#connection();
+    await this.#query(conn, SQL.seed, []);
+    await this.#query(conn, SQL.forgetOld, []);
+    this.#round = this.#renew();
+    await this.#round;
+    this.#schedule();
+  }
+
+  /** Leaves: disarms every shard, releases the leases at once and removes the membership. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    if (!this.#started) return; // stopped during the boot, before it joined
+    await this.#round;
+    await Promise.allSettled([...this.#arming]);
+    const all = [...this.#owned];
+    this.#drop(all);
+    try {
+      const conn = await this.#connection();
+      await this.#query(conn, SQL.releaseAll, [this.#o.owner]);
+      await this.#query(conn, SQL.leave, [this.#o.owner]);
+      this.#o.metrics?.shardHandovers.inc(all.length);
+      this.#o.log.info({ shards: all }, 'shards released');
+    } catch (error) {
+      this.#o.log.warn({ err: loggable(error) }, 'could not release the shard leases; they run out by themselves');
+    } finally {
+      await this.#conn?.end().catch(() => this.#conn?.destroy());
+      this.#conn = undefined;
+    }
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#round = this.#renew().finally(() => this.#schedule());
+    }, this.periodMs);
+    this.#timer.unref();
+  }
+
+  async #connection(): Promise<mysql.Connection> {
+    if (this.#conn !== undefined) return this.#conn;
+    const conn = await mysql.createConnection({ uri: this.#o.url, timezone: 'Z', connectTimeout: Math.max(1000, this.periodMs) });
+    conn.on('error', () => {
+      if (this.#conn === conn) this.#conn = undefined;
+    });
+    await conn.query("SET time_zone = '+00:00'");
+    this.#conn = conn;
+    return conn;
+  }
+
+  async #query<T>(conn: mysql.Connection, sql: string, values: unknown[]): Promise<T> {
+    const [result] = await conn.query({ sql, values, rowsAsArray: true, timeout: Math.max(1000, this.periodMs) });
+    return result as T;
+  }
+
+  /** Forgets shards locally: nothing of theirs is armed or claimed any more. */
+  #drop(shards: number[]): void {
+    if (shards.length === 0) return;
+    for (const shard of shards) this.#owned.delete(shard);
+    this.#o.metrics?.shardsOwned.set(this.#owned.size);
+    this.#o.onLose(shards);
+  }
+
+  /** One round; never throws (a failed round is told, and the next one tries again). */
+  async #renew(): Promise<void> {
+    const started = performance.now();
+    const { owner, leaseMs, log, metrics } = this.#o;
+    if (!this.valid && this.#owned.size > 0) {
+      // Too long since the last proof: another process may own these now.
+      const lost = [...this.#owned];
+      this.#drop(lost);
+      metrics?.leaseLosses.inc(lost.length);
+      log.warn({ shards: lost }, 'shards lost: their leases could not be renewed in time');
+    }
+    try {
+      const conn = await this.#connection();
+      await this.#query(conn, SQL.heartbeat, [owner]);
+      const live = (await this.#query<[string][]>(conn, SQL.live, [leaseMs * 1000])).map(([id]) => String(id));
+      this.#members = [...new Set([...live, owner])].sort();
+      metrics?.members.set(this.#members.length);
+      const wanted = shardsFor(owner, this.#members);
+      const giveUp = [...this.#owned].filter((shard) => !wanted.has(shard));
+      if (giveUp.length > 0) {
+        this.#drop(giveUp);
+        await this.#query(conn, SQL.release, [owner, giveUp]);
+        metrics?.shardHandovers.inc(giveUp.length);
+        log.info({ shards: giveUp }, 'shards released');
+      }
+      if (this.#stopped) return;
+      if (wanted.size > 0) await this.#query(conn, SQL.take, [owner, owner, leaseMs * 1000, [...wanted], owner]);
+      const held = new Set((await this.#query<[number][]>(conn, SQL.held, [owner])).map(([shard]) => Number(shard)));
+      if (this.#stopped) return;
+      this.#renewedAt = started;
+      metrics?.leaseRenewals.inc();
+      const lost = [...this.#owned].filter((shard) => !held.has(shard));
+      if (lost.length > 0) {
+        this.#drop(lost);
+        metrics?.leaseLosses.inc(lost.length);
+        log.warn({ shards: lost }, 'shards lost: another process holds them');
+      }
+      const gained = [...held].filter((shard) => !this.#owned.has(shard)).sort((a, b) => a - b);
+      if (gained.length > 0) {
+        for (const shard of gained) this.#owned.add(shard);
+        metrics?.shardsOwned.set(this.#owned.size);
+        metrics?.shardHandovers.inc(gained.length);
+        log.info({ shards: gained, owned: this.#owned.size, members: this.#members.length }, 'shards acquired');
+        const arming = this.#o
+          .onAcquire(gained)
+          .catch((error: unknown) => log.warn({ err: loggable(error) }, 'arming newly acquired shards failed; the reconcile arms them'));
+        this.#arming.add(arming);
+        void arming.finally(() => this.#arming.delete(arming));
+      }
+    } catch (error) {
+      log.warn({ err: loggable(error) }, 'lease renewal failed; trying again');
+      this.#conn?.destroy();
+      this.#conn = undefined;
+    }
+  }
+}
