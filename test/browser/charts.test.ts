@@ -6,15 +6,15 @@
  * test-artifacts/charts.png (the README's copy is docs/charts.png).
  */
 import { mkdirSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
+import { launchBrowser } from '../helpers/browser.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const TOKEN = 'charts-token-0123456789';
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
 let db: TestDatabase;
@@ -40,10 +40,7 @@ beforeAll(async () => {
     { boot: false, handlers: [report, reminder, flaky, broken] },
   );
   baseUrl = await service.start();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  browser = await launchBrowser();
 });
 
 afterAll(async () => {

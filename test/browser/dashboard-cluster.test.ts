@@ -2,20 +2,20 @@
  * The dashboard with several instances (SHARDING=on), in a real browser: it lists the processes
  * sharing the tasks and how many shards each holds; with SHARDING=off the list stays hidden.
  */
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { launchBrowser } from '../helpers/browser.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let db: TestDatabase;
 const services: TestService[] = [];
 let browser: Browser;
 
 beforeAll(async () => {
   db = await createTestDatabase('dashboard_cluster');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchBrowser();
 }, 15 * 60_000);
 
 afterAll(async () => {

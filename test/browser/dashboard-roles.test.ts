@@ -3,18 +3,18 @@
  * it shows the queue as usual and has no Cancel or Retry button, since the API would refuse them;
  * with a write token the buttons are back.
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
+import { launchBrowser } from '../helpers/browser.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const FULL = 'dashboard-full-token-0123456789';
 const READ = 'dashboard-read-token-0123456789';
 const WRITE = 'dashboard-write-token-0123456789';
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let db: TestDatabase;
 let service: TestService;
 let browser: Browser;
@@ -28,7 +28,7 @@ beforeAll(async () => {
     { boot: false, handlers: [testHandler('always_fails', async () => Promise.reject(new Error('partner answered 503')))] },
   );
   baseUrl = await service.start();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchBrowser();
   const auth = { authorization: `Bearer ${FULL}` };
   for (let i = 0; i < 3; i++)
     await service.call('POST', '/tasks', { type: 'always_fails', payload: { i }, delayMs: 600_000 + i * 1000 }, auth);

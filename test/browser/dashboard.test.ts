@@ -4,16 +4,16 @@
  * through the API. A screenshot is kept in test-artifacts/.
  */
 import { mkdirSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
+import { launchBrowser } from '../helpers/browser.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createShopDatabase, makeOrders } from '../helpers/shop.js';
 
 const TOKEN = 'dashboard-token-0123456789';
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const orders = makeOrders(30, 20, 'DB');
 let db: TestDatabase;
 let service: TestService;
@@ -39,10 +39,7 @@ beforeAll(async () => {
     { boot: false, handlers: [syncInventory] },
   );
   baseUrl = await service.start();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  browser = await launchBrowser();
 }, 15 * 60_000); // installing chromium takes a while on a fresh machine
 
 afterAll(async () => {

@@ -3,18 +3,18 @@
  * every token sees each type with its state and limits; only an admin token gets the Pause and
  * Resume buttons (the API refuses them to the others), and they pause and resume the type.
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
+import { launchBrowser } from '../helpers/browser.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const ADMIN = 'types-admin-token-0123456789';
 const READ = 'types-read-token-0123456789';
 const WRITE = 'types-write-token-0123456789';
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let db: TestDatabase;
 let service: TestService;
 let browser: Browser;
@@ -28,7 +28,7 @@ beforeAll(async () => {
     { boot: false, handlers: [testHandler('partner_webhook', async () => undefined)] },
   );
   baseUrl = await service.start();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchBrowser();
   const set = await service.call(
     'PUT',
     '/types/partner_webhook/limits',
