@@ -1,5 +1,15 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalZone, latestRunAt, parseRunAt, TimeInputError, toIsoLocal, toIsoUtc } from '../../src/time.js';
+import {
+  canonicalZone,
+  fastInstant,
+  latestRunAt,
+  parseRunAt,
+  temporalInstant,
+  TimeInputError,
+  toIsoLocal,
+  toIsoUtc,
+} from '../../src/time.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
 
@@ -61,6 +71,78 @@ describe('reading runAt', () => {
     expect(parseRunAt('2036-11-29T12:00:00Z', 'UTC', NOW)).toBe(latestRunAt(NOW));
     expect(() => parseRunAt('2036-11-29T12:00:00.001Z', 'UTC', NOW)).toThrow('10 years');
     expect(() => parseRunAt('1969-12-31T23:59:59Z', 'UTC', NOW)).toThrow('1970');
+  });
+});
+
+describe('the fast reading of runAt', () => {
+  const pad = (n: number, width: number) => String(n).padStart(width, '0');
+  /** ISO-ish texts near and off the shapes the fast path takes: some valid, some not. */
+  const text = fc
+    .record({
+      year: fc.oneof(fc.integer({ min: 1969, max: 2040 }), fc.integer({ min: 0, max: 9999 })),
+      month: fc.integer({ min: 0, max: 13 }),
+      day: fc.integer({ min: 0, max: 32 }),
+      hour: fc.integer({ min: 0, max: 25 }),
+      minute: fc.integer({ min: 0, max: 60 }),
+      second: fc.option(fc.integer({ min: 0, max: 61 })),
+      fraction: fc.option(fc.stringMatching(/^[0-9]{1,10}$/)),
+      separator: fc.constantFrom('T', ' ', 't', '_'),
+      zone: fc.oneof(
+        fc.constantFrom('', 'Z', 'z', '+00:00', '-00:00', '+0800', '+08'),
+        fc
+          .tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 24 }), fc.integer({ min: 0, max: 60 }))
+          .map(([sign, h, m]) => `${sign}${pad(h, 2)}:${pad(m, 2)}`),
+      ),
+    })
+    .map(
+      (t) =>
+        `${pad(t.year, 4)}-${pad(t.month, 2)}-${pad(t.day, 2)}${t.separator}${pad(t.hour, 2)}:${pad(t.minute, 2)}` +
+        `${t.second === null ? '' : `:${pad(t.second, 2)}${t.fraction === null ? '' : `.${t.fraction}`}`}${t.zone}`,
+    );
+  const zone = fc.constantFrom('UTC', 'America/New_York', 'Asia/Shanghai', 'Europe/Berlin', 'Australia/Lord_Howe');
+  const slow = (value: string, in_: string) => {
+    try {
+      return temporalInstant(value, in_);
+    } catch (error) {
+      return error instanceof TimeInputError ? 'refused' : error;
+    }
+  };
+
+  it('answers what Temporal answers, whenever it answers', () => {
+    fc.assert(
+      fc.property(text, zone, (value, in_) => {
+        const fast = fastInstant(value, in_);
+        if (fast !== undefined) expect(fast, `${value} in ${in_}`).toBe(slow(value, in_));
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it('answers the common shapes itself: epoch-like ISO with Z or an offset, naive in UTC', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: Date.parse('1970-01-01T00:00:00Z'), max: Date.parse('2099-12-31T23:59:59.999Z') }),
+        fc.integer({ min: -12 * 60, max: 14 * 60 }).filter((m) => m !== 0),
+        (ms, offset) => {
+          const iso = new Date(ms).toISOString();
+          expect(fastInstant(iso, 'America/New_York')).toBe(ms);
+          expect(fastInstant(iso.replace('Z', ''), 'UTC')).toBe(ms);
+          const local = new Date(ms + offset * 60_000).toISOString().replace('Z', '');
+          const sign = offset < 0 ? '-' : '+';
+          const withOffset = `${local}${sign}${pad(Math.floor(Math.abs(offset) / 60), 2)}:${pad(Math.abs(offset) % 60, 2)}`;
+          expect(fastInstant(withOffset, 'Asia/Shanghai')).toBe(ms);
+          expect(slow(withOffset, 'Asia/Shanghai')).toBe(ms);
+        },
+      ),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it('leaves naive times in a zone with DST to Temporal, and parseRunAt still reads them by the DST rule', () => {
+    for (const value of ['2026-03-08 02:30:00', '2026-11-01 01:30:00', '2026-03-08T01:59:59.999', '2026-11-01T02:00:00']) {
+      expect(fastInstant(value, 'America/New_York')).toBeUndefined();
+      expect(parseRunAt(value, 'America/New_York', NOW)).toBe(temporalInstant(value, 'America/New_York'));
+    }
   });
 });
 
