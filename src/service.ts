@@ -107,7 +107,7 @@ export class Service {
     this.timers = new Timers(clock, (id) => queue.push(id));
     this.keeper = config.sharding
       ? new LeaseKeeper({
-          url: config.databaseUrl,
+          database: this.database,
           owner: this.owner,
           leaseMs: config.leaseMs,
           log: this.log,

@@ -2,10 +2,11 @@
  * The lease keeper (SHARDING=on): this process's membership and its shard leases.
  *
  * Every LEASE_MS/3, on a connection of its own (never the pool: a busy pool must not starve the
- * renewals), it writes its heartbeat, reads the live members (heartbeat within LEASE_MS), works
- * out by rendezvous hashing which shards it should own, gives up those it should no longer own
- * (disarming them first), and renews or takes the others: a shard is taken only when it is free,
- * its lease ran out, or it is this process's already. Every time is the database's
+ * renewals; with several hosts in DATABASE_URL it goes to the pool's host and moves on with it,
+ * within the round when its connection breaks), it writes its heartbeat, reads the live members
+ * (heartbeat within LEASE_MS), works out by rendezvous hashing which shards it should own, gives
+ * up those it should no longer own (disarming them first), and renews or takes the others: a shard
+ * is taken only when it is free, its lease ran out, or it is this process's already. Every time is the database's
  * (UTC_TIMESTAMP(3)): processes on several machines never compare their own clocks.
  *
  * Fencing: a lease is proven by a renewal round that succeeded; the process holds its shards only
@@ -18,13 +19,23 @@
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import type { Logger } from 'pino';
-import { loggable } from '../db/errors.js';
+import { isConnectionError, loggable } from '../db/errors.js';
 import type { Metrics } from '../metrics.js';
 import { shardsFor } from './rendezvous.js';
 import { SHARDS, shardOf } from './shards.js';
 
+/** Where the keeper's own connection comes from (the Database: same hosts, same failover). */
+export interface LeaseConnector {
+  /** A connection outside the pool, to the host new connections go to now. */
+  connectOwn(connectTimeoutMs: number): Promise<mysql.Connection>;
+  /** How many hosts DATABASE_URL names: a round tries each at most once. */
+  readonly hostCount: number;
+  /** `conn` failed with `error`: a node that is not ready sends new connections to the next host. */
+  failed(conn: mysql.Connection, error: unknown): void;
+}
+
 export interface LeaseKeeperOptions {
-  url: string;
+  database: LeaseConnector;
   /** This process's name (the same as its lease_owner of running tasks). */
   owner: string;
   leaseMs: number;
@@ -158,7 +169,16 @@ export class LeaseKeeper implements Ownership {
 
   async #connection(): Promise<mysql.Connection> {
     if (this.#conn !== undefined) return this.#conn;
-    const conn = await mysql.createConnection({ uri: this.#o.url, timezone: 'Z', connectTimeout: Math.max(1000, this.periodMs) });
+    let conn: mysql.Connection;
+    // A host that does not answer sends the next attempt to the next host: each is tried once.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        conn = await this.#o.database.connectOwn(Math.max(1000, this.periodMs));
+        break;
+      } catch (error) {
+        if (attempt >= this.#o.database.hostCount || !isConnectionError(error)) throw error;
+      }
+    }
     conn.on('error', () => {
       if (this.#conn === conn) this.#conn = undefined;
     });
@@ -183,7 +203,7 @@ export class LeaseKeeper implements Ownership {
   /** One round; never throws (a failed round is told, and the next one tries again). */
   async #renew(): Promise<void> {
     const started = performance.now();
-    const { owner, leaseMs, log, metrics } = this.#o;
+    const { log, metrics } = this.#o;
     if (!this.valid && this.#owned.size > 0) {
       // Too long since the last proof: another process may own these now.
       const lost = [...this.#owned];
@@ -191,48 +211,69 @@ export class LeaseKeeper implements Ownership {
       metrics?.leaseLosses.inc(lost.length);
       log.warn({ shards: lost }, 'shards lost: their leases could not be renewed in time');
     }
-    try {
-      const conn = await this.#connection();
-      await this.#query(conn, SQL.heartbeat, [owner]);
-      const live = (await this.#query<[string][]>(conn, SQL.live, [leaseMs * 1000])).map(([id]) => String(id));
-      this.#members = [...new Set([...live, owner])].sort();
-      metrics?.members.set(this.#members.length);
-      const wanted = shardsFor(owner, this.#members);
-      const giveUp = [...this.#owned].filter((shard) => !wanted.has(shard));
-      if (giveUp.length > 0) {
-        this.#drop(giveUp);
-        await this.#query(conn, SQL.release, [owner, giveUp]);
-        metrics?.shardHandovers.inc(giveUp.length);
-        log.info({ shards: giveUp }, 'shards released');
+    // A connection that breaks (its node died, or is not ready) is replaced at once by one to the
+    // next host of DATABASE_URL, within the round: the leases are renewed before they run out.
+    for (let attempt = 1; ; attempt++) {
+      let conn: mysql.Connection | undefined;
+      try {
+        conn = await this.#connection();
+        await this.#renewOn(conn, started);
+        return;
+      } catch (error) {
+        if (conn !== undefined) this.#o.database.failed(conn, error);
+        this.#conn?.destroy();
+        this.#conn = undefined;
+        // A statement that timed out met a stalled cluster (Galera holds commits until it has
+        // declared a dead node gone), not a dead host: the next round tries again.
+        const stalled = (error as { code?: string }).code === 'PROTOCOL_SEQUENCE_TIMEOUT';
+        if (!this.#stopped && attempt <= this.#o.database.hostCount && isConnectionError(error) && !stalled) {
+          log.warn({ err: loggable(error), attempt }, 'lease renewal lost its connection; trying the next host');
+          continue;
+        }
+        log.warn({ err: loggable(error) }, 'lease renewal failed; trying again');
+        return;
       }
-      if (this.#stopped) return;
-      if (wanted.size > 0) await this.#query(conn, SQL.take, [owner, owner, leaseMs * 1000, [...wanted], owner]);
-      const held = new Set((await this.#query<[number][]>(conn, SQL.held, [owner])).map(([shard]) => Number(shard)));
-      if (this.#stopped) return;
-      this.#renewedAt = started;
-      metrics?.leaseRenewals.inc();
-      const lost = [...this.#owned].filter((shard) => !held.has(shard));
-      if (lost.length > 0) {
-        this.#drop(lost);
-        metrics?.leaseLosses.inc(lost.length);
-        log.warn({ shards: lost }, 'shards lost: another process holds them');
-      }
-      const gained = [...held].filter((shard) => !this.#owned.has(shard)).sort((a, b) => a - b);
-      if (gained.length > 0) {
-        for (const shard of gained) this.#owned.add(shard);
-        metrics?.shardsOwned.set(this.#owned.size);
-        metrics?.shardHandovers.inc(gained.length);
-        log.info({ shards: gained, owned: this.#owned.size, members: this.#members.length }, 'shards acquired');
-        const arming = this.#o
-          .onAcquire(gained)
-          .catch((error: unknown) => log.warn({ err: loggable(error) }, 'arming newly acquired shards failed; the reconcile arms them'));
-        this.#arming.add(arming);
-        void arming.finally(() => this.#arming.delete(arming));
-      }
-    } catch (error) {
-      log.warn({ err: loggable(error) }, 'lease renewal failed; trying again');
-      this.#conn?.destroy();
-      this.#conn = undefined;
+    }
+  }
+
+  /** The round's statements on `conn`; throws when one fails. */
+  async #renewOn(conn: mysql.Connection, started: number): Promise<void> {
+    const { owner, leaseMs, log, metrics } = this.#o;
+    await this.#query(conn, SQL.heartbeat, [owner]);
+    const live = (await this.#query<[string][]>(conn, SQL.live, [leaseMs * 1000])).map(([id]) => String(id));
+    this.#members = [...new Set([...live, owner])].sort();
+    metrics?.members.set(this.#members.length);
+    const wanted = shardsFor(owner, this.#members);
+    const giveUp = [...this.#owned].filter((shard) => !wanted.has(shard));
+    if (giveUp.length > 0) {
+      this.#drop(giveUp);
+      await this.#query(conn, SQL.release, [owner, giveUp]);
+      metrics?.shardHandovers.inc(giveUp.length);
+      log.info({ shards: giveUp }, 'shards released');
+    }
+    if (this.#stopped) return;
+    if (wanted.size > 0) await this.#query(conn, SQL.take, [owner, owner, leaseMs * 1000, [...wanted], owner]);
+    const held = new Set((await this.#query<[number][]>(conn, SQL.held, [owner])).map(([shard]) => Number(shard)));
+    if (this.#stopped) return;
+    this.#renewedAt = started;
+    metrics?.leaseRenewals.inc();
+    const lost = [...this.#owned].filter((shard) => !held.has(shard));
+    if (lost.length > 0) {
+      this.#drop(lost);
+      metrics?.leaseLosses.inc(lost.length);
+      log.warn({ shards: lost }, 'shards lost: another process holds them');
+    }
+    const gained = [...held].filter((shard) => !this.#owned.has(shard)).sort((a, b) => a - b);
+    if (gained.length > 0) {
+      for (const shard of gained) this.#owned.add(shard);
+      metrics?.shardsOwned.set(this.#owned.size);
+      metrics?.shardHandovers.inc(gained.length);
+      log.info({ shards: gained, owned: this.#owned.size, members: this.#members.length }, 'shards acquired');
+      const arming = this.#o
+        .onAcquire(gained)
+        .catch((error: unknown) => log.warn({ err: loggable(error) }, 'arming newly acquired shards failed; the reconcile arms them'));
+      this.#arming.add(arming);
+      void arming.finally(() => this.#arming.delete(arming));
     }
   }
 }

@@ -53,6 +53,11 @@ export interface DatabaseOptions {
 
 const KEEP_ALIVE_INITIAL_DELAY_MS = 10_000;
 
+/** The socket under a promise connection (its core connection's stream). */
+function streamOf(conn: mysql.Connection): object | undefined {
+  return (conn as unknown as { connection?: { stream?: object } }).connection?.stream;
+}
+
 /**
  * A connection to the first host of DATABASE_URL that answers, in the order given (the only host
  * of a one-host URL). The last host's error goes up when none answers.
@@ -107,6 +112,8 @@ export class Database {
   #waiting = 0;
   /** Which host new connections go to, for a DATABASE_URL with several hosts. */
   readonly #hosts: HostRotation | undefined;
+  /** The first host's URL (the pool's and connectOwn's options; the rotation picks the host). */
+  readonly #firstUrl: string;
 
   constructor(options: DatabaseOptions) {
     this.#poolSize = options.poolSize;
@@ -116,8 +123,9 @@ export class Database {
     this.#hosts =
       hosts.length > 1 ? new HostRotation(hosts, (from, to) => options.onHostSwitch?.(hostName(from), hostName(to))) : undefined;
     const rotation = this.#hosts;
+    this.#firstUrl = urls[0]!;
     this.pool = mysql.createPool({
-      uri: urls[0],
+      uri: this.#firstUrl,
       // Several hosts: each new connection opens its socket to the host the rotation names.
       ...(rotation !== undefined ? { stream: () => rotation.connect(KEEP_ALIVE_INITIAL_DELAY_MS) } : {}),
       connectionLimit: options.poolSize,
@@ -169,6 +177,36 @@ export class Database {
     return host === undefined ? undefined : `${host.host}:${host.port}`;
   }
 
+  /**
+   * A connection of its own, outside the pool, for work that must not wait behind the pool (the
+   * lease keeper): in UTC, to the host the pool's new connections go to. A host that does not
+   * answer moves this and the pool's next connections on to the next host, as in the pool; so
+   * does `failed(conn, error)` for a node that answers but is not ready.
+   */
+  async connectOwn(connectTimeoutMs: number): Promise<mysql.Connection> {
+    const rotation = this.#hosts;
+    const conn = await mysql.createConnection({
+      uri: this.#firstUrl,
+      ...(rotation !== undefined ? { stream: () => rotation.connect(KEEP_ALIVE_INITIAL_DELAY_MS) } : {}),
+      timezone: 'Z',
+      connectTimeout: connectTimeoutMs,
+      enableKeepAlive: true,
+      keepAliveInitialDelay: KEEP_ALIVE_INITIAL_DELAY_MS,
+    });
+    rotation?.ready(streamOf(conn));
+    return conn;
+  }
+
+  /** How many hosts DATABASE_URL names. */
+  get hostCount(): number {
+    return this.#hosts?.hosts.length ?? 1;
+  }
+
+  /** `conn` (from connectOwn) failed with `error`: when its node is not ready, new connections go to the next host. */
+  failed(conn: mysql.Connection, error: unknown): void {
+    if (isNodeNotReady(error)) this.#hosts?.failed(streamOf(conn));
+  }
+
   /** `conn` broke: destroyed; when its node said it is not ready, new connections go to the next host. */
   #drop(conn: Connection, error: unknown): void {
     if (isNodeNotReady(error)) this.#hosts?.failed((conn.connection as { stream?: object }).stream);
@@ -216,9 +254,16 @@ export class Database {
    * when the ping fails, so a dead connection costs a ping instead of a failed statement.
    */
   async #acquire(): Promise<Connection> {
-    for (let tries = 0; ; tries++) {
+    for (let tries = 0, refused = 0; ; tries++) {
       this.#waiting++;
-      const conn = await this.pool.getConnection().finally(() => this.#waiting--);
+      let conn: Connection;
+      try {
+        conn = await this.pool.getConnection().finally(() => this.#waiting--);
+      } catch (error) {
+        // Several hosts: a host that did not answer moved the rotation on; each is tried once.
+        if (this.#hosts !== undefined && isConnectionError(error) && ++refused < this.#hosts.hosts.length) continue;
+        throw error;
+      }
       const idle = Date.now() - (this.#releasedAt.get(conn.connection) ?? Date.now());
       // A negative idle time means the wall clock stepped back: ping, rather than trust it for the step's length.
       if ((idle >= 0 && idle < VALIDATE_AFTER_IDLE_MS) || tries > this.#poolSize) return conn;

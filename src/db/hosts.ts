@@ -102,9 +102,12 @@ export class HostRotation {
     this.#hostOf.set(socket, index);
     socket.setNoDelay(true);
     socket.once('connect', () => socket.setKeepAlive(true, keepAliveInitialDelayMs));
-    socket.once('close', () => {
+    // On 'error' too, which comes first: a caller retrying at once is sent to the next host.
+    const unready = () => {
       if (!this.#ready.has(socket)) this.#failed(index);
-    });
+    };
+    socket.once('error', unready);
+    socket.once('close', unready);
     return socket;
   }
 

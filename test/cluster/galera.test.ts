@@ -4,17 +4,12 @@
  * Nothing is lost, nothing runs twice, the stock is exact, and no attempt is spent on the write
  * conflicts between the nodes (Galera reports them at COMMIT).
  */
-import { execFileSync } from 'node:child_process';
-import mysql from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
+import { conflicts, killNode, restartNode, urlFrom } from '../helpers/galera.js';
 import { createTasks, startServer, waitFor, type ServerProcess } from '../helpers/server.js';
 import { checkShop, countStatus, createShopDatabase, makeOrders, type Order } from '../helpers/shop.js';
-
-const NODES = ['127.0.0.1:33061', '127.0.0.1:33062', '127.0.0.1:33063'];
-/** The URL for a process that writes through node `first` (1..3), the others after it in turn. */
-const urlFrom = (first: number, database: string) =>
-  `mysql://root@${[0, 1, 2].map((i) => NODES[(first - 1 + i) % 3]).join(',')}/${database}`;
 
 const orders = makeOrders(3500, 20, 'GA');
 let db: TestDatabase;
@@ -36,36 +31,6 @@ async function createThroughBoth(list: Order[], firstInMs: number, spreadMs: num
   const half = Math.ceil(bodies.length / 2);
   const [a, b] = await Promise.all([createTasks(servers[0]!, bodies.slice(0, half), 8), createTasks(servers[1]!, bodies.slice(half), 8)]);
   return [...a, ...b];
-}
-
-/** Write conflicts between nodes so far: certification failures and brute-force aborts, summed over the nodes up. */
-async function conflicts(): Promise<number> {
-  let total = 0;
-  for (const node of NODES) {
-    const [host, port] = node.split(':');
-    const conn = await mysql.createConnection({ host, port: Number(port), user: 'root' }).catch(() => undefined);
-    if (conn === undefined) continue;
-    try {
-      const [rows] = await conn.query<mysql.RowDataPacket[]>(
-        "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
-      );
-      for (const row of rows) total += Number(row.Value);
-    } finally {
-      await conn.end();
-    }
-  }
-  return total;
-}
-
-async function clusterSize(node: string): Promise<number> {
-  const [host, port] = node.split(':');
-  const conn = await mysql.createConnection({ host, port: Number(port), user: 'root' });
-  try {
-    const [rows] = await conn.query<mysql.RowDataPacket[]>("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'");
-    return Number(rows[0]?.Value);
-  } finally {
-    await conn.end();
-  }
 }
 
 async function maxAttempts(ids: number[]): Promise<number> {
@@ -109,7 +74,7 @@ describe('on a Galera cluster', () => {
     await waitFor(async () => (await countStatus(db, 'done', ids)) >= ids.length / 5 || undefined, 60_000, 'a fifth run');
     // Timed from before the call: the kill happens while the script runs.
     const killedAt = Date.now();
-    execFileSync('scripts/cluster.sh', ['kill', '2'], { stdio: 'ignore' });
+    killNode(2);
     // Recovered: the process whose node died writes again (through another node).
     let probe = 0;
     await waitFor(
@@ -139,9 +104,6 @@ describe('on a Galera cluster', () => {
     expect(check).toMatchObject({ ranTwice: 0, stockMatches: true, runs: next });
     expect(victim!.child.exitCode).toBeNull();
     // The node comes back and rejoins (IST from the others).
-    const restarted = Date.now();
-    execFileSync('scripts/cluster.sh', ['start', '2'], { stdio: 'ignore' });
-    await waitFor(async () => (await clusterSize(NODES[1]!)) === 3 || undefined, 120_000, 'node 2 to rejoin');
-    console.log(`[cluster] node 2 rejoined in ${Date.now() - restarted} ms`);
+    console.log(`[cluster] node 2 rejoined in ${await restartNode(2)} ms`);
   });
 });

@@ -1,19 +1,28 @@
 /**
- * Several real processes sharing the tasks by shard leases (SHARDING=on) on one MariaDB.
- *
- * Who ran what is read from each process's log: its 'shards acquired' lines (which shards, when)
- * and its 'task done' lines (which task, when its run began). A run is rightful when the process
- * that ran it was the last to acquire the task's shard (id MOD 256) before the run began; the
- * effects ledger (close_runs) counts committed runs, so a task run twice is counted too.
+ * Several real processes sharing the tasks by shard leases (SHARDING=on) on one MariaDB. Who ran
+ * what, and whether each run was rightful, is read from the processes' logs (test/helpers/shards.ts).
  */
 import type { RowDataPacket } from 'mysql2';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
-import { parsePrometheus } from '../helpers/prometheus.js';
-import { createTasks, killLeftoverServers, startServer, waitFor, type ServerProcess } from '../helpers/server.js';
+import { killLeftoverServers, waitFor } from '../helpers/server.js';
+import {
+  SHARDS,
+  allIds,
+  balanced,
+  enqueue,
+  holdAll,
+  leaseCounts,
+  metric,
+  pendingIn,
+  shardsOf,
+  startMembers,
+  waitArmedInOwnShards,
+  wrongfulRuns,
+  type Member,
+} from '../helpers/shards.js';
 import { checkShop, closeLateness, countStatus, createShopDatabase, makeOrders, type Order } from '../helpers/shop.js';
 
-const SHARDS = 256;
 const LEASE_MS = 3000;
 const PERIOD_MS = LEASE_MS / 3;
 
@@ -27,106 +36,15 @@ afterAll(async () => {
   for (const db of databases) await db.drop();
 });
 
-interface Member {
-  server: ServerProcess;
-  id: string;
-}
-
 async function shopDatabase(label: string, orders: Order[]): Promise<TestDatabase> {
   const db = await createShopDatabase(label, orders);
   databases.push(db);
   return db;
 }
 
-async function start(db: TestDatabase, count: number, extra: Record<string, string> = {}): Promise<Member[]> {
-  const env = { DATABASE_URL: db.url, SHARDING: 'on', LEASE_MS: String(LEASE_MS), REFILL_INTERVAL_MS: '200', ...extra };
-  const servers = await Promise.all(Array.from({ length: count }, () => startServer({ env })));
-  return Promise.all(servers.map(async (server) => ({ server, id: (await server.request('GET', '/cluster')).body.self as string })));
-}
-
-/** Shards with a valid lease, by owner. */
-async function leaseCounts(db: TestDatabase): Promise<Map<string, number>> {
-  const rows = await db.query<({ owner: string; n: number } & RowDataPacket)[]>(
-    'SELECT owner, COUNT(*) AS n FROM shard_leases WHERE owner IS NOT NULL AND lease_until > UTC_TIMESTAMP(3) GROUP BY owner',
-  );
-  return new Map(rows.map((row) => [row.owner, Number(row.n)]));
-}
-
-async function shardsOf(db: TestDatabase, owner: string): Promise<Set<number>> {
-  const rows = await db.query<({ shard: number } & RowDataPacket)[]>(
-    'SELECT shard FROM shard_leases WHERE owner = ? AND lease_until > UTC_TIMESTAMP(3)',
-    [owner],
-  );
-  return new Set(rows.map((row) => Number(row.shard)));
-}
-
-/** Every shard held by one of `members`, each holding about 256/N, and each process agreeing. */
-async function balanced(db: TestDatabase, members: Member[]): Promise<boolean> {
-  const counts = await leaseCounts(db);
-  const held = members.map((member) => counts.get(member.id) ?? 0);
-  if (held.reduce((a, b) => a + b, 0) !== SHARDS) return false;
-  if (held.some((n) => n < (SHARDS / members.length) * 0.6 || n > (SHARDS / members.length) * 1.4)) return false;
-  const said = await Promise.all(members.map(async (member) => (await member.server.request('GET', '/readyz')).body.shards as number));
-  return said.every((n, i) => n === held[i]);
-}
-
-/** Runs whose process did not hold the task's shard when the run began (the last acquirer before it). */
-function wrongfulRuns(members: Member[]): { taskId: number; by: string; owner: string | undefined }[] {
-  const acquired: { time: number; shard: number; id: string }[] = [];
-  for (const { server, id } of members) {
-    for (const line of server.logs) {
-      if (line.msg !== 'shards acquired') continue;
-      for (const shard of line.shards as number[]) acquired.push({ time: Number(line.time), shard, id });
-    }
-  }
-  acquired.sort((a, b) => a.time - b.time);
-  const wrong: { taskId: number; by: string; owner: string | undefined }[] = [];
-  for (const { server, id } of members) {
-    for (const line of server.logs) {
-      if (line.msg !== 'task done') continue;
-      const taskId = Number(line.taskId);
-      const startedAt = Number(line.startedAt);
-      let owner: string | undefined;
-      for (const event of acquired) {
-        if (event.time > startedAt) break;
-        if (event.shard === taskId % SHARDS) owner = event.id;
-      }
-      if (owner !== id) wrong.push({ taskId, by: id, owner });
-    }
-  }
-  return wrong;
-}
-
-async function metric(server: ServerProcess, name: string): Promise<number> {
-  return parsePrometheus(await (await fetch(`${server.baseUrl}/metrics`)).text()).get(name) ?? 0;
-}
-
-/** `orders` as close_order tasks from `firstDue` on, spread over `spreadMs`: 600 through the API (spread over the processes), the rest straight into the table. */
-async function enqueue(db: TestDatabase, members: Member[], orders: Order[], firstDue: number, spreadMs: number): Promise<number[]> {
-  const runAt = (i: number) => firstDue + Math.floor((i * spreadMs) / orders.length);
-  const half = Math.min(600, Math.floor(orders.length / 2));
-  const viaApi = orders.slice(0, half).map((order, i) => ({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt: runAt(i) }));
-  const share = Math.ceil(viaApi.length / members.length);
-  const ids = (await Promise.all(members.map((m, k) => createTasks(m.server, viaApi.slice(k * share, (k + 1) * share), 8)))).flat();
-  // A shop's own inserts, with every other column left to its default.
-  const rows = orders.slice(half).map((order, i) => ['close_order', JSON.stringify({ orderSn: order.orderSn }), new Date(runAt(half + i))]);
-  await db.execute('INSERT INTO tasks (type, payload, run_at) VALUES ?', [rows]);
-  expect(ids).toHaveLength(half);
-  return allIds(db);
-}
-
-/** Every task of the test's database (they are all the test's). */
-async function allIds(db: TestDatabase): Promise<number[]> {
-  return (await db.query<({ id: number } & RowDataPacket)[]>('SELECT id FROM tasks ORDER BY id')).map((row) => Number(row.id));
-}
-
-async function pendingIn(db: TestDatabase, shards: Set<number>): Promise<number> {
-  if (shards.size === 0) return 0;
-  const [row] = await db.query<({ n: number } & RowDataPacket)[]>(
-    "SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending' AND id MOD 256 IN (?)",
-    [[...shards]],
-  );
-  return Number(row?.n ?? 0);
+function start(db: TestDatabase, count: number): Promise<Member[]> {
+  const env = { DATABASE_URL: db.url, LEASE_MS: String(LEASE_MS), REFILL_INTERVAL_MS: '200' };
+  return startMembers(Array.from({ length: count }, () => env));
 }
 
 describe('shard leases among several processes', () => {
@@ -154,23 +72,7 @@ describe('shard leases among several processes', () => {
 
     // Before the first task is due: each process has armed exactly the pending tasks of its own
     // shards, and together every pending task once.
-    let seen = '';
-    const armedRight = async () => {
-      const pending = await countStatus(db, 'pending', ids);
-      const armed: number[] = [];
-      const own: number[] = [];
-      for (const member of members) {
-        armed.push((await member.server.request('GET', '/readyz')).body.armed as number);
-        own.push(await pendingIn(db, await shardsOf(db, member.id)));
-      }
-      seen = `pending ${pending} of ${ids.length}, armed ${armed.join('/')}, pending in own shards ${own.join('/')}`;
-      return pending === ids.length && armed.every((n, i) => n === own[i]) && armed.reduce((x, y) => x + y, 0) === pending;
-    };
-    await waitFor(armedRight, Math.max(1000, firstDue - Date.now() - 500), 'each process to arm the tasks of its shards').catch(
-      (error: Error) => {
-        throw new Error(`${error.message}: ${seen}`);
-      },
-    );
+    await waitArmedInOwnShards(db, members, ids, firstDue - Date.now() - 500);
 
     await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 60_000, 'every task to run');
     const ran = await Promise.all(members.map((m) => metric(m.server, 'punctual_task_runs_total{type="close_order",outcome="done"}')));
@@ -184,8 +86,24 @@ describe('shard leases among several processes', () => {
       `3 processes, ${ids.length} tasks: lateness p50 ${late[Math.floor(late.length / 2)]} ms, p99 ${late[Math.floor(late.length * 0.99)]} ms, armed by ${ran.join('/')} runs`,
     );
     expect(await Promise.all(members.map((m) => m.server.stop()))).toEqual([0, 0, 0]);
-    expect((await leaseCounts(db)).size).toBe(0); // a clean stop releases its leases at once // a clean stop releases its leases at once
+    expect((await leaseCounts(db)).size).toBe(0); // a clean stop releases its leases at once
   }, 150_000);
+
+  it('hold their leases through the next host of a DATABASE_URL whose first host does not answer', async () => {
+    const db = await shopDatabase('shards_hosts', []);
+    // A closed port first: the pool and the lease keeper's own connection both move on to the server.
+    const url = db.url.replace(/^mysql:\/\/([^@]*@)/, 'mysql://$1127.0.0.1:1,');
+    expect(url).toContain('127.0.0.1:1,');
+    const [member] = await startMembers([{ DATABASE_URL: url, LEASE_MS: String(LEASE_MS) }]);
+    await waitFor(() => holdAll(db, [member!]), 10_000, 'the process to hold every shard');
+    const renewals = await metric(member!.server, 'punctual_lease_renewals_total');
+    await waitFor(
+      async () => (await metric(member!.server, 'punctual_lease_renewals_total')) > renewals || undefined,
+      LEASE_MS,
+      'a renewal',
+    );
+    expect(await member!.server.stop()).toBe(0);
+  });
 
   it('take a killed process’s shards over within about a lease, and run its tasks late by no more', async () => {
     const orders = makeOrders(3000);
@@ -201,14 +119,7 @@ describe('shard leases among several processes', () => {
     victim.server.child.kill('SIGKILL');
     const killedAt = Date.now();
     await victim.server.exited;
-    await waitFor(
-      async () => {
-        const counts = await leaseCounts(db);
-        return (counts.get(a.id) ?? 0) + (counts.get(b.id) ?? 0) === SHARDS;
-      },
-      LEASE_MS + PERIOD_MS + 10_000,
-      'the live processes to hold every shard',
-    );
+    await waitFor(() => holdAll(db, [a, b]), LEASE_MS + PERIOD_MS + 10_000, 'the live processes to hold every shard');
     const takeoverMs = Date.now() - killedAt;
 
     await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 60_000, 'every task to run');
@@ -249,14 +160,7 @@ describe('shard leases among several processes', () => {
 
     paused.server.child.kill('SIGSTOP');
     try {
-      await waitFor(
-        async () => {
-          const counts = await leaseCounts(db);
-          return (counts.get(a.id) ?? 0) + (counts.get(b.id) ?? 0) === SHARDS;
-        },
-        LEASE_MS + PERIOD_MS + 5000,
-        'the others to take the paused process’s shards',
-      );
+      await waitFor(() => holdAll(db, [a, b]), LEASE_MS + PERIOD_MS + 5000, 'the others to take the paused process’s shards');
       expect(Date.now()).toBeLessThan(due);
       // Wake it just after the tasks fell due: its timers for them fire at once, racing the new owners.
       await waitFor(async () => Date.now() >= due + 20, 15_000, 'the tasks to fall due');
