@@ -30,7 +30,7 @@ const lines = [
   '| --- | --- | --- |',
   ...order.map((scenario) => {
     const figures = results.rows.filter((row) => row.scenario === scenario).map(figure);
-    return `| ${scenario} | ${results.scenarios?.[scenario] ?? ''} | ${figures.join('; ')} |`;
+    return `| ${scenario} | ${results.scenarios?.[scenario] ?? results.scenarios?.[scenario.split(' ')[0]!] ?? ''} | ${figures.join('; ')} |`;
   }),
 ];
 

@@ -438,6 +438,9 @@ async function scaleOut(db: BenchDb): Promise<void> {
   }
 }
 
+described.B8 =
+  'batch intake: 40 × `POST /tasks/batch` of 1,000 keyed, tagged tasks; baseline: the same rows as 1,000-row INSERTs on as many connections';
+
 const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B0: startup,
   B1: precision('B1', 10_000, 10, 50),
