@@ -255,8 +255,9 @@ export class Dispatcher {
         } else if (error instanceof HandlerOverran) {
           await this.#failOverran(error, now);
           pending = pending.filter((id) => id !== error.task.id);
-        } else if (isLockConflict(error) && pending.length > 1) {
-          // Run them one by one, so one contended task cannot hold back the others.
+        } else if (!isConnectionError(error) && pending.length > 1) {
+          // A lock conflict, or a statement that failed for a reason of its rows (a trigger, a
+          // constraint): one by one, so only the task it concerns waits, not every task batched with it.
           let used = 0;
           for (const id of pending) used += await this.#runBatch([id], slots - used);
           return used;
@@ -266,12 +267,6 @@ export class Dispatcher {
           log.warn({ taskId: id, error: rootMessage(error) }, 'task waits for a lock held elsewhere; trying again');
           this.#putBack([id], now + RECHECK_MS + Math.random() * RECHECK_MS);
           return 0;
-        } else if (!isConnectionError(error) && pending.length > 1) {
-          // A statement failed for a reason of its rows (a trigger, a constraint): one by one, so
-          // only the task whose row it is waits and retries, not every task batched with it.
-          let used = 0;
-          for (const id of pending) used += await this.#runBatch([id], slots - used);
-          return used;
         } else {
           this.#later(pending, error);
           return 0;
