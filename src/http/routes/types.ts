@@ -92,37 +92,19 @@ export const typeRoutes: FastifyPluginAsync<TypeRoutesOptions> = async (plain, o
     },
   );
 
-  app.post(
-    '/types/:type/pause',
-    {
-      schema: {
-        summary: 'Pause a type: its due tasks wait, pending with no attempt used, until it is resumed',
-        tags: ['types'],
-        params: TypeParams,
-        response: typeResponses,
+  const switches = [
+    ['pause', true, 'Pause a type: its due tasks wait, pending with no attempt used, until it is resumed'],
+    ['resume', false, 'Resume a type: the tasks that waited run in runAt order (those past the misfire grace follow their misfire rule)'],
+  ] as const;
+  for (const [action, paused, summary] of switches) {
+    app.post(
+      `/types/:type/${action}`,
+      { schema: { summary, tags: ['types'], params: TypeParams, response: typeResponses } },
+      async (request) => {
+        const type = knownType(request.params.type);
+        await controls.setPaused(type, paused, clock.now());
+        return changed(type);
       },
-    },
-    async (request) => {
-      const type = knownType(request.params.type);
-      await controls.setPaused(type, true, clock.now());
-      return changed(type);
-    },
-  );
-
-  app.post(
-    '/types/:type/resume',
-    {
-      schema: {
-        summary: 'Resume a type: the tasks that waited run in runAt order (those past the misfire grace follow their misfire rule)',
-        tags: ['types'],
-        params: TypeParams,
-        response: typeResponses,
-      },
-    },
-    async (request) => {
-      const type = knownType(request.params.type);
-      await controls.setPaused(type, false, clock.now());
-      return changed(type);
-    },
-  );
+    );
+  }
 };
