@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from './build.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const built = join(root, 'dist', 'main.js');
+const built = join(root, 'dist', 'app', 'main.js');
 
 /** The newest modification time (ms) of the build's inputs: every file in src/ and the configs. */
 function newestSource() {

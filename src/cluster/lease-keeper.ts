@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import type { Logger } from 'pino';
 import { isConnectionError, loggable } from '../db/errors.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../observability/metrics.js';
 import { shardsFor } from './rendezvous.js';
 import { SHARDS, shardOf } from './shards.js';
 

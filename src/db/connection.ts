@@ -8,7 +8,7 @@
  */
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql from 'mysql2/promise';
-import type { Config } from '../config.js';
+import type { Config } from '../app/config.js';
 import { TimeoutError, withTimeout } from '../util/async.js';
 import { isConnectionError, isNodeNotReady } from './errors.js';
 import { HostRotation, parseDatabaseUrl } from './hosts.js';

@@ -2,7 +2,7 @@
  * Sorting database errors by what to do about them. drizzle wraps driver errors
  * (DrizzleQueryError with the driver's error as `cause`), so every check walks the cause chain.
  */
-import { redactCredentials } from '../redact.js';
+import { redactCredentials } from '../observability/redact.js';
 
 interface DriverError {
   code?: string;

@@ -3,8 +3,8 @@
  * line in `createRegistry`.
  */
 import { Compile, type Validator } from 'typebox/compile';
-import { describeErrors } from '../validation.js';
-import type { Config } from '../config.js';
+import { describeErrors } from '../util/schema-errors.js';
+import type { Config } from '../app/config.js';
 import { closeOrder } from './close-order.js';
 import type { TaskHandler } from './handler.js';
 import { webhook } from './webhook.js';

@@ -20,7 +20,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
 import { typeRoutes, type TypeRoutesOptions } from './routes/types.js';
 import { clusterRoutes, type ClusterRoutesOptions } from './routes/cluster.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../observability/metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
 export const BODY_LIMIT_BYTES = 128 * 1024;

@@ -6,10 +6,10 @@
 import { Compile } from 'typebox/compile';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { CreateRequest } from '../lifecycle/create.js';
-import { checkCron, CronError, nextOccurrence } from '../recurrence.js';
+import { checkCron, CronError, nextOccurrence } from '../time/recurrence.js';
 import { tagsProblem } from '../store/tags.js';
-import { canonicalZone, parseRunAt, TimeInputError } from '../time.js';
-import { describeErrors, jsonProblem } from '../validation.js';
+import { canonicalZone, parseRunAt, TimeInputError } from '../time/zones.js';
+import { describeErrors, jsonProblem } from '../util/schema-errors.js';
 import { badRequest, HttpError } from './errors.js';
 import { CreateTaskBody } from './schemas.js';
 

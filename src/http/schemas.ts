@@ -4,7 +4,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { MISFIRE_POLICIES, TASK_STATUSES } from '../db/schema.js';
-import { MAX_DELAY_MS, MAX_YEARS_AHEAD } from '../time.js';
+import { MAX_DELAY_MS, MAX_YEARS_AHEAD } from '../time/zones.js';
 import { MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../store/tags.js';
 export const MAX_PAGE = 1000;
 export const DEFAULT_PAGE = 100;

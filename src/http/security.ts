@@ -18,7 +18,7 @@
  */
 import helmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../app/config.js';
 import { HttpError } from './errors.js';
 
 export interface SecurityOptions {

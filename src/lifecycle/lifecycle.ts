@@ -16,7 +16,7 @@
  * Transitions take sets where the statement allows (the store's cancel/reschedule/retry take ids),
  * so batch changes add a caller, not a new path.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../time/clock.js';
 import type { Connection, Database } from '../db/connection.js';
 import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
 import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';

@@ -4,7 +4,7 @@
  * doubles (a unique index on (series_id, run_at) makes a second write find the first).
  */
 import type { Connection } from '../db/connection.js';
-import { nextOccurrence } from '../recurrence.js';
+import { nextOccurrence } from '../time/recurrence.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { arm, type TimerEffect } from './effects.js';
 

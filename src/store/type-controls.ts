@@ -1,6 +1,6 @@
 /**
  * The stored pause and limits of each task type (the type_controls table): read at boot, after a
- * change and at each reconcile (scheduler/limits.ts applies them), written by the type routes. A
+ * change and at each reconcile (dispatch/limits.ts applies them), written by the type routes. A
  * type without a row is not paused and has no limits.
  */
 import type mysql from 'mysql2/promise';

@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { parsePrometheus } from '../helpers/prometheus.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../dist/app/main.js', import.meta.url));
 export const SERVER_URL = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 
 /** One figure of a scenario, as bench-results.json stores it. */
@@ -198,7 +198,7 @@ export interface Server {
   stop(): Promise<number | null>;
 }
 
-/** Starts dist/main.js with its defaults (but the database and a free port). */
+/** Starts dist/app/main.js with its defaults (but the database and a free port). */
 export async function startServer(db: BenchDb, options: { inspect?: boolean; env?: Record<string, string> } = {}): Promise<Server> {
   const started = performance.now();
   const args = options.inspect ? ['--inspect=127.0.0.1:0', MAIN] : [MAIN];
@@ -306,7 +306,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The pid of the node process running dist/main.js under `root` (npm → sh → node), or undefined. */
+/** The pid of the node process running dist/app/main.js under `root` (npm → sh → node), or undefined. */
 function serviceUnder(root: number): number | undefined {
   const children = (pid: number): number[] => {
     try {
@@ -320,7 +320,7 @@ function serviceUnder(root: number): number | undefined {
     const pid = queue.shift()!;
     try {
       const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (/(^|\/)node$/.test(argv[0]!) && argv.some((arg) => arg.endsWith('dist/main.js'))) return pid;
+      if (/(^|\/)node$/.test(argv[0]!) && argv.some((arg) => arg.endsWith('dist/app/main.js'))) return pid;
     } catch {
       continue;
     }

@@ -1,6 +1,6 @@
 /**
  * npm run bench [-- B1 B3 …]: the scenarios of the performance issue against the local MariaDB.
- * Each starts the real server (dist/main.js, default settings) and talks to it only over HTTP
+ * Each starts the real server (dist/app/main.js, default settings) and talks to it only over HTTP
  * and through the database. Ratios compare two things measured in the same run. Prints one
  * table and writes the same figures to bench-results.json.
  */
@@ -73,9 +73,9 @@ async function startup(db: BenchDb): Promise<void> {
       await started.stop();
     }
   };
-  // The same start without npm in front (node dist/main.js), for scale on this machine.
+  // The same start without npm in front (node dist/app/main.js), for scale on this machine.
   const direct = await startServer(db);
-  record(S, 'node dist/main.js to ready, empty table', direct.readyMs / 1000, 's');
+  record(S, 'node dist/app/main.js to ready, empty table', direct.readyMs / 1000, 's');
   await direct.stop();
   await measure('empty table', 1000);
   // Due between 3 and 9 minutes from now: inside the 10-minute horizon, none fires meanwhile.
@@ -217,7 +217,7 @@ async function overload(db: BenchDb): Promise<void> {
 }
 
 // ── B3 ──────────────────────────────────────────────────────────────────────────────────────
-described.B3 = 'boot: 1,000,000 pending within the horizon (node dist/main.js)';
+described.B3 = 'boot: 1,000,000 pending within the horizon (node dist/app/main.js)';
 async function boot(db: BenchDb): Promise<void> {
   const S = 'B3';
   const N = 1_000_000;

@@ -1,5 +1,5 @@
 /**
- * The real server (node dist/main.js, built by the global setup) as a child process, the way a
+ * The real server (node dist/app/main.js, built by the global setup) as a child process, the way a
  * shop runs it. Its JSON log lines are collected for the test to read.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../dist/app/main.js', import.meta.url));
 
 export interface LogLine {
   level: number;
@@ -31,7 +31,7 @@ export interface StartOptions {
   env: Record<string, string>;
   /** How long to wait for "punctual is ready". */
   timeoutMs?: number;
-  /** Another built entry point (default: this checkout's dist/main.js). */
+  /** Another built entry point (default: this checkout's dist/app/main.js). */
   main?: string;
 }
 

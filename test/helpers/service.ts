@@ -4,11 +4,11 @@
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import type { Clock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config.js';
+import type { Clock } from '../../src/time/clock.js';
+import { loadConfig } from '../../src/app/config.js';
 import type { TaskHandler } from '../../src/handlers/handler.js';
 import { createRegistry } from '../../src/handlers/registry.js';
-import { Service } from '../../src/service.js';
+import { Service } from '../../src/app/service.js';
 import type { TestDatabase } from './db.js';
 
 export interface TestService extends Service {

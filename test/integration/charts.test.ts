@@ -4,7 +4,7 @@
  * recent runs as the ring recorded them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/time/clock.js';
 import { SQL } from '../../src/store/sql.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/server.js';

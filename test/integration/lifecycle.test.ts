@@ -12,7 +12,7 @@ import { arm, disarm, type TimerEffect } from '../../src/lifecycle/effects.js';
 import { Lifecycle } from '../../src/lifecycle/lifecycle.js';
 import { recoverExpiredLeases, skipMisfired } from '../../src/lifecycle/repair.js';
 import * as run from '../../src/lifecycle/run.js';
-import { nextOccurrence } from '../../src/recurrence.js';
+import { nextOccurrence } from '../../src/time/recurrence.js';
 import { TaskStore, type NewTask, type Task } from '../../src/store/task-store.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 

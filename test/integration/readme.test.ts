@@ -50,7 +50,7 @@ describe('the README', () => {
   });
 
   it('lists every setting the service reads', () => {
-    const source = readFileSync(new URL('../../src/config.ts', import.meta.url), 'utf8');
+    const source = readFileSync(new URL('../../src/app/config.ts', import.meta.url), 'utf8');
     const settings = new Set([...source.matchAll(/(?:integer|text)\(env, '([A-Z_]+)'/g)].map(([, name]) => name!));
     expect(settings.size).toBeGreaterThan(15);
     for (const name of settings) expect(readme, name).toContain(`| \`${name}\` |`);

@@ -4,7 +4,7 @@
  */
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/app/config.js';
 import { installAuth } from '../../src/http/auth.js';
 import { ROLES, ROUTE_ROLES, TokenRoles, type Role } from '../../src/http/roles.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';

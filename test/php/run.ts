@@ -9,7 +9,7 @@
  *   dependencies, and Packagist may be out of reach).
  * - The server is built (npm run build) unless dist/ is newer than every file in src/.
  * - One fresh database of its own (punctual_test_php_<epoch>_<random>) with the shop's tables
- *   close_order works on; the built server (dist/main.js) on a free port with a token, webhook
+ *   close_order works on; the built server (dist/app/main.js) on a free port with a token, webhook
  *   secrets (current and next; a host key of its own for 127.0.0.2, where a second receiver
  *   listens) and a short refill; a second server on the same database behind
  *   a TCP proxy that is then cut, so a create meets the database outage and answers 503.
@@ -73,7 +73,7 @@ function ensurePackages(): void {
 
 /** dist/ is older than some file in src/ (npm test builds it too: after it, this build is skipped). */
 function buildIsStale(): boolean {
-  const main = join(ROOT, 'dist/main.js');
+  const main = join(ROOT, 'dist/app/main.js');
   if (!existsSync(main)) return true;
   const built = statSync(main).mtimeMs;
   const sources = readdirSync(join(ROOT, 'src'), { recursive: true, withFileTypes: true });

@@ -1,5 +1,5 @@
 /**
- * A hostile caller against the real server (node dist/main.js as a child process), one attack per
+ * A hostile caller against the real server (node dist/app/main.js as a child process), one attack per
  * test, each asserting that it is refused and changed nothing. The webhook cases call receivers
  * on 127.0.0.1 that this file starts: a shop's receiver, and an "internal service" that must stay
  * out of reach.
@@ -17,7 +17,7 @@ import { type ServerProcess, startServer, waitFor } from '../helpers/server.js';
 
 const TOKEN = 'attack-test-token-0123456789';
 const SECRET = 'attack-test-webhook-secret';
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../dist/app/main.js', import.meta.url));
 
 // Each test starts a server (or six): generous on a busy machine, the checks themselves are not timed by this.
 vi.setConfig({ testTimeout: 180_000 });

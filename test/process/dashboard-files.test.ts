@@ -1,7 +1,7 @@
 /**
  * The built server serves the dashboard from its own dist/ (the build copies the page there) and
  * uPlot from the installed package: the running service reads nothing from src/. Checked by
- * starting dist/main.js with src/ out of its way: a copy of dist/ alone, next to node_modules.
+ * starting dist/app/main.js with src/ out of its way: a copy of dist/ alone, next to node_modules.
  */
 import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,7 +35,7 @@ afterAll(async () => {
 
 describe('the built package', () => {
   it('serves the dashboard, its charts and uPlot without src/', async () => {
-    server = await startServer({ env: { DATABASE_URL: db.url }, main: join(packageDir, 'dist/main.js') });
+    server = await startServer({ env: { DATABASE_URL: db.url }, main: join(packageDir, 'dist/app/main.js') });
     for (const [path, type, text] of [
       ['/', 'text/html', 'id="chart-minutes"'],
       ['/ui/dashboard.js', 'text/javascript', 'export async function api'],

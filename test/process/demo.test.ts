@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startServer } from '../helpers/server.js';
 
-const DEMO = fileURLToPath(new URL('../../dist/demo.js', import.meta.url));
+const DEMO = fileURLToPath(new URL('../../dist/app/demo.js', import.meta.url));
 let db: TestDatabase;
 
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/app/config.js';
 import { DatabaseUrlError, HostRotation, parseDatabaseUrl } from '../../src/db/hosts.js';
 
 describe('a DATABASE_URL with several hosts', () => {

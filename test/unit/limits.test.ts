@@ -1,6 +1,6 @@
 /** The rate window of the type limits: at most R starts in any one-second window, whatever order the starts come in. */
 import { describe, expect, it } from 'vitest';
-import { fitsWindow } from '../../src/scheduler/limits.js';
+import { fitsWindow } from '../../src/dispatch/limits.js';
 
 /** The most starts in any window [t, t + 1 s). */
 function busiest(starts: number[]): number {

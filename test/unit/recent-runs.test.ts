@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RecentRuns, SLOT_MS, SLOTS } from '../../src/recent-runs.js';
+import { RecentRuns, SLOT_MS, SLOTS } from '../../src/observability/recent-runs.js';
 
 const T0 = Date.UTC(2026, 11, 1, 2, 0, 0); // a slot boundary
 

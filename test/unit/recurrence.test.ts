@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkCron, CronError, nextOccurrence } from '../../src/recurrence.js';
-import { toIsoLocal } from '../../src/time.js';
+import { checkCron, CronError, nextOccurrence } from '../../src/time/recurrence.js';
+import { toIsoLocal } from '../../src/time/zones.js';
 
 /** The next `count` occurrences after `from`, in the zone's local time. */
 function occurrences(cron: string, zone: string, from: string, count: number): string[] {

@@ -9,7 +9,7 @@ import {
   TimeInputError,
   toIsoLocal,
   toIsoUtc,
-} from '../../src/time.js';
+} from '../../src/time/zones.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
 

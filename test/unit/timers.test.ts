@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { systemClock } from '../../src/clock.js';
-import { MAX_TIMER_DELAY_MS, Timers } from '../../src/scheduler/timers.js';
+import { systemClock } from '../../src/time/clock.js';
+import { MAX_TIMER_DELAY_MS, Timers } from '../../src/timers/timers.js';
 
 const DAY = 24 * 3600 * 1000;
 

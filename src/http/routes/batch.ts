@@ -8,7 +8,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../time/clock.js';
 import type { CreateRequest } from '../../lifecycle/create.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import { conflictMessage, createRequestOf, MAX_PAYLOAD_BYTES, type CreateInput } from '../create-input.js';

@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../time/clock.js';
 import type { BulkMove } from '../../lifecycle/bulk.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { Selector } from '../../store/task-store.js';

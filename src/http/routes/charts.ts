@@ -6,10 +6,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Clock } from '../../clock.js';
-import type { RecentRuns } from '../../recent-runs.js';
+import type { Clock } from '../../time/clock.js';
+import type { RecentRuns } from '../../observability/recent-runs.js';
 import type { UpcomingLoad } from '../../store/upcoming-load.js';
-import { toIsoUtc } from '../../time.js';
+import { toIsoUtc } from '../../time/zones.js';
 import { ErrorJson } from '../schemas.js';
 
 export interface ChartRoutesOptions {

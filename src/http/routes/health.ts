@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { ClockReading } from '../../db-clock.js';
+import type { ClockReading } from '../../time/db-clock.js';
 
 export interface HealthOptions {
   /** True once the boot load is armed. */
@@ -12,7 +12,7 @@ export interface HealthOptions {
   armed: () => number;
   /** With SHARDING=on: how many of the 256 shards this process holds. */
   shards?: () => number;
-  /** The database clock's offset from punctual's (src/db-clock.ts). */
+  /** The database clock's offset from punctual's (src/time/db-clock.ts). */
   dbClock?: () => ClockReading;
 }
 

@@ -1,6 +1,6 @@
 /** GET /metrics: the Prometheus text format. */
 import type { FastifyPluginAsync } from 'fastify';
-import type { Metrics } from '../../metrics.js';
+import type { Metrics } from '../../observability/metrics.js';
 
 export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
   app.get(

@@ -6,12 +6,12 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../time/clock.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { ChangeResult, Placement } from '../../lifecycle/change.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
-import type { Summary as SummaryReader } from '../../summary.js';
+import type { Summary as SummaryReader } from '../../store/summary.js';
 import { conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';

@@ -1,15 +1,15 @@
 /**
  * The task type routes: list the types with their pause, limits and what runs and waits; pause,
  * resume, and set limits (admin). The settings are stored (type_controls) and applied by
- * scheduler/limits.ts, which this process re-reads at once after a change (other processes at
+ * dispatch/limits.ts, which this process re-reads at once after a change (other processes at
  * their next reconcile). A type is known when a handler is registered for it, or when settings
  * are stored for it.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../time/clock.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
-import type { TypeLimits } from '../../scheduler/limits.js';
+import type { TypeLimits } from '../../dispatch/limits.js';
 import type { TypeControlStore, TypeLimitsSetting } from '../../store/type-controls.js';
 import { notFound } from '../errors.js';
 import { ErrorJson, LimitsBody, TypeJson, TypeList, TypeParams } from '../schemas.js';

@@ -3,9 +3,9 @@
  * so one reading is kept a few seconds and shared by the requests meanwhile; a failed reading is
  * not kept. The armed count is this process's own and read each time.
  */
-import type { Clock } from './clock.js';
-import type { TaskStore } from './store/task-store.js';
-import { toIsoUtc } from './time.js';
+import type { Clock } from '../time/clock.js';
+import type { TaskStore } from './task-store.js';
+import { toIsoUtc } from '../time/zones.js';
 
 /** How long one reading of the counts is served. */
 export const SUMMARY_TTL_MS = 5000;

@@ -22,8 +22,8 @@
  * the thread was preempted between them, so a busy machine does not fake a step.
  */
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
-import type { Metrics } from '../metrics.js';
+import type { Clock } from './clock.js';
+import type { Metrics } from '../observability/metrics.js';
 
 /** How often the clocks are compared: a step is noticed within this long. */
 export const CHECK_INTERVAL_MS = 250;
@@ -34,7 +34,7 @@ export const WAKE_LATE_MS = 1000;
 /** Readings taken further apart than this (the thread was preempted) are taken again. */
 const MAX_READ_SPREAD_MS = 2;
 
-export interface ClockWatchOptions {
+export interface StepWatchOptions {
   clock: Clock;
   log: Logger;
   metrics?: Metrics;
@@ -51,13 +51,13 @@ interface Reading {
   mono: number;
 }
 
-export class ClockWatch {
-  readonly #o: ClockWatchOptions;
+export class StepWatch {
+  readonly #o: StepWatchOptions;
   readonly #monotonic: () => number;
   #last: Reading | undefined;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(options: ClockWatchOptions) {
+  constructor(options: StepWatchOptions) {
     this.#o = options;
     this.#monotonic = options.monotonic ?? (() => performance.now());
   }

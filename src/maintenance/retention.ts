@@ -14,9 +14,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import type { Clock } from './clock.js';
-import type { Database } from './db/connection.js';
-import { deleteExpired, selectExpired, type FinishedStatus } from './store/retention-sql.js';
+import type { Clock } from '../time/clock.js';
+import type { Database } from '../db/connection.js';
+import { deleteExpired, selectExpired, type FinishedStatus } from '../store/retention-sql.js';
 
 export interface RetentionOptions {
   database: Database;

@@ -24,7 +24,7 @@
  * process never dies on a task.
  */
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../time/clock.js';
 import type { Database } from '../db/connection.js';
 import { isConnectionError, isLockConflict, loggable, rootMessage } from '../db/errors.js';
 import { growingDelay, lockConflicts, retrying, untilStopped } from '../db/retry.js';
@@ -33,11 +33,11 @@ import type { HandlerRegistry } from '../handlers/registry.js';
 import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
 import { unrunnable } from '../lifecycle/run.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Ticket, TypeLimits } from './limits.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { Fifo, sleep } from '../util/async.js';
-import type { DueQueue } from './due-queue.js';
+import type { DueQueue } from '../timers/due-queue.js';
 import { Outcomes } from './outcomes.js';
 import { HandlerOverran, HandlerThrew, InsideExecutor, type InsideRun } from './run-inside.js';
 import { LEASE_MARGIN_MS, OutsideExecutor } from './run-outside.js';

@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import type mysql from 'mysql2/promise';
 import type { Clock } from './clock.js';
-import type { Database } from './db/connection.js';
+import type { Database } from '../db/connection.js';
 
 /** Past this, direct inserts fire noticeably off: warn. */
 export const WARN_MS = 100;

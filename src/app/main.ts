@@ -3,8 +3,8 @@
  * (exit 0). A second signal while stopping forces the exit.
  */
 import { ConfigError, loadConfig } from './config.js';
-import { loggable } from './db/errors.js';
-import { redactCredentials } from './redact.js';
+import { loggable } from '../db/errors.js';
+import { redactCredentials } from '../observability/redact.js';
 import { Service } from './service.js';
 
 let config;

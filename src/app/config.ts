@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
-import { redactCredentials } from './redact.js';
-import { DatabaseUrlError, parseDatabaseUrl } from './db/hosts.js';
-import { canonicalZone } from './time.js';
-import { ROLES, type Role } from './http/roles.js';
+import { redactCredentials } from '../observability/redact.js';
+import { DatabaseUrlError, parseDatabaseUrl } from '../db/hosts.js';
+import { canonicalZone } from '../time/zones.js';
+import { ROLES, type Role } from '../http/roles.js';
 
 /** Everything punctual reads from its environment, validated once at start. */
 export interface Config {

@@ -16,32 +16,32 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '../time/clock.js';
 import type { Config } from './config.js';
-import { Database, ensureDatabase } from './db/connection.js';
-import { migrateDatabase } from './db/migrate.js';
-import { createRegistry, type HandlerRegistry } from './handlers/registry.js';
-import { buildApp } from './http/app.js';
-import { securityOptions } from './http/security.js';
-import { createLogger } from './log.js';
-import { Metrics } from './metrics.js';
-import { Lifecycle } from './lifecycle/lifecycle.js';
-import { Arming } from './scheduler/arming.js';
-import { Retention } from './retention.js';
-import { DbClock } from './db-clock.js';
-import { ClockWatch } from './scheduler/clock-watch.js';
-import { Dispatcher } from './scheduler/dispatcher.js';
-import { DueQueue } from './scheduler/due-queue.js';
-import { TypeLimits } from './scheduler/limits.js';
-import { TypeControlStore } from './store/type-controls.js';
-import { Scheduler } from './scheduler/scheduler.js';
-import { Timers } from './scheduler/timers.js';
-import { TaskStore } from './store/task-store.js';
-import { Summary } from './summary.js';
-import { sleep } from './util/async.js';
-import { UpcomingLoad } from './store/upcoming-load.js';
-import { LeaseKeeper } from './cluster/lease-keeper.js';
-import { readCluster } from './cluster/view.js';
+import { Database, ensureDatabase } from '../db/connection.js';
+import { migrateDatabase } from '../db/migrate.js';
+import { createRegistry, type HandlerRegistry } from '../handlers/registry.js';
+import { buildApp } from '../http/app.js';
+import { securityOptions } from '../http/security.js';
+import { createLogger } from '../observability/log.js';
+import { Metrics } from '../observability/metrics.js';
+import { Lifecycle } from '../lifecycle/lifecycle.js';
+import { Arming } from '../timers/arming.js';
+import { Retention } from '../maintenance/retention.js';
+import { DbClock } from '../time/db-clock.js';
+import { StepWatch } from '../time/step-watch.js';
+import { Dispatcher } from '../dispatch/dispatcher.js';
+import { DueQueue } from '../timers/due-queue.js';
+import { TypeLimits } from '../dispatch/limits.js';
+import { TypeControlStore } from '../store/type-controls.js';
+import { Scheduler } from '../timers/scheduler.js';
+import { Timers } from '../timers/timers.js';
+import { TaskStore } from '../store/task-store.js';
+import { Summary } from '../store/summary.js';
+import { sleep } from '../util/async.js';
+import { UpcomingLoad } from '../store/upcoming-load.js';
+import { LeaseKeeper } from '../cluster/lease-keeper.js';
+import { readCluster } from '../cluster/view.js';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -65,7 +65,7 @@ export class Service {
   readonly lifecycle: Lifecycle;
   readonly dispatcher: Dispatcher;
   readonly scheduler: Scheduler;
-  readonly clockWatch: ClockWatch;
+  readonly stepWatch: StepWatch;
   readonly app: FastifyInstance;
   readonly log: Logger;
   readonly metrics: Metrics;
@@ -171,7 +171,7 @@ export class Service {
       batchSize: config.retentionBatchSize,
       pauseMs: config.retentionPauseMs,
     });
-    this.clockWatch = new ClockWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler: this.scheduler });
+    this.stepWatch = new StepWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler: this.scheduler });
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
@@ -213,7 +213,7 @@ export class Service {
     await migrateDatabase(config.databaseUrl, config.databaseName);
     if (this.stopping) return;
     await this.limits.load(); // before any timer fires: a paused type stays paused through a restart
-    this.clockWatch.start(); // from the boot load on: a step re-arms what is armed so far
+    this.stepWatch.start(); // from the boot load on: a step re-arms what is armed so far
     await this.scheduler.boot();
     if (this.stopping) return;
     // After the boot load: the shards the keeper takes are armed by the scheduler.
@@ -282,7 +282,7 @@ export class Service {
     }
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
-    this.clockWatch.stop();
+    this.stepWatch.stop();
     await Promise.all([this.scheduler.stop(), this.retention.stop()]);
     // Handover: the leases are released at once, so the others take the shards over now.
     await this.keeper?.stop();

@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { systemClock } from '../../src/clock.js';
-import { CHECK_INTERVAL_MS, ClockWatch, STEP_THRESHOLD_MS } from '../../src/scheduler/clock-watch.js';
-import { Timers } from '../../src/scheduler/timers.js';
+import { systemClock } from '../../src/time/clock.js';
+import { CHECK_INTERVAL_MS, StepWatch, STEP_THRESHOLD_MS } from '../../src/time/step-watch.js';
+import { Timers } from '../../src/timers/timers.js';
 
 const MINUTE = 60_000;
 
@@ -13,7 +13,7 @@ const MINUTE = 60_000;
 describe('clock watch', () => {
   let fired: { id: number; at: number }[];
   let timers: Timers;
-  let watch: ClockWatch;
+  let watch: StepWatch;
   let steps: number[];
   let refills: number;
 
@@ -26,7 +26,7 @@ describe('clock watch', () => {
     steps = [];
     refills = 0;
     timers = new Timers(systemClock, (id) => fired.push({ id, at: Date.now() }));
-    watch = new ClockWatch({
+    watch = new StepWatch({
       clock: systemClock,
       log: pino({ level: 'silent' }),
       timers,
@@ -112,7 +112,7 @@ describe('clock watch readings', () => {
   let steps: number[];
   let refills: number;
   let rearms: number;
-  let watch: ClockWatch;
+  let watch: StepWatch;
 
   beforeEach(() => {
     wall = Date.parse('2026-11-29T00:00:00Z');
@@ -120,7 +120,7 @@ describe('clock watch readings', () => {
     steps = [];
     refills = 0;
     rearms = 0;
-    watch = new ClockWatch({
+    watch = new StepWatch({
       clock: { now: () => wall },
       monotonic: () => mono,
       log: pino({ level: 'silent' }),

@@ -20,7 +20,7 @@
  * settings at boot, after a change made through it, and at each reconcile.
  */
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../time/clock.js';
 import { loggable } from '../db/errors.js';
 import type { Task } from '../store/task-store.js';
 import type { TypeControl, TypeControlStore } from '../store/type-controls.js';

@@ -9,7 +9,7 @@
  *   the loop turn; either can wake a timer before `runAt` by the wall clock. When that happens the
  *   timer is re-armed for the rest: a task never starts early.
  */
-import type { Clock } from '../clock.js';
+import type { Clock } from '../time/clock.js';
 
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
@@ -70,7 +70,7 @@ export class Timers {
   }
 
   /**
-   * Hook for clock-watch.ts: the wall clock stepped, so every timer is set again from its runAt
+   * Hook for time/step-watch.ts: the wall clock stepped, so every timer is set again from its runAt
    * against the new time. Those now due are handed over at once, in runAt order (then id);
    * answers how many.
    */

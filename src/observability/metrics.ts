@@ -4,9 +4,9 @@
  * One registry per service, so two services in one process (tests) do not mix their numbers.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { STEP_THRESHOLD_MS } from './scheduler/clock-watch.js';
+import { STEP_THRESHOLD_MS } from '../time/step-watch.js';
 import { RecentRuns } from './recent-runs.js';
-import type { TypeState } from './scheduler/limits.js';
+import type { TypeState } from '../dispatch/limits.js';
 
 /** Seconds, from 1 ms to 60 s. */
 const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -24,7 +24,7 @@ export interface MetricSources {
   overdue: (now: number) => Promise<number>;
   /** What /readyz answers: booted and the database answers. */
   ready: () => Promise<boolean>;
-  /** Each type's pause and this process's runs and waiting tasks (scheduler/limits.ts). */
+  /** Each type's pause and this process's runs and waiting tasks (dispatch/limits.ts). */
   types: () => Map<string, TypeState>;
 }
 

@@ -20,11 +20,11 @@
  * Which tasks get a timer, and the timers this process's own writes ask for, are arming.ts's.
  */
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../time/clock.js';
 import { loggable } from '../db/errors.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import type { RunAtCursor, TaskStore } from '../store/task-store.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Arming } from './arming.js';
 
 export interface SchedulerOptions {
@@ -154,7 +154,7 @@ export class Scheduler {
   }
 
   /**
-   * Hook for clock-watch.ts: the wall clock stepped by `stepMs`. The bookkeeping kept in wall-clock
+   * Hook for time/step-watch.ts: the wall clock stepped by `stepMs`. The bookkeeping kept in wall-clock
    * times keeps its age (a backward step must not hold the reconcile off for the step's length),
    * and a refill runs at once: after a forward step the horizon moves to the new time and what
    * came due is armed now. After a backward step what is armed stays armed; the horizon grows

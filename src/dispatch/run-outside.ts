@@ -9,7 +9,7 @@
  * handler tells (`answered`), and how long the handler ran, timed here.
  */
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../time/clock.js';
 import { loggable } from '../db/errors.js';
 import { untilStopped } from '../db/retry.js';
 import type { CallAnswer, OutsideHandler } from '../handlers/handler.js';

@@ -3,7 +3,7 @@
  * so a done, retried or failed run reads the same whichever path ran it.
  */
 import type { Logger } from 'pino';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Failure, Task } from '../store/task-store.js';
 
 export class Outcomes {
