@@ -1,7 +1,7 @@
 /**
  * The layer check (`npm run layers`, dependency-cruiser with .dependency-cruiser.cjs) run on small
  * trees of its own, so that each rule is seen to fail on the import it forbids, and to pass on
- * the imports it allows; the real src/ is checked by `npm run layers` ( run is `npm run layers`, part of `npm test`).
+ * the imports it allows. The real src/ is checked by `npm run layers`, part of `npm test`.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
