@@ -12,7 +12,9 @@ export default async function setup(): Promise<void> {
   try {
     conn = await mysql.createConnection({ uri: SERVER_URL, connectTimeout: 5000 });
   } catch (error) {
-    throw new Error(`the tests need MySQL or MariaDB at ${SERVER_URL} (set TEST_MYSQL_URL): ${(error as Error).message}`);
+    throw new Error(`the tests need MySQL or MariaDB at ${SERVER_URL} (set TEST_MYSQL_URL): ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   try {
     const [rows] = await conn.query<mysql.RowDataPacket[]>("SHOW DATABASES LIKE 'punctual\\_test\\_%'");

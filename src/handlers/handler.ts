@@ -41,7 +41,7 @@ export interface OutsideContext<P> extends BaseContext<P> {
   /** 1 on the first run, 2 on the first retry… */
   attempt: number;
   /** Tells what the call answered, before returning or throwing; stored with the run's result. */
-  answered(answer: CallAnswer): void;
+  answered: (answer: CallAnswer) => void;
 }
 
 interface BaseHandler<S extends TSchema> {

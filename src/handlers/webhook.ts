@@ -128,7 +128,7 @@ export function idempotencyKey(task: { id: number; createdAt: number }): string 
 
 async function readBounded(response: Awaited<ReturnType<typeof fetch>>): Promise<Buffer> {
   if (response.body === null) return Buffer.alloc(0);
-  const reader = response.body.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
@@ -149,6 +149,8 @@ function excerpt(answer: Buffer): string {
   return answer
     .toString('utf8')
     .slice(0, EXCERPT_CHARS)
+    // Control characters would break a log line or the dashboard's table.
+    // eslint-disable-next-line no-control-regex
     .replace(/[\x00-\x1f\x7f]+/g, ' ');
 }
 

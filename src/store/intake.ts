@@ -57,7 +57,7 @@ export class Intake {
    * All of the new tasks are committed when this resolves, or none.
    */
   async insertMany(tasks: readonly NewTask[], now: number): Promise<InsertResult[]> {
-    const results: InsertResult[] = new Array(tasks.length);
+    const results: InsertResult[] = new Array<InsertResult>(tasks.length);
     const firstOfKey = new Map<string, number>();
     const repeats: [number, number][] = [];
     let todo: number[] = [];

@@ -209,13 +209,13 @@ export async function startServer(db: BenchDb, options: { inspect?: boolean; env
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let inspectorUrl: string | undefined;
   const errors: string[] = [];
-  createInterface({ input: child.stderr! }).on('line', (line) => {
+  createInterface({ input: child.stderr }).on('line', (line) => {
     const match = /Debugger listening on (ws:\/\/\S+)/.exec(line);
     if (match) inspectorUrl = match[1];
     else errors.push(line);
   });
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
+    const lines = createInterface({ input: child.stdout });
     lines.on('line', (line) => {
       if (!line.includes('punctual is ready')) return;
       resolve(String(JSON.parse(line).address));
@@ -257,7 +257,7 @@ export async function heapAfterGc(server: Server): Promise<number> {
     new Promise<any>((resolve) => {
       const mine = ++id;
       const onMessage = (data: WebSocket.RawData) => {
-        const message = JSON.parse(data.toString());
+        const message = JSON.parse((data as Buffer).toString());
         if (message.id !== mine) return;
         socket.off('message', onMessage);
         resolve(message.result);
@@ -342,7 +342,7 @@ export async function npmStart(db: BenchDb): Promise<{ readyMs: number; pid: num
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const errors: string[] = [];
-  createInterface({ input: npm.stderr! }).on('line', (line) => errors.push(line));
+  createInterface({ input: npm.stderr }).on('line', (line) => errors.push(line));
   const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
   let ended = false;
   void exited.then(() => (ended = true));

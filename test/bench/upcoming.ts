@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     }
     // The statement this one replaced: grouped by an expression of run_at, so through a temporary
     // table, with each row read for its type.
-    let started = performance.now();
+    const started = performance.now();
     await database.pool.query(
       `SELECT type, TIMESTAMPDIFF(HOUR, ?, run_at) AS bucket, COUNT(*) AS n FROM tasks FORCE INDEX (tasks_status_run_at)
         WHERE status = 'pending' AND run_at >= ? AND run_at < ? GROUP BY type, bucket`,

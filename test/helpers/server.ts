@@ -62,7 +62,7 @@ export async function startServer({ env, timeoutMs = 20_000, main = MAIN }: Star
   const ready = new Promise<string>((resolve) => {
     onReady = resolve;
   });
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  createInterface({ input: child.stdout }).on('line', (line) => {
     try {
       const entry = JSON.parse(line) as LogLine;
       logs.push(entry);
@@ -71,7 +71,7 @@ export async function startServer({ env, timeoutMs = 20_000, main = MAIN }: Star
       stderr.push(line);
     }
   });
-  createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
+  createInterface({ input: child.stderr }).on('line', (line) => stderr.push(line));
 
   const timeout = new Promise<never>((_, reject) =>
     setTimeout(() => reject(new Error(`server not ready in ${timeoutMs} ms: ${stderr.join('\n')}`)), timeoutMs).unref(),

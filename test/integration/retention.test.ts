@@ -156,10 +156,10 @@ describe('retention', () => {
     const env = { RETENTION_MS: String(DAY), RETENTION_BATCH_SIZE: '5', RETENTION_PAUSE_MS: '0' };
     const [a, b] = [await start(env), await start(env)];
     for (let i = 0; i < 60; i++) await insert(i % 2 === 0 ? 'done' : 'cancelled', 2 * DAY);
-    const [ra, rb] = await Promise.all([a!.retention.sweep(), b!.retention.sweep()]);
+    const [ra, rb] = await Promise.all([a.retention.sweep(), b.retention.sweep()]);
     expect(ra.deleted.done + rb.deleted.done).toBe(30);
     expect(ra.deleted.cancelled + rb.deleted.cancelled).toBe(30);
-    expect((await deletedMetric(a!, 'done')) + (await deletedMetric(b!, 'done'))).toBe(30);
+    expect((await deletedMetric(a, 'done')) + (await deletedMetric(b, 'done'))).toBe(30);
     expect(await ids()).toEqual([]);
   });
 

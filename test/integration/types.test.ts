@@ -182,7 +182,7 @@ describe('two processes', () => {
         (await other.call('GET', '/types', undefined, reader)).body.types.find((t: any) => t.type === 'beta').waiting;
       await waitFor(async () => (await waiting()) >= 2, 10_000, 'the processes to hold the tasks back');
       expect((await ledger('beta')).filter((row) => ids.includes(Number(row.task_id)))).toEqual([]);
-      await service!.call('POST', '/types/beta/resume', undefined, admin);
+      await service.call('POST', '/types/beta/resume', undefined, admin);
       await waitFor(
         async () => (await ledger('beta')).filter((row) => ids.includes(Number(row.task_id))).length === 2,
         10_000,

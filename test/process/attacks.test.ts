@@ -219,7 +219,7 @@ describe('slow clients (finding 5)', () => {
       const started = Date.now();
       const closed = whenClosed(socket, started);
       let answer = '';
-      socket.on('data', (chunk) => (answer += chunk));
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
       socket.on('error', () => undefined);
       socket.write(
         `POST /tasks HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${auth}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,

@@ -37,7 +37,7 @@ function boot(env: Record<string, string>) {
   children.add(child);
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   const logs: { msg: string }[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  createInterface({ input: child.stdout }).on('line', (line) => {
     try {
       logs.push(JSON.parse(line));
     } catch {

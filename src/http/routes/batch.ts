@@ -43,7 +43,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRoutesOptions> = async (fastif
     },
     async (request) => {
       const now = clock.now();
-      const answers: ItemAnswer[] = new Array(request.body.tasks.length);
+      const answers: ItemAnswer[] = new Array<ItemAnswer>(request.body.tasks.length);
       const valid: { index: number; request: CreateRequest }[] = [];
       for (const [index, item] of request.body.tasks.entries()) {
         try {
