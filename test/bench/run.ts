@@ -441,6 +441,55 @@ async function scaleOut(db: BenchDb): Promise<void> {
 described.B8 =
   'batch intake: 40 × `POST /tasks/batch` of 1,000 keyed, tagged tasks; baseline: the same rows as 1,000-row INSERTs on as many connections';
 
+// ── B9 ──────────────────────────────────────────────────────────────────────────────────────
+described.B9 = 'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
+async function largePages(db: BenchDb): Promise<void> {
+  const S = 'B9';
+  const TASKS = 1000;
+  const CLIENTS = 8;
+  await db.reset();
+  const note = 'x'.repeat(60 * 1024);
+  for (let first = 0; first < TASKS; first += 50) {
+    const batch = Array.from({ length: Math.min(50, TASKS - first) }, (_, i) => [
+      'close_order',
+      JSON.stringify({ orderSn: `BIG${first + i}`, note }),
+      new Date(Date.now() + 86_400_000 + (first + i) * 1000), // a day away: listed, never armed
+    ]);
+    await db.exec('INSERT INTO tasks (type, payload, run_at) VALUES ?', [batch]);
+  }
+  const server = await startServer(db);
+  try {
+    const probe = async (until: number): Promise<number[]> => {
+      const latencies: number[] = [];
+      while (Date.now() < until) {
+        const started = performance.now();
+        await fetch(`${server.baseUrl}/healthz`).then((response) => response.text());
+        latencies.push(performance.now() - started);
+        await sleep(20);
+      }
+      return latencies.sort((a, b) => a - b);
+    };
+    const idle = await probe(Date.now() + 3000);
+    const stopAt = Date.now() + 8000;
+    let pages = 0;
+    const client = async () => {
+      while (Date.now() < stopAt) {
+        await fetch(`${server.baseUrl}/tasks/pending?limit=1000`).then((response) => response.arrayBuffer());
+        pages++;
+      }
+    };
+    const [loaded] = await Promise.all([probe(stopAt), ...Array.from({ length: CLIENTS }, client)]);
+    const extra = quantile(loaded, 0.99) - quantile(idle, 0.99);
+    record(S, 'pages read', pages, 'pages');
+    record(S, '/healthz p99 idle', quantile(idle, 0.99), 'ms');
+    record(S, '/healthz p99 under page load', quantile(loaded, 0.99), 'ms');
+    record(S, '/healthz p99 over idle', extra, 'ms', { text: '≤ 50 ms', ok: extra <= 50 });
+    peakRss(server, S, 400);
+  } finally {
+    await server.stop();
+  }
+}
+
 const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B0: startup,
   B1: precision('B1', 10_000, 10, 50),
@@ -453,6 +502,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B6: herd,
   B8: (db) => batchIntake(db, record),
   B7: scaleOut,
+  B9: largePages,
 };
 
 async function main(): Promise<void> {
