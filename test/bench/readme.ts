@@ -1,6 +1,7 @@
 /**
- * npm run bench:readme: writes the README's performance table from bench-results.json (what the
- * last `npm run bench` measured), between the bench-table markers, so no figure is typed by hand.
+ * npm run bench:readme: writes the performance table of docs/performance.md from
+ * bench-results.json (what the last `npm run bench` measured), between the bench-table markers,
+ * so no figure is typed by hand.
  * One line per scenario: every figure it recorded, a target's figure marked ✓ or ✗.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -34,10 +35,10 @@ const lines = [
   }),
 ];
 
-const readmePath = `${root}README.md`;
-const readme = readFileSync(readmePath, 'utf8');
-const from = readme.indexOf(START);
-const to = readme.indexOf(END);
-if (from < 0 || to < from) throw new Error(`README.md has no ${START} … ${END} markers`);
-writeFileSync(readmePath, `${readme.slice(0, from + START.length)}\n${lines.join('\n')}\n${readme.slice(to)}`);
-console.log(`README.md: performance table written from bench-results.json (${order.length} scenarios)`);
+const pagePath = `${root}docs/performance.md`;
+const page = readFileSync(pagePath, 'utf8');
+const from = page.indexOf(START);
+const to = page.indexOf(END);
+if (from < 0 || to < from) throw new Error(`docs/performance.md has no ${START} … ${END} markers`);
+writeFileSync(pagePath, `${page.slice(0, from + START.length)}\n${lines.join('\n')}\n${page.slice(to)}`);
+console.log(`docs/performance.md: performance table written from bench-results.json (${order.length} scenarios)`);

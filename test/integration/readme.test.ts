@@ -1,13 +1,24 @@
 /**
- * The README's examples stay in step with the API: every route a curl example calls is in the
- * OpenAPI document, every PHP client method an example calls exists, and every setting the service reads is in the configuration table.
+ * The examples of the README and docs/ stay in step with the API: every route a curl example
+ * calls is in the OpenAPI document, every PHP client method an example calls exists, and every
+ * setting the service reads is in the configuration table (docs/configuration.md).
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+/** The README and every topic file of docs/, where the examples now live. */
+const docs = [
+  'README.md',
+  ...readdirSync(new URL('../../docs/', import.meta.url))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+]
+  .map(read)
+  .join('\n');
+const configuration = read('docs/configuration.md');
 let db: TestDatabase;
 let service: TestService;
 let paths: Record<string, Record<string, unknown>>;
@@ -30,9 +41,9 @@ function documented(method: string, path: string): boolean {
   );
 }
 
-describe('the README', () => {
+describe('the README and docs/', () => {
   it('calls only documented routes in its curl examples', () => {
-    const calls = [...readme.matchAll(/curl[^\n]*?(?:-X (\w+) )?[^\n]*?localhost:3000(\/[^\s'"?]*)/g)].map(([line, method, path]) => [
+    const calls = [...docs.matchAll(/curl[^\n]*?(?:-X (\w+) )?[^\n]*?localhost:3000(\/[^\s'"?]*)/g)].map(([line, method, path]) => [
       (method ?? /-X (\w+)/.exec(line)?.[1] ?? 'GET').toLowerCase(),
       path!.replace(/\$\w+/g, 'x'),
     ]);
@@ -44,7 +55,7 @@ describe('the README', () => {
     const client = readFileSync(new URL('../../clients/php/src/Client.php', import.meta.url), 'utf8');
     const methods = new Set([...client.matchAll(/public function (\w+)\(/g)].map(([, name]) => name!));
     const phpReadme = readFileSync(new URL('../../clients/php/README.md', import.meta.url), 'utf8');
-    const calls = [...`${readme}\n${phpReadme}`.matchAll(/\$punctual->(\w+)\(/g)].map(([, name]) => name!);
+    const calls = [...`${docs}\n${phpReadme}`.matchAll(/\$punctual->(\w+)\(/g)].map(([, name]) => name!);
     expect(calls.length).toBeGreaterThanOrEqual(10);
     for (const name of calls) expect(methods, name).toContain(name);
   });
@@ -53,6 +64,6 @@ describe('the README', () => {
     const source = readFileSync(new URL('../../src/app/config.ts', import.meta.url), 'utf8');
     const settings = new Set([...source.matchAll(/(?:integer|text)\(env, '([A-Z_]+)'/g)].map(([, name]) => name!));
     expect(settings.size).toBeGreaterThan(15);
-    for (const name of settings) expect(readme, name).toContain(`| \`${name}\` |`);
+    for (const name of settings) expect(configuration, name).toContain(`| \`${name}\` |`);
   });
 });
