@@ -19,6 +19,7 @@
 import type { Clock } from '../time/clock.js';
 import type { Connection, Database } from '../db/connection.js';
 import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
+import { ONCE, transaction } from '../db/transaction.js';
 import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';
 import type { RetryPolicy } from './backoff.js';
 import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bulk.js';
@@ -131,14 +132,16 @@ export class Lifecycle {
   }
 
   /**
-   * Runs `fn` in one transaction with the run transitions bound to it. The effects they return
-   * are applied once COMMIT succeeded; a rollback drops them with the rows.
+   * Runs `fn` in one transaction (the transaction runner, one try: the caller retries a batch
+   * whole, as it re-reads the clock and its limits for each try) with the run transitions bound
+   * to it. The effects they return are applied once COMMIT succeeded; a rollback drops them with the rows.
    */
   async inTransaction<T>(fn: (tx: RunTransaction) => Promise<T>, deadlineMs?: number): Promise<T> {
     const { store, database } = this.#o;
     const effects: TimerEffect[] = [];
-    const value = await database.transaction(
-      (_tx, conn) =>
+    const value = await transaction(
+      database,
+      (conn) =>
         fn({
           conn,
           claim: (ids, now) => run.claim(store, conn, ids, now),
@@ -147,7 +150,7 @@ export class Lifecycle {
           fail: async (failed, now) => void effects.push(...(await run.fail(store, conn, failed, now))),
           skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),
         }),
-      deadlineMs,
+      { retry: ONCE, deadlineMs },
     );
     this.#apply({ effects });
     return value;

@@ -1,10 +1,12 @@
 /**
  * The stored pause and limits of each task type (the type_controls table): read at boot, after a
  * change and at each reconcile (dispatch/limits.ts applies them), written by the type routes. A
- * type without a row is not paused and has no limits.
+ * type without a row is not paused and has no limits. Each statement runs through the
+ * transaction runner.
  */
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';
+import { autocommit, transaction } from '../db/transaction.js';
 import { SQL } from './sql.js';
 
 export interface TypeLimitsSetting {
@@ -41,7 +43,7 @@ export class TypeControlStore {
   constructor(private readonly database: Database) {}
 
   async list(): Promise<TypeControl[]> {
-    return this.database.withConnection(async (conn) => {
+    return autocommit(this.database, async (conn) => {
       const [rows] = await conn.query<ControlRow[] & mysql.RowDataPacket[]>({ sql: SQL.typeControls, rowsAsArray: true });
       return rows.map(fromRow);
     });
@@ -49,7 +51,7 @@ export class TypeControlStore {
 
   /** Pending tasks due by `now`, by type. */
   async countDueByType(now: number): Promise<Map<string, number>> {
-    return this.database.withConnection(async (conn) => {
+    return autocommit(this.database, async (conn) => {
       const [rows] = await conn.query<[string, number][] & mysql.RowDataPacket[]>({ sql: SQL.countDueByType, rowsAsArray: true }, [
         new Date(now),
       ]);
@@ -58,12 +60,12 @@ export class TypeControlStore {
   }
 
   async setPaused(type: string, paused: boolean, now: number): Promise<void> {
-    await this.database.withConnection((conn) => conn.query(SQL.setPaused, [type, paused, new Date(now)]));
+    await autocommit(this.database, (conn) => conn.query(SQL.setPaused, [type, paused, new Date(now)]));
   }
 
   /** Applies `change` (a field left out is kept, null clears it) and answers the limits now stored. */
   async changeLimits(type: string, change: Partial<TypeLimitsSetting>, now: number): Promise<TypeLimitsSetting> {
-    return this.database.transaction(async (_tx, conn) => {
+    return transaction(this.database, async (conn) => {
       const [rows] = await conn.query<ControlRow[] & mysql.RowDataPacket[]>({ sql: SQL.lockTypeControl, rowsAsArray: true }, [type]);
       const current = rows[0] === undefined ? NO_LIMITS : fromRow(rows[0]);
       const next: TypeLimitsSetting = {
