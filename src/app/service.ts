@@ -161,7 +161,7 @@ export class Service {
       mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
     });
     this.retention = new Retention({
-      database: this.database,
+      store: this.store,
       clock,
       log: this.log,
       registry: this.metrics.registry,

@@ -162,4 +162,21 @@ export const SQL = {
   // ── the type controls' view of the tasks (type-controls.ts; their own table: sql/type-controls.ts)
   /** Pending tasks already due, by type: what waits (paused, over a limit, or simply behind). */
   countDueByType: "SELECT type, COUNT(*) FROM tasks WHERE status = 'pending' AND run_at <= ? GROUP BY type",
+
+  // ── retention (maintenance/retention.ts, through the store) ──────────────────────────────
+  /**
+   * Ids of up to ? tasks in status ? that finished before ?, found through the
+   * (status, finished_at) index. The first task of a recurring series carries the series' key and
+   * its id is the series' id: while the series has an occurrence to come, that task stays.
+   */
+  expiredIds: `SELECT id FROM tasks
+    WHERE status = ? AND finished_at < ?
+      AND NOT (cron IS NOT NULL AND series_id IS NULL
+        AND EXISTS (SELECT 1 FROM tasks occurrence WHERE occurrence.series_id = tasks.id AND occurrence.status IN ('pending', 'running')))
+    LIMIT ?`,
+  /**
+   * Those among ? still in status ? and finished before ?, by primary key: a failed task retried
+   * since expiredIds read it is pending again and stays; a second sweep at once deletes nothing.
+   */
+  deleteExpired: 'DELETE FROM tasks WHERE id IN (?) AND status = ? AND finished_at < ?',
 } as const;

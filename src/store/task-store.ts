@@ -29,6 +29,9 @@ export interface Failure {
 
 const MAX_ERROR_LENGTH = 2000;
 
+/** A status a task finishes in. */
+export type FinishedStatus = 'done' | 'cancelled' | 'skipped' | 'failed';
+
 function clip(error: string): string {
   return error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
 }
@@ -149,7 +152,7 @@ export class TaskStore {
   }
 
   /** The latest tasks to finish with `status`, newest first. */
-  listFinished(status: 'done' | 'failed' | 'skipped' | 'cancelled', limit: number): Promise<Task[]> {
+  listFinished(status: FinishedStatus, limit: number): Promise<Task[]> {
     return this.#tasks(SQL.finished, [status, limit]);
   }
 
@@ -269,6 +272,19 @@ export class TaskStore {
   /** Ids of pending tasks with misfire 'skip' whose time passed before `before`. */
   async misfiredIds(before: number): Promise<number[]> {
     return (await this.#arrays<[number]>(SQL.misfiredIds, [new Date(before)])).map(([id]) => Number(id));
+  }
+
+  // ── retention (maintenance/retention.ts): small batches by primary key ────────────────────
+
+  /** Ids of up to `limit` tasks in `status` that finished before `before`; a series' first task stays while the series goes on. */
+  async expiredIds(status: FinishedStatus, before: number, limit: number): Promise<number[]> {
+    return (await this.#arrays<[number]>(SQL.expiredIds, [status, new Date(before), limit])).map(([id]) => Number(id));
+  }
+
+  /** Deletes those of `ids` still in `status` and finished before `before`; answers how many went. */
+  async deleteExpired(ids: number[], status: FinishedStatus, before: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    return (await this.#query<Result>(SQL.deleteExpired, [ids, status, new Date(before)])).affectedRows;
   }
 
   // ── inside the caller's transaction ─────────────────────────────────────────────────────────
