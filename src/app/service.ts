@@ -159,6 +159,7 @@ export class Service {
       limits: this.limits,
       misfireGraceMs: config.misfireGraceMs,
       mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
+      fence: this.keeper === undefined ? undefined : (ids) => this.keeper!.fence(ids),
     });
     this.retention = new Retention({
       store: this.store,

@@ -16,9 +16,15 @@
  * anything. Safety does not rest on the leases alone: every claim and completion is conditional
  * on the row's status (and lease owner), so the worst a stale owner can do is try in vain.
  *
+ * Epochs: the keeper knows the epoch of each shard it holds (shard_leases.epoch goes up whenever
+ * a shard changes hands). `fence(ids)` names the shards of a claim at those epochs, and the claim
+ * goes ahead only for the shards still held at them (store/leases.ts): a decision taken before
+ * a loss cannot be used after the shard came back, even to this process. A held shard whose epoch
+ * moved between two rounds (it was lost and taken back in between) counts as lost and acquired.
+ *
  * The statements are store/leases.ts's, run through the transaction runner on the keeper's own
- * connection: a renewal's take and its read of the held shards are one transaction, and a
- * deadlock or a Galera conflict runs the pair again.
+ * connection: a renewal's take and its read of the held shards are one transaction, so the epochs
+ * read are those the take left, and a deadlock or a Galera conflict runs the pair again.
  */
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
@@ -26,7 +32,7 @@ import type { Logger } from 'pino';
 import { isConnectionError, loggable } from '../db/errors.js';
 import { autocommit, onConnection, transaction, type RunOptions } from '../db/transaction.js';
 import type { Metrics } from '../observability/metrics.js';
-import { LeaseStore } from '../store/leases.js';
+import { LeaseStore, type ClaimFence } from '../store/leases.js';
 import { shardsFor } from './rendezvous.js';
 import { SHARDS, shardOf } from './shards.js';
 
@@ -63,7 +69,8 @@ export const everything: Ownership = { owns: () => true, mayClaim: () => true };
 
 export class LeaseKeeper implements Ownership {
   readonly #o: LeaseKeeperOptions;
-  readonly #owned = new Set<number>();
+  /** The shards held, each with the epoch of this tenure. */
+  readonly #owned = new Map<number, number>();
   readonly #leases: LeaseStore;
   /** Monotonic start of the last round that succeeded. */
   #renewedAt = Number.NEGATIVE_INFINITY;
@@ -107,7 +114,21 @@ export class LeaseKeeper implements Ownership {
 
   /** The shards held now, in order. */
   ownedShards(): number[] {
-    return [...this.#owned].sort((a, b) => a - b);
+    return [...this.#owned.keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * The fence of a claim of `ids` decided now: their shards held, each at the epoch of its
+   * tenure (the shards not held are left out, so their tasks are refused).
+   */
+  fence(ids: Iterable<number>): ClaimFence {
+    const epochs = new Map<number, number>();
+    for (const id of ids) {
+      const shard = shardOf(id);
+      const epoch = this.#owned.get(shard);
+      if (epoch !== undefined) epochs.set(shard, epoch);
+    }
+    return { owner: this.#o.owner, epochs: [...epochs] };
   }
 
   get shardsOwned(): number {
@@ -280,15 +301,16 @@ export class LeaseKeeper implements Ownership {
     if (this.#stopped) return;
     this.#renewedAt = started;
     metrics?.leaseRenewals.inc();
-    const lost = [...this.#owned].filter((shard) => !held.has(shard));
+    // Not held any more, or held in another tenure than the one this process knew.
+    const lost = [...this.#owned].filter(([shard, epoch]) => held.get(shard) !== epoch).map(([shard]) => shard);
     if (lost.length > 0) {
       this.#drop(lost);
       metrics?.leaseLosses.inc(lost.length);
-      log.warn({ shards: lost }, 'shards lost: another process holds them');
+      log.warn({ shards: lost }, 'shards lost: another process holds them, or held them meanwhile');
     }
     const gained = [...held.keys()].filter((shard) => !this.#owned.has(shard)).sort((a, b) => a - b);
     if (gained.length > 0) {
-      for (const shard of gained) this.#owned.add(shard);
+      for (const shard of gained) this.#owned.set(shard, held.get(shard)!);
       metrics?.shardsOwned.set(this.#owned.size);
       metrics?.shardHandovers.inc(gained.length);
       log.info({ shards: gained, owned: this.#owned.size, members: this.#members.length }, 'shards acquired');

@@ -1,16 +1,27 @@
 /**
  * The shard leases and the members (SHARDING=on) in the database: the statements of
  * sql/shard-leases.ts and sql/members.ts, run for the lease keeper (src/cluster/) on its own
- * connection, and for GET /cluster on the pool. It decides nothing: which shards to want, take
- * or give up is the lease keeper's.
+ * connection, for a claim on its transaction's (the fence), and for GET /cluster on the pool.
+ * It decides nothing: which shards to want, take or give up is the lease keeper's.
+ *
+ * A fence is the (shard, epoch) pairs a process believed it held when it decided to claim: the
+ * claim goes ahead only for the shards it still holds at that epoch (heldAt). A process that lost
+ * a shard and took it back since holds it at a higher epoch, so a decision made before the loss
+ * is refused, whatever its memory says.
  */
 import type mysql from 'mysql2/promise';
-import type { Database } from '../db/connection.js';
+import type { Connection, Database } from '../db/connection.js';
 import { autocommit } from '../db/transaction.js';
 import { MEMBERS } from './sql/members.js';
 import { SHARD_LEASES } from './sql/shard-leases.js';
 
 type Statements = Pick<mysql.Connection, 'query'>;
+
+/** The shards, each at the epoch of its holder's tenure, that a claim was decided under. */
+export interface ClaimFence {
+  owner: string;
+  epochs: readonly (readonly [shard: number, epoch: number])[];
+}
 
 async function arrays<T>(conn: Statements, sql: string, values: unknown[], timeout?: number): Promise<T[]> {
   const [rows] = await conn.query({ sql, values, rowsAsArray: true, ...(timeout === undefined ? {} : { timeout }) });
@@ -65,6 +76,13 @@ export class LeaseStore {
   async leave(conn: Statements, owner: string): Promise<void> {
     await this.#run(conn, MEMBERS.leave, [owner]);
   }
+}
+
+/** The shards of `fence` its owner still holds a valid lease of at the fence's epoch, read in the caller's transaction. */
+export async function heldAt(conn: Connection, fence: ClaimFence): Promise<Set<number>> {
+  if (fence.epochs.length === 0) return new Set();
+  const rows = await arrays<[number]>(conn, SHARD_LEASES.heldAt, [fence.owner, fence.epochs]);
+  return new Set(rows.map(([shard]) => Number(shard)));
 }
 
 export interface MemberRow {
