@@ -159,9 +159,10 @@ export class Service {
       limits: this.limits,
       misfireGraceMs: config.misfireGraceMs,
       mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
+      fence: this.keeper === undefined ? undefined : (ids) => this.keeper!.fence(ids),
     });
     this.retention = new Retention({
-      database: this.database,
+      store: this.store,
       clock,
       log: this.log,
       registry: this.metrics.registry,

@@ -15,18 +15,30 @@
  * was paused (GC, SIGSTOP) or cut off stops claiming at once, before it learns whether it lost
  * anything. Safety does not rest on the leases alone: every claim and completion is conditional
  * on the row's status (and lease owner), so the worst a stale owner can do is try in vain.
+ *
+ * Epochs: the keeper knows the epoch of each shard it holds (shard_leases.epoch goes up whenever
+ * a shard changes hands). `fence(ids)` names the shards of a claim at those epochs, and the claim
+ * goes ahead only for the shards still held at them (store/leases.ts): a decision taken before
+ * a loss cannot be used after the shard came back, even to this process. A held shard whose epoch
+ * moved between two rounds (it was lost and taken back in between) counts as lost and acquired.
+ *
+ * The statements are store/leases.ts's, run through the transaction runner on the keeper's own
+ * connection: a renewal's take and its read of the held shards are one transaction, so the epochs
+ * read are those the take left, and a deadlock or a Galera conflict runs the pair again.
  */
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import type { Logger } from 'pino';
 import { isConnectionError, loggable } from '../db/errors.js';
+import { autocommit, onConnection, transaction, type RunOptions } from '../db/transaction.js';
 import type { Metrics } from '../observability/metrics.js';
+import { LeaseStore, type ClaimFence } from '../store/leases.js';
 import { shardsFor } from './rendezvous.js';
 import { SHARDS, shardOf } from './shards.js';
 
 /** Where the keeper's own connection comes from (the Database: same hosts, same failover). */
 export interface LeaseConnector {
-  /** A connection outside the pool, to the host new connections go to now. */
+  /** A connection outside the pool, in UTC, to the host new connections go to now. */
   connectOwn(connectTimeoutMs: number): Promise<mysql.Connection>;
   /** How many hosts DATABASE_URL names: a round tries each at most once. */
   readonly hostCount: number;
@@ -55,24 +67,11 @@ export interface Ownership {
 
 export const everything: Ownership = { owns: () => true, mayClaim: () => true };
 
-const SQL = {
-  seed: `INSERT IGNORE INTO shard_leases (shard) VALUES ${Array.from({ length: SHARDS }, (_, shard) => `(${shard})`).join(', ')}`,
-  forgetOld: 'DELETE FROM members WHERE heartbeat_at < UTC_TIMESTAMP(3) - INTERVAL 1 DAY',
-  heartbeat: 'INSERT INTO members (id, heartbeat_at) VALUES (?, UTC_TIMESTAMP(3)) ON DUPLICATE KEY UPDATE heartbeat_at = UTC_TIMESTAMP(3)',
-  live: 'SELECT id FROM members WHERE heartbeat_at > UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND',
-  // epoch first: MySQL and MariaDB assign left to right, so it still sees the old owner.
-  take: `UPDATE shard_leases SET epoch = IF(owner <=> ?, epoch, epoch + 1), owner = ?,
-           lease_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
-         WHERE shard IN (?) AND (owner <=> ? OR owner IS NULL OR lease_until < UTC_TIMESTAMP(3))`,
-  held: 'SELECT shard FROM shard_leases WHERE owner = ? AND lease_until > UTC_TIMESTAMP(3)',
-  release: 'UPDATE shard_leases SET owner = NULL, lease_until = NULL WHERE owner = ? AND shard IN (?)',
-  releaseAll: 'UPDATE shard_leases SET owner = NULL, lease_until = NULL WHERE owner = ?',
-  leave: 'DELETE FROM members WHERE id = ?',
-} as const;
-
 export class LeaseKeeper implements Ownership {
   readonly #o: LeaseKeeperOptions;
-  readonly #owned = new Set<number>();
+  /** The shards held, each with the epoch of this tenure. */
+  readonly #owned = new Map<number, number>();
+  readonly #leases: LeaseStore;
   /** Monotonic start of the last round that succeeded. */
   #renewedAt = Number.NEGATIVE_INFINITY;
   #conn: mysql.Connection | undefined;
@@ -85,6 +84,17 @@ export class LeaseKeeper implements Ownership {
 
   constructor(options: LeaseKeeperOptions) {
     this.#o = options;
+    this.#leases = new LeaseStore(this.#statementTimeoutMs);
+  }
+
+  /** No statement of a round may take longer than a round's period. */
+  get #statementTimeoutMs(): number {
+    return Math.max(1000, this.periodMs);
+  }
+
+  /** How the keeper's work runs on its own connection. */
+  get #run(): RunOptions {
+    return { statementTimeoutMs: this.#statementTimeoutMs };
   }
 
   /** Renewals run this often. */
@@ -104,7 +114,21 @@ export class LeaseKeeper implements Ownership {
 
   /** The shards held now, in order. */
   ownedShards(): number[] {
-    return [...this.#owned].sort((a, b) => a - b);
+    return [...this.#owned.keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * The fence of a claim of `ids` decided now: their shards held, each at the epoch of its
+   * tenure (the shards not held are left out, so their tasks are refused).
+   */
+  fence(ids: Iterable<number>): ClaimFence {
+    const epochs = new Map<number, number>();
+    for (const id of ids) {
+      const shard = shardOf(id);
+      const epoch = this.#owned.get(shard);
+      if (epoch !== undefined) epochs.set(shard, epoch);
+    }
+    return { owner: this.#o.owner, epochs: [...epochs] };
   }
 
   get shardsOwned(): number {
@@ -128,8 +152,14 @@ export class LeaseKeeper implements Ownership {
   async start(): Promise<void> {
     this.#started = true;
     const conn = await this.#connection();
-    await this.#query(conn, SQL.seed, []);
-    await this.#query(conn, SQL.forgetOld, []);
+    await autocommit(
+      onConnection(conn),
+      async (c) => {
+        await this.#leases.seed(c, SHARDS);
+        await this.#leases.forgetOldMembers(c);
+      },
+      this.#run,
+    );
     this.#round = this.#renew();
     await this.#round;
     this.#schedule();
@@ -143,12 +173,18 @@ export class LeaseKeeper implements Ownership {
     if (!this.#started) return; // stopped during the boot, before it joined
     await this.#round;
     await Promise.allSettled([...this.#arming]);
-    const all = [...this.#owned];
+    const all = this.ownedShards();
     this.#drop(all);
     try {
       const conn = await this.#connection();
-      await this.#query(conn, SQL.releaseAll, [this.#o.owner]);
-      await this.#query(conn, SQL.leave, [this.#o.owner]);
+      await autocommit(
+        onConnection(conn),
+        async (c) => {
+          await this.#leases.releaseAll(c, this.#o.owner);
+          await this.#leases.leave(c, this.#o.owner);
+        },
+        this.#run,
+      );
       this.#o.metrics?.shardHandovers.inc(all.length);
       this.#o.log.info({ shards: all }, 'shards released');
     } catch (error) {
@@ -182,14 +218,8 @@ export class LeaseKeeper implements Ownership {
     conn.on('error', () => {
       if (this.#conn === conn) this.#conn = undefined;
     });
-    await conn.query("SET time_zone = '+00:00'");
     this.#conn = conn;
     return conn;
-  }
-
-  async #query<T>(conn: mysql.Connection, sql: string, values: unknown[]): Promise<T> {
-    const [result] = await conn.query({ sql, values, rowsAsArray: true, timeout: Math.max(1000, this.periodMs) });
-    return result as T;
   }
 
   /** Forgets shards locally: nothing of theirs is armed or claimed any more. */
@@ -206,7 +236,7 @@ export class LeaseKeeper implements Ownership {
     const { log, metrics } = this.#o;
     if (!this.valid && this.#owned.size > 0) {
       // Too long since the last proof: another process may own these now.
-      const lost = [...this.#owned];
+      const lost = this.ownedShards();
       this.#drop(lost);
       metrics?.leaseLosses.inc(lost.length);
       log.warn({ shards: lost }, 'shards lost: their leases could not be renewed in time');
@@ -239,33 +269,48 @@ export class LeaseKeeper implements Ownership {
   /** The round's statements on `conn`; throws when one fails. */
   async #renewOn(conn: mysql.Connection, started: number): Promise<void> {
     const { owner, leaseMs, log, metrics } = this.#o;
-    await this.#query(conn, SQL.heartbeat, [owner]);
-    const live = (await this.#query<[string][]>(conn, SQL.live, [leaseMs * 1000])).map(([id]) => String(id));
+    const leases = this.#leases;
+    const source = onConnection(conn);
+    const live = await autocommit(
+      source,
+      async (c) => {
+        await leases.heartbeat(c, owner);
+        return leases.live(c, leaseMs);
+      },
+      this.#run,
+    );
     this.#members = [...new Set([...live, owner])].sort();
     metrics?.members.set(this.#members.length);
     const wanted = shardsFor(owner, this.#members);
-    const giveUp = [...this.#owned].filter((shard) => !wanted.has(shard));
+    const giveUp = this.ownedShards().filter((shard) => !wanted.has(shard));
     if (giveUp.length > 0) {
       this.#drop(giveUp);
-      await this.#query(conn, SQL.release, [owner, giveUp]);
+      await autocommit(source, (c) => leases.release(c, owner, giveUp), this.#run);
       metrics?.shardHandovers.inc(giveUp.length);
       log.info({ shards: giveUp }, 'shards released');
     }
     if (this.#stopped) return;
-    if (wanted.size > 0) await this.#query(conn, SQL.take, [owner, owner, leaseMs * 1000, [...wanted], owner]);
-    const held = new Set((await this.#query<[number][]>(conn, SQL.held, [owner])).map(([shard]) => Number(shard)));
+    const held = await transaction(
+      source,
+      async (c) => {
+        await leases.take(c, owner, [...wanted], leaseMs);
+        return leases.held(c, owner);
+      },
+      this.#run,
+    );
     if (this.#stopped) return;
     this.#renewedAt = started;
     metrics?.leaseRenewals.inc();
-    const lost = [...this.#owned].filter((shard) => !held.has(shard));
+    // Not held any more, or held in another tenure than the one this process knew.
+    const lost = [...this.#owned].filter(([shard, epoch]) => held.get(shard) !== epoch).map(([shard]) => shard);
     if (lost.length > 0) {
       this.#drop(lost);
       metrics?.leaseLosses.inc(lost.length);
-      log.warn({ shards: lost }, 'shards lost: another process holds them');
+      log.warn({ shards: lost }, 'shards lost: another process holds them, or held them meanwhile');
     }
-    const gained = [...held].filter((shard) => !this.#owned.has(shard)).sort((a, b) => a - b);
+    const gained = [...held.keys()].filter((shard) => !this.#owned.has(shard)).sort((a, b) => a - b);
     if (gained.length > 0) {
-      for (const shard of gained) this.#owned.add(shard);
+      for (const shard of gained) this.#owned.set(shard, held.get(shard)!);
       metrics?.shardsOwned.set(this.#owned.size);
       metrics?.shardHandovers.inc(gained.length);
       log.info({ shards: gained, owned: this.#owned.size, members: this.#members.length }, 'shards acquired');

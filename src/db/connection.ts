@@ -1,10 +1,11 @@
 /**
- * The MySQL pool and the transaction helper. Every connection is put in UTC and READ COMMITTED
+ * The MySQL pool. Every connection is put in UTC and READ COMMITTED
  * as it opens, whatever the server's defaults: times are read and written in UTC, and the
  * dispatcher's locking reads take no gap locks that would collide with the shop's inserts.
  *
  * A connection that broke is destroyed, never returned to the pool; TCP keep-alive finds
- * connections that a gateway dropped silently while they sat idle.
+ * connections that a gateway dropped silently while they sat idle. Work runs on it through the
+ * transaction runner (transaction.ts); the statements are in sql.ts.
  */
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql from 'mysql2/promise';
@@ -13,6 +14,8 @@ import { TimeoutError, withTimeout } from '../util/async.js';
 import { isConnectionError, isNodeNotReady } from './errors.js';
 import { HostRotation, parseDatabaseUrl } from './hosts.js';
 import * as schema from './schema.js';
+import { DB } from './sql.js';
+import type { ConnectionSource } from './transaction.js';
 
 export type Db = MySql2Database<typeof schema>;
 export type Connection = mysql.PoolConnection;
@@ -76,28 +79,33 @@ export async function connectFirst(url: string, options: mysql.ConnectionOptions
   throw last;
 }
 
-/** Runs `statement` on a fresh connection to the server without selecting a database. */
-async function withServerConnection<T>(url: string, fn: (conn: mysql.Connection) => Promise<T>): Promise<T> {
-  const conn = await connectFirst(url, {}, '/');
-  try {
-    return await fn(conn);
-  } finally {
-    await conn.end().catch(() => conn.destroy());
-  }
+/**
+ * A fresh connection for each piece of work, ended after it (outside the pool: a migration runs
+ * before the pool is used, CREATE DATABASE before the database exists). `path` '/' selects no database.
+ */
+export function freshConnections(url: string, options: mysql.ConnectionOptions = {}, path?: string): ConnectionSource<mysql.Connection> {
+  return {
+    async withConnection(fn) {
+      const conn = await connectFirst(url, options, path);
+      try {
+        return await fn(conn);
+      } finally {
+        await conn.end().catch(() => conn.destroy());
+      }
+    },
+  };
 }
 
 /** CREATE DATABASE IF NOT EXISTS for the database DATABASE_URL names. */
 export async function ensureDatabase(url: string, name: string): Promise<void> {
-  await withServerConnection(url, (conn) =>
-    conn.query(`CREATE DATABASE IF NOT EXISTS \`${name.replaceAll('`', '``')}\` CHARACTER SET utf8mb4`),
-  );
+  await freshConnections(url, {}, '/').withConnection((conn) => conn.query(DB.createDatabase, [name]));
 }
 
 export async function dropDatabase(url: string, name: string): Promise<void> {
-  await withServerConnection(url, (conn) => conn.query(`DROP DATABASE IF EXISTS \`${name.replaceAll('`', '``')}\``));
+  await freshConnections(url, {}, '/').withConnection((conn) => conn.query(DB.dropDatabase, [name]));
 }
 
-export class Database {
+export class Database implements ConnectionSource<Connection> {
   readonly pool: mysql.Pool;
   readonly #drizzleOf = new WeakMap<Connection, Db>();
   #closing: Promise<void> | undefined;
@@ -142,11 +150,10 @@ export class Database {
       // Capturing a stack trace for every query costs more than the query on the hot paths.
       trace: false,
     });
-    const sessionSetup = `SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${options.lockWaitTimeoutS}`;
     // Runs before anything else on the new connection: commands on a connection run in order.
     this.pool.pool.on('connection', (conn) => {
-      conn.query(sessionSetup, () => undefined);
-      conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', () => undefined);
+      conn.query(DB.poolSession, [options.lockWaitTimeoutS], () => undefined);
+      conn.query(DB.readCommitted, () => undefined);
     });
     // The pool's own counts are private fields: count from its public events and each
     // connection's socket instead (a connection is gone when its socket closes).
@@ -183,7 +190,7 @@ export class Database {
    * answer moves this and the pool's next connections on to the next host, as in the pool; so
    * does `failed(conn, error)` for a node that answers but is not ready.
    */
-  async connectOwn(connectTimeoutMs: number): Promise<mysql.Connection> {
+  async connectOwn(connectTimeoutMs: number, statementTimeoutMs = connectTimeoutMs): Promise<mysql.Connection> {
     const rotation = this.#hosts;
     const conn = await mysql.createConnection({
       uri: this.#firstUrl,
@@ -194,6 +201,13 @@ export class Database {
       keepAliveInitialDelay: KEEP_ALIVE_INITIAL_DELAY_MS,
     });
     rotation?.ready(streamOf(conn));
+    try {
+      await conn.query({ sql: DB.utcSession, timeout: statementTimeoutMs });
+    } catch (error) {
+      this.failed(conn, error);
+      conn.destroy();
+      throw error;
+    }
     return conn;
   }
 
@@ -221,7 +235,7 @@ export class Database {
   /** What this server offers for learning the ids of a multi-row INSERT; asked once. */
   insertIds(): Promise<InsertIds> {
     this.#insertIds ??= this.pool
-      .query<mysql.RowDataPacket[]>('SELECT VERSION() AS version, @@innodb_autoinc_lock_mode AS mode, @@auto_increment_increment AS step')
+      .query<mysql.RowDataPacket[]>(DB.insertIdTraits)
       .then(([[row]]) => {
         const mariadb = /^(\d+)\.(\d+).*MariaDB/i.exec(String(row?.version));
         if (mariadb !== null && Number(mariadb[1]) * 100 + Number(mariadb[2]) >= 1005) return 'returning';
@@ -295,45 +309,6 @@ export class Database {
   }
 
   /**
-   * BEGIN … COMMIT on one connection. On any error the transaction is rolled back; a connection
-   * that broke, or that stayed past `deadlineMs`, is destroyed instead of going back to the pool.
-   */
-  async transaction<T>(fn: (tx: Db, conn: Connection) => Promise<T>, deadlineMs = this.#deadlineMs): Promise<T> {
-    const conn = await this.#acquire();
-    try {
-      const result = await withTimeout(
-        (async () => {
-          await conn.query('BEGIN');
-          const value = await fn(this.drizzleOf(conn), conn);
-          await conn.query('COMMIT');
-          return value;
-        })(),
-        deadlineMs,
-        () => this.kill(conn),
-      );
-      this.#release(conn);
-      return result;
-    } catch (error) {
-      await this.abandon(conn, error);
-      throw error instanceof TimeoutError ? connectionStalled(deadlineMs) : error;
-    }
-  }
-
-  /** Rolls back and releases `conn`, or destroys it when it can no longer be trusted. */
-  async abandon(conn: Connection, error: unknown): Promise<void> {
-    if (isConnectionError(error) || error instanceof TimeoutError) {
-      this.#drop(conn, error);
-      return;
-    }
-    try {
-      await conn.query('ROLLBACK');
-      this.#release(conn);
-    } catch {
-      conn.destroy();
-    }
-  }
-
-  /**
    * Ends `conn` from the server side (its transaction rolls back and its locks go at once) and
    * drops it: for a handler that overran its time while holding the connection.
    */
@@ -344,7 +319,7 @@ export class Database {
     if (threadId === null) return;
     const rotation = this.#hosts;
     if (rotation === undefined) {
-      this.pool.query(`KILL CONNECTION ${Number(threadId)}`).catch(() => undefined);
+      this.pool.query(DB.killConnection, [Number(threadId)]).catch(() => undefined);
       return;
     }
     // Thread ids are per server: KILL only through a connection to the same host.
@@ -354,7 +329,7 @@ export class Database {
       .then(async (other) => {
         try {
           if (rotation.hostOf((other.connection as { stream?: object }).stream) === host) {
-            await other.query(`KILL CONNECTION ${Number(threadId)}`);
+            await other.query(DB.killConnection, [Number(threadId)]);
           }
         } finally {
           other.release();
@@ -370,7 +345,7 @@ export class Database {
       timer = setTimeout(() => resolve(false), timeoutMs);
     });
     try {
-      return await Promise.race([this.withConnection((conn) => conn.query('SELECT 1')).then(() => true), timeout]);
+      return await Promise.race([this.withConnection((conn) => conn.query(DB.ping)).then(() => true), timeout]);
     } catch {
       return false;
     } finally {

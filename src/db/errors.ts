@@ -89,6 +89,20 @@ export function isLockConflict(error: unknown): boolean {
   return false;
 }
 
+/** Table exists, duplicate column, duplicate key name, duplicate foreign key, duplicate entry. */
+const RAN_ELSEWHERE = new Set([1050, 1060, 1061, 1826, 1062]);
+
+/**
+ * A migration's statement found its work done already: another process migrating at once (on
+ * another Galera node, where GET_LOCK does not reach) ran it first.
+ */
+export function isRanElsewhere(error: unknown): boolean {
+  for (const link of chain(error)) {
+    if (link.errno !== undefined && RAN_ELSEWHERE.has(link.errno)) return true;
+  }
+  return false;
+}
+
 export function isDuplicateKey(error: unknown): boolean {
   for (const link of chain(error)) {
     if (link.errno === 1062 || link.code === 'ER_DUP_ENTRY') return true;

@@ -7,11 +7,14 @@
  *   tasks back on their timers after this delay, growing with each failure in a row.
  * - `untilStopped(signal)`: the work is done and only its record is missing (a handler's
  *   result); try until it is written or the process stops, with the same growing delay.
+ * - `ranElsewhere(ms)`: a migration met the work of another process booting at once through
+ *   another Galera node (see migrate.ts); wait and start again, for up to `ms`.
  *
- * Callers say what they retry and how often; the loop exists once.
+ * Callers say what they retry and how often; the loop exists once, and the transaction runner
+ * (transaction.ts) is the one that runs database work with it.
  */
 import { sleep } from '../util/async.js';
-import { isLockConflict } from './errors.js';
+import { isLockConflict, isRanElsewhere } from './errors.js';
 
 export interface RetryPolicy {
   /** Whether `error` is worth another try. */
@@ -41,6 +44,16 @@ export function lockConflicts(tries: number, onRetry?: RetryPolicy['onRetry']): 
 /** Any failure: try until written, with a growing delay, until `signal` aborts. */
 export function untilStopped(signal: AbortSignal, onRetry?: RetryPolicy['onRetry']): RetryPolicy {
   return { retryable: () => true, tries: Infinity, delayMs: growingDelay, signal, onRetry };
+}
+
+/** A migration's statement met what another process migrating at once did, or a lock conflict: again after a pause, for up to `withinMs`. */
+export function ranElsewhere(withinMs: number): RetryPolicy {
+  return {
+    retryable: (error) => isRanElsewhere(error) || isLockConflict(error),
+    tries: Infinity,
+    delayMs: () => 500,
+    signal: AbortSignal.timeout(withinMs),
+  };
 }
 
 /** Runs `work`, again while the policy says its error is worth another try. */

@@ -35,6 +35,7 @@ import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
 import { unrunnable } from '../lifecycle/run.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Ticket, TypeLimits } from './limits.js';
+import type { ClaimFence } from '../store/leases.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { Fifo, sleep } from '../util/async.js';
 import type { DueQueue } from '../timers/due-queue.js';
@@ -66,6 +67,8 @@ export interface DispatcherOptions {
    * prove it); the others among fired ids are left alone. Undefined: every task.
    */
   mayClaim?: (id: number) => boolean;
+  /** SHARDING=on: the shards (at their epochs) a claim of these ids is decided under; the claim holds only while they do. */
+  fence?: (ids: readonly number[]) => ClaimFence;
   metrics?: Metrics;
 }
 
@@ -289,10 +292,10 @@ export class Dispatcher {
     slots: number,
     tickets: Map<number, Ticket>,
   ): Promise<BatchResult> {
-    const { registry, lifecycle, owner, limits, misfireGraceMs, mayClaim } = this.#o;
+    const { registry, lifecycle, owner, limits, misfireGraceMs, mayClaim, fence } = this.#o;
     const claimable = mayClaim === undefined ? batch : batch.filter((id) => mayClaim(id));
     if (claimable.length < batch.length) this.#o.metrics?.fencedClaims.inc(batch.length - claimable.length);
-    const locked = claimable.length === 0 ? [] : await tx.claim(claimable, now);
+    const locked = claimable.length === 0 ? [] : await tx.claim(claimable, now, fence?.(claimable));
     if (claimable.length > 0 && locked.length === 0) this.#o.metrics?.emptyClaims.inc();
     const result: BatchResult = { locked, done: [], failures: [], leased: [], deferred: [], held: [], skipped: [], tickets };
     const runnable = new Map<DatabaseHandler, Task[]>();

@@ -12,6 +12,7 @@
 import type { Logger } from 'pino';
 import type { Connection, Database } from '../db/connection.js';
 import { isConnectionError, isLockConflict } from '../db/errors.js';
+import { DB } from '../db/sql.js';
 import type { DatabaseHandler } from '../handlers/handler.js';
 import type { Failed } from '../lifecycle/run.js';
 import type { Task } from '../store/task-store.js';
@@ -97,15 +98,15 @@ export class InsideExecutor {
 
   async #withSavepoint(conn: Connection, handler: DatabaseHandler, task: Task, now: number, into: InsideRun): Promise<void> {
     const tx = this.database.drizzleOf(conn);
-    await conn.query('SAVEPOINT task');
+    await conn.query(DB.savepoint);
     try {
       const outcome = await this.#limited(conn, handler, handler.run({ tx, conn, task, payload: task.payload, log: this.log, now }));
-      await conn.query('RELEASE SAVEPOINT task');
+      await conn.query(DB.releaseSavepoint);
       into.done.push({ task, outcome: outcome || 'done' });
     } catch (error) {
       if (error instanceof TimeoutError) throw new HandlerOverran(task, handler.timeoutMs);
       if (isLockConflict(error) || isConnectionError(error)) throw error;
-      await conn.query('ROLLBACK TO SAVEPOINT task');
+      await conn.query(DB.rollbackToSavepoint);
       into.failures.push({ task, failure: this.failureOf(task, task.attempts + 1, error, now) });
     }
   }

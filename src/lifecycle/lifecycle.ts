@@ -17,8 +17,11 @@
  * so batch changes add a caller, not a new path.
  */
 import type { Clock } from '../time/clock.js';
+import { inShards } from '../cluster/shards.js';
 import type { Connection, Database } from '../db/connection.js';
 import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
+import { ONCE, transaction } from '../db/transaction.js';
+import { heldAt, type ClaimFence } from '../store/leases.js';
 import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';
 import type { RetryPolicy } from './backoff.js';
 import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bulk.js';
@@ -41,7 +44,11 @@ export interface LifecycleOptions {
 /** The run transitions inside one transaction (a dispatcher batch); effects are applied after COMMIT. */
 export interface RunTransaction {
   readonly conn: Connection;
-  claim(ids: number[], now: number): Promise<Task[]>;
+  /**
+   * Locks the pending, due tasks among `ids`. With `fence` (SHARDING=on), only those of the
+   * shards this process still holds at the fence's epochs, as the database says at the claim.
+   */
+  claim(ids: number[], now: number, fence?: ClaimFence): Promise<Task[]>;
   lease(tasks: Task[], owner: string, leaseUntil: number, now: number): Promise<void>;
   complete(tasks: Task[], now: number): Promise<void>;
   fail(failed: run.Failed[], now: number): Promise<void>;
@@ -131,23 +138,28 @@ export class Lifecycle {
   }
 
   /**
-   * Runs `fn` in one transaction with the run transitions bound to it. The effects they return
-   * are applied once COMMIT succeeded; a rollback drops them with the rows.
+   * Runs `fn` in one transaction (the transaction runner, one try: the caller retries a batch
+   * whole, as it re-reads the clock and its limits for each try) with the run transitions bound
+   * to it. The effects they return are applied once COMMIT succeeded; a rollback drops them with the rows.
    */
   async inTransaction<T>(fn: (tx: RunTransaction) => Promise<T>, deadlineMs?: number): Promise<T> {
     const { store, database } = this.#o;
     const effects: TimerEffect[] = [];
-    const value = await database.transaction(
-      (_tx, conn) =>
+    const value = await transaction(
+      database,
+      (conn) =>
         fn({
           conn,
-          claim: (ids, now) => run.claim(store, conn, ids, now),
+          claim: async (ids, now, fence) => {
+            const claimable = fence === undefined ? ids : inShards(ids, await heldAt(conn, fence));
+            return claimable.length === 0 ? [] : run.claim(store, conn, claimable, now);
+          },
           lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
           complete: async (tasks, now) => void effects.push(...(await run.complete(store, conn, tasks, now))),
           fail: async (failed, now) => void effects.push(...(await run.fail(store, conn, failed, now))),
           skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),
         }),
-      deadlineMs,
+      { retry: ONCE, deadlineMs },
     );
     this.#apply({ effects });
     return value;

@@ -8,18 +8,19 @@
  * repeats until a batch comes back short. The pause is abortable: stop() ends a sweep at once,
  * between two statements, and a statement is small enough to finish quickly.
  *
- * Every process runs it; the statements (src/store/retention-sql.ts) make that harmless. The
- * first sweep waits between half an interval and one, so processes started together spread out.
+ * Every process runs it; the store's statements (expiredIds and deleteExpired in the tasks
+ * catalogue, src/store/sql.ts) make that harmless: the DELETE checks the status and the age
+ * again, and a second sweep at once finds the rows gone. The first sweep waits between half an
+ * interval and one, so processes started together spread out.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
-import type { Database } from '../db/connection.js';
-import { deleteExpired, selectExpired, type FinishedStatus } from '../store/retention-sql.js';
+import type { FinishedStatus, TaskStore } from '../store/task-store.js';
 
 export interface RetentionOptions {
-  database: Database;
+  store: TaskStore;
   clock: Clock;
   log: Logger;
   registry: Registry;
@@ -106,7 +107,7 @@ export class Retention {
   }
 
   async #sweep(): Promise<SweepResult> {
-    const { database, clock, retentionMs, failedRetentionMs, batchSize, pauseMs } = this.#o;
+    const { store, clock, retentionMs, failedRetentionMs, batchSize, pauseMs } = this.#o;
     const result: SweepResult = { deleted: { done: 0, cancelled: 0, skipped: 0, failed: 0 }, batches: 0, stopped: false };
     const now = clock.now();
     const plan: [FinishedStatus, number][] = [
@@ -120,9 +121,9 @@ export class Retention {
       const before = now - keepMs;
       for (;;) {
         if (this.#abort.signal.aborted) return { ...result, stopped: true };
-        const ids = await selectExpired(database, status, before, batchSize);
+        const ids = await store.expiredIds(status, before, batchSize);
         if (ids.length === 0) break;
-        const deleted = await deleteExpired(database, ids, status, before);
+        const deleted = await store.deleteExpired(ids, status, before);
         result.batches++;
         result.deleted[status] += deleted;
         this.#deleted.inc({ status }, deleted);

@@ -6,12 +6,14 @@
  * (RETURNING), MySQL hands out consecutive ids, else one statement per row. A key that is already
  * taken fails a multi-row INSERT as a whole; then one statement per row sorts it out in one
  * transaction, and a repeated key answers the existing task (`created: false`) for the caller to
- * compare.
+ * compare. Each write runs through the transaction runner, which runs it again after a deadlock
+ * (two batches racing on the same keys in opposite orders) up to BATCH_TRIES in all.
  */
 import type mysql from 'mysql2/promise';
 import type { Connection, Database } from '../db/connection.js';
 import { isDuplicateKey } from '../db/errors.js';
-import { lockConflicts, retrying } from '../db/retry.js';
+import { lockConflicts } from '../db/retry.js';
+import { autocommit, transaction } from '../db/transaction.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 import { created, insertValues, type NewTask, type Task } from './rows.js';
 import { SQL } from './sql.js';
@@ -37,11 +39,7 @@ export class Intake {
     this.#database = database;
     this.#byKey = byKey;
     this.#byKeys = byKeys;
-    this.#batcher = new Batcher(
-      (items) => retrying(() => this.#insertOnce(items), lockConflicts(BATCH_TRIES)),
-      INSERT_BATCH,
-      INSERT_BATCHES_RUNNING,
-    );
+    this.#batcher = new Batcher((items) => this.#insertOnce(items), INSERT_BATCH, INSERT_BATCHES_RUNNING);
   }
 
   /** Inserts a task; committed when this resolves. */
@@ -74,7 +72,7 @@ export class Intake {
       const items = todo.map((i) => ({ task: tasks[i]!, now }));
       if (ids === 'one-by-one' || round >= BATCH_TRIES) {
         // Keys taken again and again by racing creates: one statement per row sorts them out.
-        const outcomes = await retrying(() => this.#insertOneByOne(items), lockConflicts(BATCH_TRIES));
+        const outcomes = await this.#insertOneByOne(items);
         for (const [j, outcome] of outcomes.entries()) {
           if (!outcome.ok) throw outcome.error;
           results[todo[j]!] = outcome.value;
@@ -82,7 +80,7 @@ export class Intake {
         break;
       }
       try {
-        const outcomes = await retrying(() => this.#insertAll(items, ids), lockConflicts(BATCH_TRIES));
+        const outcomes = await this.#insertAll(items, ids);
         for (const [j, outcome] of outcomes.entries()) if (outcome.ok) results[todo[j]!] = outcome.value;
         todo = [];
       } catch (error) {
@@ -128,37 +126,47 @@ export class Intake {
     const tagged = items.some(({ task }) => (task.tags?.length ?? 0) > 0);
     const idOf = (result: mysql.ResultSetHeader & { id: number }[], i: number) =>
       ids === 'returning' ? Number(result[i]!.id) : result.insertId + i;
+    const retry = lockConflicts(BATCH_TRIES);
     const result = tagged
-      ? await this.#database.transaction(async (_tx, conn) => {
-          const [inserted] = await insert(conn);
-          const pairs = items.flatMap(({ task }, i) => tagPairs(idOf(inserted, i), task.tags ?? []));
-          await conn.query(SQL.insertTags(pairs.length / 2), pairs);
-          return inserted;
-        })
-      : (await this.#database.withConnection(insert))[0];
+      ? await transaction(
+          this.#database,
+          async (conn) => {
+            const [inserted] = await insert(conn);
+            const pairs = items.flatMap(({ task }, i) => tagPairs(idOf(inserted, i), task.tags ?? []));
+            await conn.query(SQL.insertTags(pairs.length / 2), pairs);
+            return inserted;
+          },
+          { retry },
+        )
+      : (await autocommit(this.#database, insert, { retry }))[0];
     return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: created(task, idOf(result, i), now) } }));
   }
 
   /** One statement per row in one transaction: a taken key fails its own row only. */
   async #insertOneByOne(items: Item[]): Promise<Outcome<InsertResult>[]> {
-    const duplicates: number[] = [];
-    const outcomes = await this.#database.transaction(async (_tx, conn) => {
-      const written: Outcome<InsertResult>[] = [];
-      for (const [i, { task, now }] of items.entries()) {
-        try {
-          const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), insertValues(task, now));
-          const tags = task.tags ?? [];
-          if (tags.length > 0) await conn.query(SQL.insertTags(tags.length), tagPairs(result.insertId, tags));
-          written.push({ ok: true, value: { created: true, task: created(task, result.insertId, now) } });
-        } catch (error) {
-          // A duplicate key fails its own statement only: the transaction goes on without it.
-          if (task.key === null || !isDuplicateKey(error)) throw error;
-          written.push({ ok: false, error });
-          duplicates.push(i);
+    let duplicates: number[] = [];
+    const outcomes = await transaction(
+      this.#database,
+      async (conn) => {
+        duplicates = []; // a second try starts over
+        const written: Outcome<InsertResult>[] = [];
+        for (const [i, { task, now }] of items.entries()) {
+          try {
+            const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), insertValues(task, now));
+            const tags = task.tags ?? [];
+            if (tags.length > 0) await conn.query(SQL.insertTags(tags.length), tagPairs(result.insertId, tags));
+            written.push({ ok: true, value: { created: true, task: created(task, result.insertId, now) } });
+          } catch (error) {
+            // A duplicate key fails its own statement only: the transaction goes on without it.
+            if (task.key === null || !isDuplicateKey(error)) throw error;
+            written.push({ ok: false, error });
+            duplicates.push(i);
+          }
         }
-      }
-      return written;
-    });
+        return written;
+      },
+      { retry: lockConflicts(BATCH_TRIES) },
+    );
     for (const i of duplicates) {
       const existing = await this.#byKey(items[i]!.task.key!);
       if (existing !== undefined) outcomes[i] = { ok: true, value: { created: false, task: existing } };

@@ -1,10 +1,11 @@
 /**
- * Every SQL statement about the tasks table (and the type_controls beside it), by name, in one style: text written out once (built
+ * Every SQL statement about the tasks table (and its tags), by name, in one style: text written out once (built
  * once for the few with variants), with `?` placeholders for mysql2. A statement that compares
  * with "now" takes it as a placeholder, so tests can move time. Times come back as epoch
  * milliseconds computed by the server (see rows.ts), so no statement depends on a time zone.
  *
  * To find a query, look for its name here; to see who runs it, look for the name in task-store.ts.
+ * The other tables' statements are in sql/ (one file per table), the server's in src/db/sql.ts.
  */
 import { ms, TASK_COLUMNS } from './rows.js';
 
@@ -158,16 +159,24 @@ export const SQL = {
   /** A lease ran out with attempts left: pending again. */
   releaseExpiredLeases: "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id IN (?)",
 
-  // ── type controls (type-controls.ts) ────────────────────────────────────────────────────
-  typeControls: `SELECT type, paused, max_concurrency, rate_per_second, group_by, ${ms('updated_at')} FROM type_controls ORDER BY type`,
+  // ── the type controls' view of the tasks (type-controls.ts; their own table: sql/type-controls.ts)
   /** Pending tasks already due, by type: what waits (paused, over a limit, or simply behind). */
   countDueByType: "SELECT type, COUNT(*) FROM tasks WHERE status = 'pending' AND run_at <= ? GROUP BY type",
-  /** Pause or resume a type, its limits kept (or none, for a new row). */
-  setPaused: `INSERT INTO type_controls (type, paused, updated_at) VALUES (?, ?, ?)
-    ON DUPLICATE KEY UPDATE paused = VALUES(paused), updated_at = VALUES(updated_at)`,
-  /** A type's limits, all three written (the caller merged the change), its pause kept. */
-  setLimits: `INSERT INTO type_controls (type, max_concurrency, rate_per_second, group_by, updated_at) VALUES (?, ?, ?, ?, ?)
-    ON DUPLICATE KEY UPDATE max_concurrency = VALUES(max_concurrency), rate_per_second = VALUES(rate_per_second),
-      group_by = VALUES(group_by), updated_at = VALUES(updated_at)`,
-  lockTypeControl: `SELECT type, paused, max_concurrency, rate_per_second, group_by, ${ms('updated_at')} FROM type_controls WHERE type = ? FOR UPDATE`,
+
+  // ── retention (maintenance/retention.ts, through the store) ──────────────────────────────
+  /**
+   * Ids of up to ? tasks in status ? that finished before ?, found through the
+   * (status, finished_at) index. The first task of a recurring series carries the series' key and
+   * its id is the series' id: while the series has an occurrence to come, that task stays.
+   */
+  expiredIds: `SELECT id FROM tasks
+    WHERE status = ? AND finished_at < ?
+      AND NOT (cron IS NOT NULL AND series_id IS NULL
+        AND EXISTS (SELECT 1 FROM tasks occurrence WHERE occurrence.series_id = tasks.id AND occurrence.status IN ('pending', 'running')))
+    LIMIT ?`,
+  /**
+   * Those among ? still in status ? and finished before ?, by primary key: a failed task retried
+   * since expiredIds read it is pending again and stays; a second sweep at once deletes nothing.
+   */
+  deleteExpired: 'DELETE FROM tasks WHERE id IN (?) AND status = ? AND finished_at < ?',
 } as const;

@@ -5,11 +5,13 @@
  *
  * Methods without a `conn` run on a connection of their own, under the database's deadline, and
  * run again after a deadlock or lock-wait timeout (InnoDB rolled the statement back, so that is
- * safe). Methods taking a `conn` run inside the caller's transaction.
+ * safe): the transaction runner's autocommit (src/db/transaction.ts). Methods taking a `conn` run
+ * inside the caller's transaction, which `transaction` opens with the same runner.
  */
 import type mysql from 'mysql2/promise';
 import type { Connection, Database } from '../db/connection.js';
-import { lockConflicts, retrying } from '../db/retry.js';
+import { lockConflicts } from '../db/retry.js';
+import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
 import { Intake, type InsertResult } from './intake.js';
 import { fromRow, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
 import { SQL } from './sql.js';
@@ -26,8 +28,9 @@ export interface Failure {
 }
 
 const MAX_ERROR_LENGTH = 2000;
-/** Tries of a single statement that met a deadlock or lock-wait timeout. */
-const STATEMENT_TRIES = 5;
+
+/** A status a task finishes in. */
+export type FinishedStatus = 'done' | 'cancelled' | 'skipped' | 'failed';
 
 function clip(error: string): string {
   return error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
@@ -78,15 +81,9 @@ export class TaskStore {
   }
 
   /** One statement on a connection of its own. */
-  #query<T extends mysql.RowDataPacket[] | Result>(sql: string | mysql.QueryOptions, values: unknown[]): Promise<T> {
-    return retrying(
-      () =>
-        this.#database.withConnection(async (conn) => {
-          const [result] = await conn.query<T>(sql as mysql.QueryOptions, values);
-          return result;
-        }),
-      lockConflicts(STATEMENT_TRIES),
-    );
+  async #query<T extends mysql.RowDataPacket[] | Result>(sql: string | mysql.QueryOptions, values: unknown[]): Promise<T> {
+    const [result] = await autocommit(this.#database, (conn) => conn.query<T>(sql as mysql.QueryOptions, values));
+    return result;
   }
 
   #arrays<T>(sql: string, values: unknown[]): Promise<T[]> {
@@ -99,10 +96,10 @@ export class TaskStore {
 
   /**
    * BEGIN … COMMIT, run again from the start after a deadlock or lock-wait timeout (the whole
-   * transaction was rolled back).
+   * transaction was rolled back): the transaction runner on the pool.
    */
-  transaction<T>(fn: (conn: Connection) => Promise<T>, tries = STATEMENT_TRIES): Promise<T> {
-    return retrying(() => this.#database.transaction((_tx, conn) => fn(conn)), lockConflicts(tries));
+  transaction<T>(fn: (conn: Connection) => Promise<T>, tries = DEFAULT_TRIES): Promise<T> {
+    return transaction(this.#database, fn, { retry: lockConflicts(tries) });
   }
 
   // ── reads ─────────────────────────────────────────────────────────────────────────────────
@@ -155,7 +152,7 @@ export class TaskStore {
   }
 
   /** The latest tasks to finish with `status`, newest first. */
-  listFinished(status: 'done' | 'failed' | 'skipped' | 'cancelled', limit: number): Promise<Task[]> {
+  listFinished(status: FinishedStatus, limit: number): Promise<Task[]> {
     return this.#tasks(SQL.finished, [status, limit]);
   }
 
@@ -275,6 +272,19 @@ export class TaskStore {
   /** Ids of pending tasks with misfire 'skip' whose time passed before `before`. */
   async misfiredIds(before: number): Promise<number[]> {
     return (await this.#arrays<[number]>(SQL.misfiredIds, [new Date(before)])).map(([id]) => Number(id));
+  }
+
+  // ── retention (maintenance/retention.ts): small batches by primary key ────────────────────
+
+  /** Ids of up to `limit` tasks in `status` that finished before `before`; a series' first task stays while the series goes on. */
+  async expiredIds(status: FinishedStatus, before: number, limit: number): Promise<number[]> {
+    return (await this.#arrays<[number]>(SQL.expiredIds, [status, new Date(before), limit])).map(([id]) => Number(id));
+  }
+
+  /** Deletes those of `ids` still in `status` and finished before `before`; answers how many went. */
+  async deleteExpired(ids: number[], status: FinishedStatus, before: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    return (await this.#query<Result>(SQL.deleteExpired, [ids, status, new Date(before)])).affectedRows;
   }
 
   // ── inside the caller's transaction ─────────────────────────────────────────────────────────

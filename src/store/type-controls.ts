@@ -1,11 +1,14 @@
 /**
  * The stored pause and limits of each task type (the type_controls table): read at boot, after a
  * change and at each reconcile (dispatch/limits.ts applies them), written by the type routes. A
- * type without a row is not paused and has no limits.
+ * type without a row is not paused and has no limits. Statements: sql/type-controls.ts (and the
+ * tasks catalogue's countDueByType); each runs through the transaction runner.
  */
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';
+import { autocommit, transaction } from '../db/transaction.js';
 import { SQL } from './sql.js';
+import { TYPE_CONTROLS } from './sql/type-controls.js';
 
 export interface TypeLimitsSetting {
   /** At most this many runs of the type (of one group) at once; null: no limit. */
@@ -41,15 +44,15 @@ export class TypeControlStore {
   constructor(private readonly database: Database) {}
 
   async list(): Promise<TypeControl[]> {
-    return this.database.withConnection(async (conn) => {
-      const [rows] = await conn.query<ControlRow[] & mysql.RowDataPacket[]>({ sql: SQL.typeControls, rowsAsArray: true });
+    return autocommit(this.database, async (conn) => {
+      const [rows] = await conn.query<ControlRow[] & mysql.RowDataPacket[]>({ sql: TYPE_CONTROLS.all, rowsAsArray: true });
       return rows.map(fromRow);
     });
   }
 
   /** Pending tasks due by `now`, by type. */
   async countDueByType(now: number): Promise<Map<string, number>> {
-    return this.database.withConnection(async (conn) => {
+    return autocommit(this.database, async (conn) => {
       const [rows] = await conn.query<[string, number][] & mysql.RowDataPacket[]>({ sql: SQL.countDueByType, rowsAsArray: true }, [
         new Date(now),
       ]);
@@ -58,20 +61,20 @@ export class TypeControlStore {
   }
 
   async setPaused(type: string, paused: boolean, now: number): Promise<void> {
-    await this.database.withConnection((conn) => conn.query(SQL.setPaused, [type, paused, new Date(now)]));
+    await autocommit(this.database, (conn) => conn.query(TYPE_CONTROLS.setPaused, [type, paused, new Date(now)]));
   }
 
   /** Applies `change` (a field left out is kept, null clears it) and answers the limits now stored. */
   async changeLimits(type: string, change: Partial<TypeLimitsSetting>, now: number): Promise<TypeLimitsSetting> {
-    return this.database.transaction(async (_tx, conn) => {
-      const [rows] = await conn.query<ControlRow[] & mysql.RowDataPacket[]>({ sql: SQL.lockTypeControl, rowsAsArray: true }, [type]);
+    return transaction(this.database, async (conn) => {
+      const [rows] = await conn.query<ControlRow[] & mysql.RowDataPacket[]>({ sql: TYPE_CONTROLS.lockOne, rowsAsArray: true }, [type]);
       const current = rows[0] === undefined ? NO_LIMITS : fromRow(rows[0]);
       const next: TypeLimitsSetting = {
         maxConcurrency: change.maxConcurrency === undefined ? current.maxConcurrency : change.maxConcurrency,
         ratePerSecond: change.ratePerSecond === undefined ? current.ratePerSecond : change.ratePerSecond,
         groupBy: change.groupBy === undefined ? current.groupBy : change.groupBy,
       };
-      await conn.query(SQL.setLimits, [type, next.maxConcurrency, next.ratePerSecond, next.groupBy, new Date(now)]);
+      await conn.query(TYPE_CONTROLS.setLimits, [type, next.maxConcurrency, next.ratePerSecond, next.groupBy, new Date(now)]);
       return next;
     });
   }

@@ -23,6 +23,7 @@
  */
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';
+import { autocommit } from '../db/transaction.js';
 import { SQL } from './sql.js';
 
 export const MINUTE_MS = 60_000;
@@ -83,7 +84,7 @@ export class UpcomingLoad {
 
   /** Pending tasks due before `before` (epoch ms), up to `cap`: a count over the index alone. */
   async countDueBefore(before: number, cap = OVERDUE_CAP): Promise<number> {
-    const [rows] = await this.database.withConnection((conn) =>
+    const [rows] = await autocommit(this.database, (conn) =>
       conn.query<({ n: number | string } & mysql.RowDataPacket)[]>(SQL.countDueBefore, [new Date(before), cap]),
     );
     return Number(rows[0]?.n ?? 0);
@@ -96,7 +97,7 @@ export class UpcomingLoad {
     const h0 = Math.floor(now / HOUR_MS) * HOUR_MS;
     const minutesEnd = m0 + MINUTES * MINUTE_MS;
     const hoursEnd = h0 + HOURS * HOUR_MS;
-    const [rows] = await this.database.withConnection((conn) =>
+    const [rows] = await autocommit(this.database, (conn) =>
       conn.query<mysql.RowDataPacket[][]>({ sql: SQL.upcomingLoad, rowsAsArray: true }, [m0 / MINUTE_MS, hoursEnd / MINUTE_MS]),
     );
     const overdue = await this.countDueBefore(m0);

@@ -1,0 +1,38 @@
+/**
+ * The server-level statements: those about a session, a transaction or the server itself, not
+ * about one of punctual's tables (those are in src/store/sql.ts and src/store/sql/). Identifiers
+ * go in through `??` and values through `?`, so mysql2 escapes both: nothing is pasted in.
+ */
+export const DB = {
+  // ── sessions: every connection in UTC, whatever the server's default time_zone ────────────
+  /** The pool's session: UTC, and how long a row lock is waited for (seconds). */
+  poolSession: "SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ?",
+  /** No gap locks: the dispatcher's locking reads never collide with the shop's inserts. */
+  readCommitted: 'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED',
+  utcSession: "SET time_zone = '+00:00'",
+
+  // ── transactions (db/transaction.ts) ───────────────────────────────────────────────────────
+  begin: 'BEGIN',
+  commit: 'COMMIT',
+  rollback: 'ROLLBACK',
+  /** One database handler's run inside a batch's transaction: its writes undone alone when it throws. */
+  savepoint: 'SAVEPOINT task',
+  releaseSavepoint: 'RELEASE SAVEPOINT task',
+  rollbackToSavepoint: 'ROLLBACK TO SAVEPOINT task',
+
+  // ── the server ─────────────────────────────────────────────────────────────────────────────
+  ping: 'SELECT 1',
+  /** What tells the ids of a multi-row INSERT (Database.insertIds). */
+  insertIdTraits: 'SELECT VERSION() AS version, @@innodb_autoinc_lock_mode AS mode, @@auto_increment_increment AS step',
+  /** Microseconds since the epoch by the server's clock, whatever the session's time_zone. */
+  serverNowUs: "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS us",
+  /** Ends a connection from the server side: its transaction rolls back, its locks go at once. */
+  killConnection: 'KILL CONNECTION ?',
+  createDatabase: 'CREATE DATABASE IF NOT EXISTS ?? CHARACTER SET utf8mb4',
+  dropDatabase: 'DROP DATABASE IF EXISTS ??',
+
+  // ── named locks (the migration's turn-taking) ──────────────────────────────────────────────
+  /** 1 when the lock ? was got within ? seconds. */
+  getLock: 'SELECT GET_LOCK(?, ?) AS got',
+  releaseLock: 'SELECT RELEASE_LOCK(?)',
+} as const;

@@ -1,0 +1,83 @@
+/**
+ * The one transaction runner: how every piece of database work of punctual runs, whoever holds
+ * the connection (the pool, the lease keeper's own connection, a migration's fresh one).
+ *
+ * - `transaction`: BEGIN … COMMIT around the work. Any error rolls it back before it goes up
+ *   (a connection whose ROLLBACK fails is destroyed, never reused).
+ * - `autocommit`: the same without BEGIN, for one statement (which commits itself) or DDL (which
+ *   commits on its own whatever is open).
+ *
+ * Either is run again from the start while the retry policy calls its error worth another try:
+ * by default a deadlock, a lock-wait timeout or a Galera certification conflict, up to
+ * DEFAULT_TRIES in all; the server rolled the whole transaction back, so running it again is
+ * safe. Any other error goes up at once. The work must therefore keep its state inside the
+ * callback: a second try starts from nothing.
+ */
+import { lockConflicts, retrying, type RetryPolicy } from './retry.js';
+import { DB } from './sql.js';
+
+/** What the runner needs of a connection. */
+export interface Queryable {
+  query(options: { sql: string; timeout?: number }): Promise<unknown>;
+  destroy(): void;
+}
+
+/** Lends a connection for the length of `fn` (and may cut it off past `deadlineMs`). */
+export interface ConnectionSource<C extends Queryable> {
+  withConnection<T>(fn: (conn: C) => PromiseLike<T>, deadlineMs?: number): Promise<T>;
+}
+
+export interface RunOptions {
+  /** Which errors run the work again, how often and after how long: lockConflicts(DEFAULT_TRIES) unless said. */
+  retry?: RetryPolicy;
+  /** How long one try may hold its connection (the source's own deadline unless said). */
+  deadlineMs?: number;
+  /** A timeout for BEGIN, COMMIT and ROLLBACK, for a connection without a deadline of its own. */
+  statementTimeoutMs?: number;
+}
+
+/** Tries of work that met a deadlock or a lock-wait timeout. */
+export const DEFAULT_TRIES = 5;
+
+/** One try, no retry: for a caller that retries a larger unit itself. */
+export const ONCE: RetryPolicy = { retryable: () => false, tries: 1, delayMs: () => 0 };
+
+/** A source that always lends the one connection `conn` (the caller keeps it and ends it). */
+export function onConnection<C extends Queryable>(conn: C): ConnectionSource<C> {
+  return { withConnection: async (fn) => fn(conn) };
+}
+
+/** BEGIN … COMMIT around `fn`, rolled back on any error, run again per the policy. */
+export function transaction<C extends Queryable, T>(
+  source: ConnectionSource<C>,
+  fn: (conn: C) => Promise<T>,
+  options: RunOptions = {},
+): Promise<T> {
+  const timeout = options.statementTimeoutMs;
+  const control = (sql: string) => ({ sql, ...(timeout === undefined ? {} : { timeout }) });
+  return retrying(
+    () =>
+      source.withConnection(async (conn) => {
+        await conn.query(control(DB.begin));
+        try {
+          const value = await fn(conn);
+          await conn.query(control(DB.commit));
+          return value;
+        } catch (error) {
+          // A COMMIT that failed may leave the transaction open (or rolled back: ROLLBACK is harmless then).
+          await conn.query(control(DB.rollback)).catch(() => conn.destroy());
+          throw error;
+        }
+      }, options.deadlineMs),
+    options.retry ?? lockConflicts(DEFAULT_TRIES),
+  );
+}
+
+/** `fn` with each statement committing itself, run again per the policy. */
+export function autocommit<C extends Queryable, T>(
+  source: ConnectionSource<C>,
+  fn: (conn: C) => Promise<T>,
+  options: RunOptions = {},
+): Promise<T> {
+  return retrying(() => source.withConnection(fn, options.deadlineMs), options.retry ?? lockConflicts(DEFAULT_TRIES));
+}
