@@ -34,7 +34,7 @@ import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
 import { unrunnable } from '../lifecycle/run.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { Ticket, TypeLimits } from './limits.js';
+import type { Ticket, TypeAdmission } from './limits.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { Fifo, sleep } from '../util/async.js';
 import type { DueQueue } from '../timers/due-queue.js';
@@ -58,7 +58,7 @@ export interface DispatcherOptions {
   /** This process's name in lease_owner. */
   owner: string;
   /** Pauses and run limits per type. */
-  limits: TypeLimits;
+  limits: TypeAdmission;
   /** A task that waited for its type longer than this past its runAt follows its misfire rule. */
   misfireGraceMs: number;
   /**
@@ -236,7 +236,7 @@ export class Dispatcher {
               )
               .catch((error: unknown) => {
                 // Rolled back: nothing of it ran, so its runs did not start.
-                for (const ticket of tickets.values()) this.#o.limits.release(ticket, false);
+                for (const ticket of tickets.values()) this.#o.limits.rollBack(ticket);
                 throw error;
               });
           },
@@ -360,7 +360,8 @@ export class Dispatcher {
     queue.release(done);
     for (const id of done) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
     for (const task of result.deferred) this.#outsideWaiting.push(task.id);
-    for (const task of result.held) limits.hold(task);
+    // No place in its type's waiting room: left to the table, where the reconcile finds it again.
+    queue.release(result.held.filter((task) => !limits.hold(task)).map((task) => task.id));
     for (const { task, handler } of result.leased) {
       const ticket = result.tickets.get(task.id)!;
       this.#track(
