@@ -38,7 +38,7 @@ import { TypeControlStore } from '../store/type-controls.js';
 import { Scheduler } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
-import { Summary } from '../store/summary.js';
+import { SummaryReader } from '../store/summary.js';
 import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
 import { LeaseKeeper } from '../cluster/lease-keeper.js';
@@ -184,7 +184,7 @@ export class Service {
         store: this.store,
         lifecycle: this.lifecycle,
         registry: this.registry,
-        summary: new Summary(this.store, clock, () => this.timers.size),
+        summary: new SummaryReader(this.store, clock, () => this.timers.size),
         clock,
         timezone: config.timezone,
         maxAttempts: config.maxAttempts,

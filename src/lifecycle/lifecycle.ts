@@ -18,9 +18,9 @@
  */
 import type { Clock } from '../time/clock.js';
 import type { Connection, Database } from '../db/connection.js';
-import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
+import { retrying, type RetryPolicy } from '../db/retry.js';
 import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';
-import type { RetryPolicy } from './backoff.js';
+import type { BackoffPolicy } from './backoff.js';
 import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bulk.js';
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
@@ -33,7 +33,7 @@ export interface LifecycleOptions {
   store: TaskStore;
   clock: Clock;
   /** Backoff of a failed run. */
-  retry: RetryPolicy;
+  retry: BackoffPolicy;
   /** Where timer effects go after COMMIT. */
   effects: EffectSink;
 }
@@ -154,15 +154,15 @@ export class Lifecycle {
   }
 
   /** Completes an outside run if this process still holds its lease; retried per `persist`. */
-  async completeLeased(task: Task, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
+  async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
     return this.#apply(await retrying(() => run.completeLeased(this.#o.store, task, owner, call, this.#o.clock.now()), persist));
   }
 
-  async failLeased(task: Task, failure: Failure, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
+  async failLeased(task: Task, failure: Failure, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
     return this.#apply(await retrying(() => run.failLeased(this.#o.store, task, failure, owner, call, this.#o.clock.now()), persist));
   }
 
-  async failAlone(task: Task, failure: Failure, persist: DbRetryPolicy): Promise<run.Settled> {
+  async failAlone(task: Task, failure: Failure, persist: RetryPolicy): Promise<run.Settled> {
     return this.#apply(await retrying(() => run.failAlone(this.#o.store, task, failure, this.#o.clock.now()), persist));
   }
 }
