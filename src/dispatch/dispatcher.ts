@@ -9,6 +9,7 @@
  *                                                 batch-plan.ts)
  *   what kind of error stopped a batch ......... error-kind.ts
  *   what to do with a batch that failed ........ split-policy.ts
+ *   what a committed batch leaves to do ........ settlement.ts
  *   pauses and run limits per type ............. limits.ts
  *
  * A batch is one transaction of the lifecycle: it claims the due tasks among the fired ids
@@ -45,6 +46,7 @@ import { batchErrorOf, type HandlerOverran } from './error-kind.js';
 import type { TypeAdmission } from './limits.js';
 import { Outcomes } from './outcomes.js';
 import { OutsideSlots } from './outside-slots.js';
+import { settlementOf } from './settlement.js';
 import { nextBatch, type Line } from './pump-plan.js';
 import { DatabaseExecutor } from './run-database.js';
 import { OutsideExecutor } from './run-outside.js';
@@ -275,20 +277,17 @@ export class Dispatcher {
   /** After COMMIT: report the runs, start the leased outside ones, queue the deferred and held ones. */
   #settle(result: BatchResult, batch: number[], now: number): void {
     const { clock, queue, limits } = this.#options;
-    // A batch's time, shared among its tasks: one task's part of it.
-    const share = Math.round(((clock.now() - now) / Math.max(1, result.done.length + result.failures.length)) * 100) / 100;
-    for (const { task, outcome } of result.done) this.#outcomes.done(task, now, share, outcome);
-    for (const { task, failure } of result.failures) this.#outcomes.failed(task, failure, now, share);
-    const leased = new Set(result.leased.map(({ task }) => task.id));
-    // The database runs are over: their slots under the type limits free up.
-    for (const [id, ticket] of result.tickets) if (!leased.has(id)) limits.release(ticket);
-    const kept = new Set([...leased, ...result.deferred.map((task) => task.id), ...result.held.map((task) => task.id)]);
-    const done = batch.filter((id) => !kept.has(id));
-    queue.release(done);
-    for (const id of done) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
+    const { finished, over, shareMs } = settlementOf(result, batch, clock.now() - now);
+    for (const { task, outcome } of result.done) this.#outcomes.done(task, now, shareMs, outcome);
+    for (const { task, failure } of result.failures) this.#outcomes.failed(task, failure, now, shareMs);
+    for (const ticket of over) limits.release(ticket);
+    queue.release(finished);
+    for (const id of finished) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
     for (const task of result.deferred) this.#outsideWaiting.push(task.id);
-    // No place in its type's waiting room: left to the table, where the reconcile finds it again.
-    queue.release(result.held.filter((task) => !limits.hold(task)).map((task) => task.id));
+    for (const task of result.held) {
+      // No place in its type's waiting room: left to the table, where the reconcile finds it again.
+      if (!limits.hold(task)) queue.release([task.id]);
+    }
     for (const { task, handler } of result.leased) {
       const ticket = result.tickets.get(task.id)!;
       this.#track(
