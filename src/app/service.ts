@@ -32,12 +32,13 @@ import { DbClock } from '../time/db-clock.js';
 import { StepWatch } from '../time/step-watch.js';
 import { Dispatcher } from '../dispatch/dispatcher.js';
 import { DueQueue } from '../timers/due-queue.js';
-import { TypeLimits } from '../dispatch/limits.js';
+import { TypeAdmission } from '../dispatch/limits.js';
+import { TypeControls } from '../dispatch/type-controls.js';
 import { TypeControlStore } from '../store/type-controls.js';
 import { Scheduler } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
-import { Summary } from '../store/summary.js';
+import { SummaryReader } from '../store/summary.js';
 import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
 import { LeaseKeeper } from '../cluster/lease-keeper.js';
@@ -71,7 +72,9 @@ export class Service {
   readonly metrics: Metrics;
   readonly retention: Retention;
   readonly dbClock: DbClock;
-  readonly limits: TypeLimits;
+  readonly limits: TypeAdmission;
+  /** The one way to change a type's pause and limits: written and put in force together. */
+  readonly typeControls: TypeControls;
   /** SHARDING=on: this process's shard leases (src/cluster/). */
   readonly keeper: LeaseKeeper | undefined;
   /** This process in lease_owner: host, pid and a random tag. */
@@ -92,8 +95,8 @@ export class Service {
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config);
-    const controls = new TypeControlStore(this.database);
-    this.limits = new TypeLimits(controls, clock, this.log);
+    this.limits = new TypeAdmission(clock);
+    this.typeControls = new TypeControls(new TypeControlStore(this.database), this.limits, clock, this.log);
     this.metrics = new Metrics({
       types: () => this.limits.states(),
       armed: () => this.timers.size,
@@ -139,7 +142,7 @@ export class Service {
       onReconcile: () => {
         void this.dbClock.measure();
         // Another process may have paused, resumed or limited a type.
-        this.limits.reload();
+        this.typeControls.reload();
       },
       shards: this.keeper === undefined ? undefined : () => this.keeper!.ownedShards(),
     });
@@ -182,7 +185,7 @@ export class Service {
         store: this.store,
         lifecycle: this.lifecycle,
         registry: this.registry,
-        summary: new Summary(this.store, clock, () => this.timers.size),
+        summary: new SummaryReader(this.store, clock, () => this.timers.size),
         clock,
         timezone: config.timezone,
         maxAttempts: config.maxAttempts,
@@ -196,7 +199,7 @@ export class Service {
         dbClock: () => this.dbClock.reading,
       },
       charts: { clock, upcoming, recent: this.metrics.recent },
-      types: { controls, limits: this.limits, registry: this.registry, clock },
+      types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.sharding, config.leaseMs) },
     });
   }
@@ -213,7 +216,7 @@ export class Service {
     if (this.stopping) return;
     await migrateDatabase(config.databaseUrl, config.databaseName);
     if (this.stopping) return;
-    await this.limits.load(); // before any timer fires: a paused type stays paused through a restart
+    await this.typeControls.load(); // before any timer fires: a paused type stays paused through a restart
     this.stepWatch.start(); // from the boot load on: a step re-arms what is armed so far
     await this.scheduler.boot();
     if (this.stopping) return;

@@ -68,7 +68,7 @@ export interface Ownership {
 export const everything: Ownership = { owns: () => true, mayClaim: () => true };
 
 export class LeaseKeeper implements Ownership {
-  readonly #o: LeaseKeeperOptions;
+  readonly #options: LeaseKeeperOptions;
   /** The shards held, each with the epoch of this tenure. */
   readonly #owned = new Map<number, number>();
   readonly #leases: LeaseStore;
@@ -83,7 +83,7 @@ export class LeaseKeeper implements Ownership {
   #members: string[] = [];
 
   constructor(options: LeaseKeeperOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#leases = new LeaseStore(this.#statementTimeoutMs);
   }
 
@@ -99,17 +99,17 @@ export class LeaseKeeper implements Ownership {
 
   /** Renewals run this often. */
   get periodMs(): number {
-    return Math.floor(this.#o.leaseMs / 3);
+    return Math.floor(this.#options.leaseMs / 3);
   }
 
   /** How long before its end a lease is no longer trusted (clock rate, a slow round trip). */
   get marginMs(): number {
-    return Math.floor(this.#o.leaseMs / 5);
+    return Math.floor(this.#options.leaseMs / 5);
   }
 
   /** Whether the last successful round is recent enough to prove the leases. */
   get valid(): boolean {
-    return performance.now() - this.#renewedAt < this.#o.leaseMs - this.marginMs;
+    return performance.now() - this.#renewedAt < this.#options.leaseMs - this.marginMs;
   }
 
   /** The shards held now, in order. */
@@ -128,7 +128,7 @@ export class LeaseKeeper implements Ownership {
       const epoch = this.#owned.get(shard);
       if (epoch !== undefined) epochs.set(shard, epoch);
     }
-    return { owner: this.#o.owner, epochs: [...epochs] };
+    return { owner: this.#options.owner, epochs: [...epochs] };
   }
 
   get shardsOwned(): number {
@@ -180,15 +180,15 @@ export class LeaseKeeper implements Ownership {
       await autocommit(
         onConnection(conn),
         async (c) => {
-          await this.#leases.releaseAll(c, this.#o.owner);
-          await this.#leases.leave(c, this.#o.owner);
+          await this.#leases.releaseAll(c, this.#options.owner);
+          await this.#leases.leave(c, this.#options.owner);
         },
         this.#run,
       );
-      this.#o.metrics?.shardHandovers.inc(all.length);
-      this.#o.log.info({ shards: all }, 'shards released');
+      this.#options.metrics?.shardHandovers.inc(all.length);
+      this.#options.log.info({ shards: all }, 'shards released');
     } catch (error) {
-      this.#o.log.warn({ err: loggable(error) }, 'could not release the shard leases; they run out by themselves');
+      this.#options.log.warn({ err: loggable(error) }, 'could not release the shard leases; they run out by themselves');
     } finally {
       await this.#conn?.end().catch(() => this.#conn?.destroy());
       this.#conn = undefined;
@@ -209,10 +209,10 @@ export class LeaseKeeper implements Ownership {
     // A host that does not answer sends the next attempt to the next host: each is tried once.
     for (let attempt = 1; ; attempt++) {
       try {
-        conn = await this.#o.database.connectOwn(Math.max(1000, this.periodMs));
+        conn = await this.#options.database.connectOwn(Math.max(1000, this.periodMs));
         break;
       } catch (error) {
-        if (attempt >= this.#o.database.hostCount || !isConnectionError(error)) throw error;
+        if (attempt >= this.#options.database.hostCount || !isConnectionError(error)) throw error;
       }
     }
     conn.on('error', () => {
@@ -226,14 +226,14 @@ export class LeaseKeeper implements Ownership {
   #drop(shards: number[]): void {
     if (shards.length === 0) return;
     for (const shard of shards) this.#owned.delete(shard);
-    this.#o.metrics?.shardsOwned.set(this.#owned.size);
-    this.#o.onLose(shards);
+    this.#options.metrics?.shardsOwned.set(this.#owned.size);
+    this.#options.onLose(shards);
   }
 
   /** One round; never throws (a failed round is told, and the next one tries again). */
   async #renew(): Promise<void> {
     const started = performance.now();
-    const { log, metrics } = this.#o;
+    const { log, metrics } = this.#options;
     if (!this.valid && this.#owned.size > 0) {
       // Too long since the last proof: another process may own these now.
       const lost = this.ownedShards();
@@ -250,13 +250,13 @@ export class LeaseKeeper implements Ownership {
         await this.#renewOn(conn, started);
         return;
       } catch (error) {
-        if (conn !== undefined) this.#o.database.failed(conn, error);
+        if (conn !== undefined) this.#options.database.failed(conn, error);
         this.#conn?.destroy();
         this.#conn = undefined;
         // A statement that timed out met a stalled cluster (Galera holds commits until it has
         // declared a dead node gone), not a dead host: the next round tries again.
         const stalled = (error as { code?: string }).code === 'PROTOCOL_SEQUENCE_TIMEOUT';
-        if (!this.#stopped && attempt <= this.#o.database.hostCount && isConnectionError(error) && !stalled) {
+        if (!this.#stopped && attempt <= this.#options.database.hostCount && isConnectionError(error) && !stalled) {
           log.warn({ err: loggable(error), attempt }, 'lease renewal lost its connection; trying the next host');
           continue;
         }
@@ -268,7 +268,7 @@ export class LeaseKeeper implements Ownership {
 
   /** The round's statements on `conn`; throws when one fails. */
   async #renewOn(conn: mysql.Connection, started: number): Promise<void> {
-    const { owner, leaseMs, log, metrics } = this.#o;
+    const { owner, leaseMs, log, metrics } = this.#options;
     const leases = this.#leases;
     const source = onConnection(conn);
     const live = await autocommit(
@@ -314,7 +314,7 @@ export class LeaseKeeper implements Ownership {
       metrics?.shardsOwned.set(this.#owned.size);
       metrics?.shardHandovers.inc(gained.length);
       log.info({ shards: gained, owned: this.#owned.size, members: this.#members.length }, 'shards acquired');
-      const arming = this.#o
+      const arming = this.#options
         .onAcquire(gained)
         .catch((error: unknown) => log.warn({ err: loggable(error) }, 'arming newly acquired shards failed; the reconcile arms them'));
       this.#arming.add(arming);

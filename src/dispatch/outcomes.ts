@@ -36,7 +36,11 @@ export class Outcomes {
     this.metrics?.recordRun(task.type, failure.retryAt === null ? 'failed' : 'retry', task.runAt, startedAt, durationMs);
   }
 
+  /** An outside run whose lease was lost before its record: not counted, the new owner's run counts. */
   leaseLost(task: Task): void {
-    this.log.warn({ taskId: task.id, type: task.type, key: task.key }, 'task done, but its lease was lost meanwhile');
+    this.log.warn(
+      { taskId: task.id, type: task.type, key: task.key },
+      'task ran, but its lease was lost meanwhile: its result is not recorded here',
+    );
   }
 }

@@ -3,7 +3,9 @@
  * the batch already claimed with a lease, outside any transaction, then records the result
  * through the lifecycle, conditional on the lease. The work is done by then and only its record
  * is missing, so the record is tried until it is written or the process stops; then the lease
- * runs out and the task runs again (at least once).
+ * runs out and the task runs again (at least once). A record that finds the lease gone (another
+ * process recovered the task and claimed it) writes nothing and counts nothing: the run is the
+ * new owner's to count.
  *
  * With the result, the run's call is kept on the task (CallRecord): what it answered, as the
  * handler tells (`answered`), and how long the handler ran, timed here.
@@ -75,13 +77,16 @@ export class OutsideExecutor {
       this.log.warn({ err: loggable(error), retryInMs: delay }, 'dispatcher: could not record a result, trying again'),
     );
     try {
+      // A record that wrote no row lost its lease: the task is another process's run now, and
+      // counting it here too would count one run twice across the fleet.
       if (failure === undefined) {
         const { recorded } = await lifecycle.completeLeased(task, owner, persist, call);
-        if (!recorded) this.outcomes.leaseLost(task);
-        this.outcomes.done(task, claimedAt, clock.now() - started, outcome || 'done');
+        if (recorded) this.outcomes.done(task, claimedAt, clock.now() - started, outcome || 'done');
+        else this.outcomes.leaseLost(task);
       } else {
-        await lifecycle.failLeased(task, failure, owner, persist, call);
-        this.outcomes.failed(task, failure, claimedAt, clock.now() - started);
+        const { recorded } = await lifecycle.failLeased(task, failure, owner, persist, call);
+        if (recorded) this.outcomes.failed(task, failure, claimedAt, clock.now() - started);
+        else this.outcomes.leaseLost(task);
       }
     } catch {
       // Stopping with the database away: the lease will run out and the task runs again.

@@ -265,7 +265,8 @@ export const BatchResult = Type.Object({
 
 // ── bulk changes ──────────────────────────────────────────────────────────────────────────────
 
-const Selector = {
+/** The fields of a bulk change that pick its tasks (the store's Selector), exactly one given. */
+const SelectorFields = {
   tag: Type.Optional(
     Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN, description: 'the pending tasks with this tag' }),
   ),
@@ -273,7 +274,7 @@ const Selector = {
   type: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'the pending tasks of this type' })),
 };
 
-export const BulkCancelBody = Type.Object(Selector, {
+export const BulkCancelBody = Type.Object(SelectorFields, {
   additionalProperties: false,
   description: 'exactly one of tag, keyPrefix, type',
   examples: [{ tag: 'merchant:42' }],
@@ -282,7 +283,7 @@ export type BulkCancelBody = Static<typeof BulkCancelBody>;
 
 export const BulkRescheduleBody = Type.Object(
   {
-    ...Selector,
+    ...SelectorFields,
     runAt: Type.Optional(RunAt),
     timezone: Type.Optional(Timezone),
     shiftMs: Type.Optional(

@@ -3,7 +3,7 @@
  * capped at RETRY_MAX_MS, plus up to 10% jitter so tasks that failed together do not come back
  * together. No retry once the task has used all its attempts.
  */
-export interface RetryPolicy {
+export interface BackoffPolicy {
   baseMs: number;
   maxMs: number;
   /** Source of jitter in [0, 1); replaceable in tests. */
@@ -11,13 +11,13 @@ export interface RetryPolicy {
 }
 
 /** The delay before attempt `attemptsUsed + 1`. */
-export function backoffMs(policy: RetryPolicy, attemptsUsed: number): number {
+export function backoffMs(policy: BackoffPolicy, attemptsUsed: number): number {
   const exponential = policy.baseMs * 2 ** Math.min(Math.max(attemptsUsed - 1, 0), 40);
   const capped = Math.min(exponential, policy.maxMs);
   return Math.round(capped * (1 + 0.1 * (policy.random ?? Math.random)()));
 }
 
 /** When to run again after a failed attempt, or null when the task is out of attempts. */
-export function retryAt(policy: RetryPolicy, attemptsUsed: number, maxAttempts: number, now: number): number | null {
+export function retryAt(policy: BackoffPolicy, attemptsUsed: number, maxAttempts: number, now: number): number | null {
   return attemptsUsed >= maxAttempts ? null : now + backoffMs(policy, attemptsUsed);
 }

@@ -19,11 +19,11 @@
 import type { Clock } from '../time/clock.js';
 import { inShards } from '../cluster/shards.js';
 import type { Connection, Database } from '../db/connection.js';
-import { retrying, type RetryPolicy as DbRetryPolicy } from '../db/retry.js';
+import { retrying, type RetryPolicy } from '../db/retry.js';
 import { ONCE, transaction } from '../db/transaction.js';
 import { heldAt, type ClaimFence } from '../store/leases.js';
 import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';
-import type { RetryPolicy } from './backoff.js';
+import type { BackoffPolicy } from './backoff.js';
 import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bulk.js';
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
@@ -36,7 +36,7 @@ export interface LifecycleOptions {
   store: TaskStore;
   clock: Clock;
   /** Backoff of a failed run. */
-  retry: RetryPolicy;
+  retry: BackoffPolicy;
   /** Where timer effects go after COMMIT. */
   effects: EffectSink;
 }
@@ -57,54 +57,54 @@ export interface RunTransaction {
 }
 
 export class Lifecycle {
-  readonly #o: LifecycleOptions;
+  readonly #options: LifecycleOptions;
 
   constructor(options: LifecycleOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** The one place effects are applied. */
   #apply<T extends { effects: readonly TimerEffect[] }>(result: T): T {
-    if (result.effects.length > 0) this.#o.effects.apply(result.effects);
+    if (result.effects.length > 0) this.#options.effects.apply(result.effects);
     return result;
   }
 
   // ── the shop's requests ───────────────────────────────────────────────────────────────────
 
   /** `now` is the instant the request's time was read at (a delayMs counts from it). */
-  async create(request: CreateRequest, now = this.#o.clock.now()): Promise<CreateResult> {
-    return this.#apply(await create(this.#o.store, request, now));
+  async create(request: CreateRequest, now = this.#options.clock.now()): Promise<CreateResult> {
+    return this.#apply(await create(this.#options.store, request, now));
   }
 
   /** Many creates at once (a batch), each answered as `create` would; written together, or none. */
-  async createMany(requests: readonly CreateRequest[], now = this.#o.clock.now()): Promise<CreateResult[]> {
-    const results = await createMany(this.#o.store, requests, now);
+  async createMany(requests: readonly CreateRequest[], now = this.#options.clock.now()): Promise<CreateResult[]> {
+    const results = await createMany(this.#options.store, requests, now);
     this.#apply({ effects: results.flatMap((result) => result.effects) });
     return results;
   }
 
   async cancel(task: Task): Promise<ChangeResult> {
-    return this.#apply(await cancel(this.#o.store, task, this.#o.clock.now()));
+    return this.#apply(await cancel(this.#options.store, task, this.#options.clock.now()));
   }
 
   /** Moves a pending task; `place` reads the request against the task and the time now. */
   async reschedule(task: Task, place: (task: Task, now: number) => Placement): Promise<ChangeResult> {
-    const now = this.#o.clock.now();
-    return this.#apply(await reschedule(this.#o.store, task, place(task, now), now));
+    const now = this.#options.clock.now();
+    return this.#apply(await reschedule(this.#options.store, task, place(task, now), now));
   }
 
   /** Runs a failed task again at `place(task, now)`, its attempts reset. */
   async retry(task: Task, place: (task: Task, now: number) => Placement): Promise<ChangeResult> {
-    const now = this.#o.clock.now();
-    return this.#apply(await retry(this.#o.store, task, place(task, now), now));
+    const now = this.#options.clock.now();
+    return this.#apply(await retry(this.#options.store, task, place(task, now), now));
   }
 
   /** Cancels every pending task `selector` picks, a chunk at a time (bulk.ts). */
   bulkCancel(selector: Selector): Promise<BulkCounts> {
     return bulkCancel(
-      this.#o.store,
+      this.#options.store,
       selector,
-      () => this.#o.clock.now(),
+      () => this.#options.clock.now(),
       (effects) => this.#apply({ effects }),
     );
   }
@@ -112,10 +112,10 @@ export class Lifecycle {
   /** Moves every pending task `selector` picks to an instant or by a duration, a chunk at a time. */
   bulkReschedule(selector: Selector, move: BulkMove): Promise<BulkCounts> {
     return bulkReschedule(
-      this.#o.store,
+      this.#options.store,
       selector,
       move,
-      () => this.#o.clock.now(),
+      () => this.#options.clock.now(),
       (effects) => this.#apply({ effects }),
     );
   }
@@ -123,18 +123,18 @@ export class Lifecycle {
   // ── the scheduler's repairs ───────────────────────────────────────────────────────────────
 
   async skipMisfired(before: number): Promise<{ skipped: number }> {
-    return this.#apply(await skipMisfired(this.#o.store, before, this.#o.clock.now()));
+    return this.#apply(await skipMisfired(this.#options.store, before, this.#options.clock.now()));
   }
 
   async recoverExpiredLeases(): Promise<{ recovered: number; failed: number }> {
-    return this.#apply(await recoverExpiredLeases(this.#o.store, this.#o.clock.now()));
+    return this.#apply(await recoverExpiredLeases(this.#options.store, this.#options.clock.now()));
   }
 
   // ── runs ──────────────────────────────────────────────────────────────────────────────────
 
   /** Retry with backoff, or failed for good. */
   failureOf(task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
-    return run.failureOf(this.#o.retry, task, attemptsUsed, error, now);
+    return run.failureOf(this.#options.retry, task, attemptsUsed, error, now);
   }
 
   /**
@@ -143,7 +143,7 @@ export class Lifecycle {
    * to it. The effects they return are applied once COMMIT succeeded; a rollback drops them with the rows.
    */
   async inTransaction<T>(fn: (tx: RunTransaction) => Promise<T>, deadlineMs?: number): Promise<T> {
-    const { store, database } = this.#o;
+    const { store, database } = this.#options;
     const effects: TimerEffect[] = [];
     const value = await transaction(
       database,
@@ -166,15 +166,19 @@ export class Lifecycle {
   }
 
   /** Completes an outside run if this process still holds its lease; retried per `persist`. */
-  async completeLeased(task: Task, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.completeLeased(this.#o.store, task, owner, call, this.#o.clock.now()), persist));
+  async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
+    return this.#apply(
+      await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist),
+    );
   }
 
-  async failLeased(task: Task, failure: Failure, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.failLeased(this.#o.store, task, failure, owner, call, this.#o.clock.now()), persist));
+  async failLeased(task: Task, failure: Failure, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
+    return this.#apply(
+      await retrying(() => run.failLeased(this.#options.store, task, failure, owner, call, this.#options.clock.now()), persist),
+    );
   }
 
-  async failAlone(task: Task, failure: Failure, persist: DbRetryPolicy): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.failAlone(this.#o.store, task, failure, this.#o.clock.now()), persist));
+  async failAlone(task: Task, failure: Failure, persist: RetryPolicy): Promise<run.Settled> {
+    return this.#apply(await retrying(() => run.failAlone(this.#options.store, task, failure, this.#options.clock.now()), persist));
   }
 }

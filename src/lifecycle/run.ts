@@ -20,7 +20,7 @@ import { PermanentError } from '../handlers/handler.js';
 import type { CallRecord, Failure, Task, TaskStore } from '../store/task-store.js';
 import { arm, type TimerEffect } from './effects.js';
 import { nextOccurrences } from './recur.js';
-import { retryAt, type RetryPolicy } from './backoff.js';
+import { retryAt, type BackoffPolicy } from './backoff.js';
 
 export interface Failed {
   task: Task;
@@ -34,7 +34,7 @@ export interface Settled {
 }
 
 /** Retry with backoff, or failed for good: what becomes of a task whose attempt `attemptsUsed` threw `error`. */
-export function failureOf(policy: RetryPolicy, task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
+export function failureOf(policy: BackoffPolicy, task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
   const permanent = error instanceof PermanentError;
   return { id: task.id, error: rootMessage(error), retryAt: permanent ? null : retryAt(policy, attemptsUsed, task.maxAttempts, now) };
 }

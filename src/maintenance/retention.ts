@@ -42,14 +42,14 @@ export interface SweepResult {
 }
 
 export class Retention {
-  readonly #o: RetentionOptions;
+  readonly #options: RetentionOptions;
   readonly #deleted: Counter<'status'>;
   readonly #abort = new AbortController();
   #loop: Promise<void> | undefined;
   #sweeping: Promise<SweepResult> | undefined;
 
   constructor(options: RetentionOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#deleted = new Counter({
       name: 'punctual_retention_deleted_total',
       help: 'Finished tasks deleted by the retention sweep, by status.',
@@ -80,7 +80,7 @@ export class Retention {
   }
 
   async #run(): Promise<void> {
-    const { intervalMs, log } = this.#o;
+    const { intervalMs, log } = this.#options;
     // Not at boot (a restart loop would sweep on every start), and spread across processes.
     let wait = Math.floor(intervalMs / 2 + (Math.random() * intervalMs) / 2);
     while (await this.#pause(wait)) {
@@ -107,7 +107,7 @@ export class Retention {
   }
 
   async #sweep(): Promise<SweepResult> {
-    const { store, clock, retentionMs, failedRetentionMs, batchSize, pauseMs } = this.#o;
+    const { store, clock, retentionMs, failedRetentionMs, batchSize, pauseMs } = this.#options;
     const result: SweepResult = { deleted: { done: 0, cancelled: 0, skipped: 0, failed: 0 }, batches: 0, stopped: false };
     const now = clock.now();
     const plan: [FinishedStatus, number][] = [

@@ -22,7 +22,7 @@ export interface SummaryReading {
   armed: number;
 }
 
-export class Summary {
+export class SummaryReader {
   #cached: { at: number; value: Promise<Omit<SummaryReading, 'armed'>> } | undefined;
 
   constructor(

@@ -52,13 +52,13 @@ interface Reading {
 }
 
 export class StepWatch {
-  readonly #o: StepWatchOptions;
+  readonly #options: StepWatchOptions;
   readonly #monotonic: () => number;
   #last: Reading | undefined;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(options: StepWatchOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#monotonic = options.monotonic ?? (() => performance.now());
   }
 
@@ -92,15 +92,18 @@ export class StepWatch {
       return stepMs;
     }
     if (monoMoved > CHECK_INTERVAL_MS + WAKE_LATE_MS) {
-      this.#o.log.info({ gapMs: Math.round(monoMoved) }, 'woke up late (the process was frozen or its event loop blocked): refilling now');
-      this.#o.metrics?.lateWakeups.inc();
-      this.#o.scheduler.refillSoon();
+      this.#options.log.info(
+        { gapMs: Math.round(monoMoved) },
+        'woke up late (the process was frozen or its event loop blocked): refilling now',
+      );
+      this.#options.metrics?.lateWakeups.inc();
+      this.#options.scheduler.refillSoon();
     }
     return 0;
   }
 
   #stepped(stepMs: number, wall: number): void {
-    const { log, metrics, timers, scheduler } = this.#o;
+    const { log, metrics, timers, scheduler } = this.#options;
     metrics?.clockSteps.inc();
     metrics?.clockLastStep.set(stepMs / 1000);
     const overdue = timers.rearmAll();
@@ -117,7 +120,7 @@ export class StepWatch {
     let bestSpread = Number.POSITIVE_INFINITY;
     for (let tries = 0; tries < 5; tries++) {
       const before = this.#monotonic();
-      const wall = this.#o.clock.now();
+      const wall = this.#options.clock.now();
       const after = this.#monotonic();
       const spread = after - before;
       if (spread < bestSpread) {

@@ -54,7 +54,7 @@ const LATE_WINDOW_MS = 60_000;
 const MAX_WATCHED = 200_000;
 
 export class Scheduler {
-  readonly #o: SchedulerOptions;
+  readonly #options: SchedulerOptions;
   /** The highest task id the id scan has seen. */
   #lastId = 0;
   /**
@@ -73,7 +73,7 @@ export class Scheduler {
   #refillAgain = false;
 
   constructor(options: SchedulerOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   get booted(): boolean {
@@ -81,16 +81,16 @@ export class Scheduler {
   }
 
   get armed(): number {
-    return this.#o.arming.timers.size;
+    return this.#options.arming.timers.size;
   }
 
   async boot(): Promise<void> {
-    const { store, lifecycle, arming, clock, log, horizonMs, misfireGraceMs } = this.#o;
+    const { store, lifecycle, arming, clock, log, horizonMs, misfireGraceMs } = this.#options;
     const started = clock.now();
     // Skip before recovering: a task that was mid-run when the process died did not misfire.
     const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs);
     const leases = await lifecycle.recoverExpiredLeases();
-    this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
+    this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
     this.#lastId = await store.maxId();
     this.#watchFrom = this.#lastId;
@@ -104,10 +104,10 @@ export class Scheduler {
 
   /** One refill (and, when due, a reconcile). Runs on its own timer; public for tests. */
   async refill(): Promise<void> {
-    const { clock, horizonMs, reconcileIntervalMs } = this.#o;
+    const { clock, horizonMs, reconcileIntervalMs } = this.#options;
     const now = clock.now();
     if (now - this.#lastReconcile >= reconcileIntervalMs) await this.reconcile();
-    const { arming } = this.#o;
+    const { arming } = this.#options;
     const previous = arming.coveredUntil;
     const until = now + horizonMs;
     if (until > previous) {
@@ -126,14 +126,14 @@ export class Scheduler {
 
   /** The safety net: recover expired leases and arm every pending task within the horizon. */
   async reconcile(): Promise<void> {
-    const { lifecycle, clock, log } = this.#o;
+    const { lifecycle, clock, log } = this.#options;
     const started = clock.now();
     const leases = await lifecycle.recoverExpiredLeases();
     if (leases.recovered + leases.failed > 0) log.warn(leases, 'recovered tasks whose lease ran out');
-    this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
-    const seen = await this.#armDue(undefined, this.#o.arming.coveredUntil);
+    this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
+    const seen = await this.#armDue(undefined, this.#options.arming.coveredUntil);
     this.#lastReconcile = started;
-    this.#o.onReconcile?.();
+    this.#options.onReconcile?.();
     log.debug({ pending: seen, armed: this.armed, ms: clock.now() - started }, 'reconciled');
   }
 
@@ -144,12 +144,12 @@ export class Scheduler {
    */
   async armShards(shards: readonly number[]): Promise<void> {
     if (!this.#booted || this.#stopped || shards.length === 0) return;
-    const { lifecycle, clock, log, misfireGraceMs } = this.#o;
+    const { lifecycle, clock, log, misfireGraceMs } = this.#options;
     const started = clock.now();
     const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs);
     const leases = await lifecycle.recoverExpiredLeases();
-    this.#o.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
-    const armed = await this.#armDue(undefined, this.#o.arming.coveredUntil, shards);
+    this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
+    const armed = await this.#armDue(undefined, this.#options.arming.coveredUntil, shards);
     log.debug({ shards: shards.length, armed, skipped, recovered: leases.recovered, ms: clock.now() - started }, 'acquired shards armed');
   }
 
@@ -182,17 +182,17 @@ export class Scheduler {
     this.#stopped = true;
     clearTimeout(this.#refillTimer);
     await this.#refilling;
-    this.#o.arming.stop();
+    this.#options.arming.stop();
   }
 
   /** Arms the pending tasks due in (from, until], page by page; returns how many were read. */
-  async #armDue(from: number | undefined, until: number, shards = this.#o.shards?.()): Promise<number> {
+  async #armDue(from: number | undefined, until: number, shards = this.#options.shards?.()): Promise<number> {
     let cursor: RunAtCursor | undefined;
     let count = 0;
     if (shards !== undefined && shards.length === 0) return 0;
     for (;;) {
-      const page = await this.#o.store.pendingDueBetween(from, until, cursor, PAGE, shards);
-      for (const entry of page) this.#o.arming.armRead(entry);
+      const page = await this.#options.store.pendingDueBetween(from, until, cursor, PAGE, shards);
+      for (const entry of page) this.#options.arming.armRead(entry);
       count += page.length;
       const last = page[page.length - 1];
       if (page.length < PAGE || last === undefined || this.#stopped) return count;
@@ -203,11 +203,12 @@ export class Scheduler {
   /** Arms rows inserted since the last scan (straight into the table or through the API). */
   async #armInserted(): Promise<void> {
     for (;;) {
-      const rows = await this.#o.store.insertedAfter(this.#lastId, PAGE);
+      const rows = await this.#options.store.insertedAfter(this.#lastId, PAGE);
       for (const row of rows) {
         this.#lastId = row.id;
         this.#watched.push(row.id);
-        if (row.pending && row.runAt <= this.#o.arming.coveredUntil && !this.#o.arming.timers.has(row.id)) this.#o.arming.armRead(row);
+        if (row.pending && row.runAt <= this.#options.arming.coveredUntil && !this.#options.arming.timers.has(row.id))
+          this.#options.arming.armRead(row);
       }
       if (rows.length < PAGE) return;
     }
@@ -228,7 +229,7 @@ export class Scheduler {
     const upTo = this.#lastId;
     // Every id of the range seen: nothing can appear in it.
     if (upTo - from === this.#watched.length) return;
-    const { store, arming } = this.#o;
+    const { store, arming } = this.#options;
     if ((await store.countIdsBetween(from, upTo)) === this.#watched.length) return;
     const ids = await store.idsBetween(from, upTo);
     const seen = new Set(this.#watched);
@@ -240,13 +241,13 @@ export class Scheduler {
     }
   }
 
-  #scheduleRefill(delayMs = this.#o.refillIntervalMs): void {
+  #scheduleRefill(delayMs = this.#options.refillIntervalMs): void {
     if (this.#stopped) return;
     this.#refillTimer = setTimeout(() => {
-      const stopTimer = this.#o.metrics?.refillDuration.startTimer();
+      const stopTimer = this.#options.metrics?.refillDuration.startTimer();
       this.#refilling = this.refill()
         .then(() => void stopTimer?.())
-        .catch((error: unknown) => this.#o.log.warn({ err: loggable(error) }, 'refill failed; trying again next interval'))
+        .catch((error: unknown) => this.#options.log.warn({ err: loggable(error) }, 'refill failed; trying again next interval'))
         .finally(() => {
           this.#refilling = undefined;
           const again = this.#refillAgain;

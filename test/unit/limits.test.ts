@@ -1,53 +1,136 @@
-/** The rate window of the type limits: at most R starts in any one-second window, whatever order the starts come in. */
-import { describe, expect, it } from 'vitest';
-import { fitsWindow } from '../../src/dispatch/limits.js';
+/**
+ * Type admission as a whole, without a database: the settings put in force, the tickets, the
+ * waiting tasks and when they are handed back. Fake timers fake only Date, setTimeout and
+ * clearTimeout.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { keyOf, TypeAdmission } from '../../src/dispatch/limits.js';
+import type { TypeControl } from '../../src/store/type-controls.js';
+import { aTask } from '../helpers/tasks.js';
 
-/** The most starts in any window [t, t + 1 s). */
-function busiest(starts: number[]): number {
-  return Math.max(0, ...starts.map((at) => starts.filter((other) => other >= at && other < at + 1000).length));
+const clock = { now: () => Date.now() };
+
+const control = (type: string, fields: Partial<TypeControl> = {}): TypeControl => ({
+  type,
+  paused: false,
+  maxConcurrency: null,
+  ratePerSecond: null,
+  groupBy: null,
+  updatedAt: 1,
+  ...fields,
+});
+
+function admission(controls: TypeControl[], waitingPerType?: number) {
+  const limits = new TypeAdmission(clock, { waitingPerType });
+  const handed: number[][] = [];
+  limits.consume((ids) => handed.push(ids));
+  limits.apply(controls);
+  return { limits, handed };
 }
 
-describe('the rate window', () => {
-  it('lets R starts through in a second and refuses the next until the first leaves the window', () => {
-    const starts: number[] = [];
-    for (const at of [0, 10, 20, 30, 40]) {
-      expect(fitsWindow(starts, at, 5)).toBe(true);
-      starts.push(at);
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'], now: 1_000_000 });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('type admission', () => {
+  it('admits anything of a type without settings', () => {
+    const { limits } = admission([]);
+    expect(limits.admit(aTask({ id: 1 }), Date.now())).toMatchObject({ type: 'alpha', key: 'alpha' });
+    expect(limits.states().get('alpha')).toMatchObject({ control: undefined, running: 1, waiting: 0 });
+  });
+
+  it('holds a paused type back, and hands its tasks back in (runAt, id) order once resumed', () => {
+    const { limits, handed } = admission([control('alpha', { paused: true })]);
+    const tasks = [aTask({ id: 1, runAt: 300 }), aTask({ id: 2, runAt: 100 }), aTask({ id: 3, runAt: 200 })];
+    for (const task of tasks) {
+      expect(limits.admit(task, Date.now())).toBeUndefined();
+      expect(limits.hold(task)).toBe(true);
     }
-    expect(fitsWindow(starts, 999, 5)).toBe(false);
-    expect(fitsWindow(starts, 1000, 5)).toBe(true);
+    expect(limits.waitingOf('alpha')).toBe(3);
+    limits.apply([control('alpha', { updatedAt: 2 })]);
+    expect(handed).toEqual([[2, 3, 1]]);
+    expect(limits.waited(2)).toBe(true);
+    expect(limits.waited(2)).toBe(false);
   });
 
-  it('counts the windows after a start too: a start read earlier than the last one cannot crowd a window', () => {
-    // A batch that read its time at 500 takes its turn after starts at 600…1400.
-    const starts = [600, 800, 1000, 1200, 1400];
-    expect(fitsWindow(starts, 500, 5)).toBe(false);
-    expect(fitsWindow(starts, -500, 5)).toBe(true);
+  it('a settings change that leaves a type as it was hands nothing back', () => {
+    const { limits, handed } = admission([control('alpha', { maxConcurrency: 1 })]);
+    limits.admit(aTask({ id: 1 }), Date.now());
+    limits.hold(aTask({ id: 2 }));
+    limits.apply([control('alpha', { maxConcurrency: 1 })]);
+    expect(handed).toEqual([]);
   });
 
-  it('never lets a window hold more than R, over many starts in any order', () => {
-    let seed = 7;
-    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-    for (const rate of [1, 3, 5, 20]) {
-      const starts: number[] = [];
-      for (let i = 0; i < 2000; i++) {
-        const at = Math.floor(random() * 10_000);
-        if (
-          fitsWindow(
-            [...starts].sort((a, b) => a - b),
-            at,
-            rate,
-          )
-        )
-          starts.push(at);
-      }
-      expect(busiest(starts)).toBeLessThanOrEqual(rate);
-      expect(busiest(starts)).toBe(rate);
-    }
+  it('a concurrency limit: a finished run wakes the next waiting task of its group, not another group', () => {
+    const { limits, handed } = admission([control('alpha', { maxConcurrency: 1, groupBy: 'shop' })]);
+    const a1 = limits.admit(aTask({ id: 1, payload: { shop: 'A' } }), Date.now())!;
+    expect(limits.admit(aTask({ id: 2, payload: { shop: 'A' } }), Date.now())).toBeUndefined();
+    limits.hold(aTask({ id: 2, payload: { shop: 'A' } }));
+    expect(limits.admit(aTask({ id: 3, payload: { shop: 'B' } }), Date.now())).toBeDefined();
+    expect(handed).toEqual([]);
+    limits.release(a1);
+    expect(handed).toEqual([[2]]);
   });
 
-  it('spaces the starts of a rate under one per second', () => {
-    expect(fitsWindow([0], 1999, 0.5)).toBe(false);
-    expect(fitsWindow([0], 2000, 0.5)).toBe(true);
+  it('a run that never began (rolled back) gives back its slot and its start', () => {
+    const { limits } = admission([control('alpha', { ratePerSecond: 1 })]);
+    const now = Date.now();
+    const ticket = limits.admit(aTask({ id: 1 }), now)!;
+    expect(limits.admit(aTask({ id: 2 }), now)).toBeUndefined();
+    limits.rollBack(ticket);
+    expect(limits.admit(aTask({ id: 2 }), now)).toBeDefined();
+  });
+
+  it('a finished run keeps its start: the rate window still counts it', () => {
+    const { limits } = admission([control('alpha', { ratePerSecond: 1 })]);
+    const now = Date.now();
+    limits.release(limits.admit(aTask({ id: 1 }), now)!);
+    expect(limits.admit(aTask({ id: 2 }), now)).toBeUndefined();
+  });
+
+  it('a rate limit: a held task is woken by a timer once the window has room, not before', () => {
+    const { limits, handed } = admission([control('alpha', { ratePerSecond: 2 })]);
+    const start = Date.now();
+    limits.admit(aTask({ id: 1 }), start);
+    limits.admit(aTask({ id: 2 }), start);
+    expect(limits.admit(aTask({ id: 3 }), start)).toBeUndefined();
+    limits.hold(aTask({ id: 3 }));
+    vi.advanceTimersByTime(1000);
+    expect(handed).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(handed).toEqual([[3]]);
+    expect(limits.admit(aTask({ id: 3 }), Date.now())).toBeDefined();
+  });
+
+  it('turns a task away when its type has no place left; another type keeps its own places', () => {
+    const { limits } = admission([control('alpha', { paused: true })], 2);
+    expect([1, 2, 3].map((id) => limits.hold(aTask({ id })))).toEqual([true, true, false]);
+    expect(limits.hold(aTask({ id: 4, type: 'beta' }))).toBe(true);
+    expect(limits.waitingOf('alpha')).toBe(2);
+  });
+
+  it('wakes nothing once stopped, and forgets its waiting tasks and timers', () => {
+    const { limits, handed } = admission([control('alpha', { ratePerSecond: 1 })]);
+    limits.admit(aTask({ id: 1 }), Date.now());
+    limits.hold(aTask({ id: 2 }));
+    limits.stop();
+    vi.advanceTimersByTime(5000);
+    limits.apply([]);
+    expect(handed).toEqual([]);
+    expect(limits.waitingOf('alpha')).toBe(0);
+  });
+});
+
+describe('the group key', () => {
+  it('is the type without groupBy, else the type and the field value (JSON for a non-string)', () => {
+    expect(keyOf({ type: 'mail', payload: { shop: 'A' } }, undefined)).toBe('mail');
+    expect(keyOf({ type: 'mail', payload: { shop: 'A' } }, { groupBy: 'shop' })).toBe('mail\u0000A');
+    expect(keyOf({ type: 'mail', payload: { shop: 7 } }, { groupBy: 'shop' })).toBe('mail\u00007');
+    expect(keyOf({ type: 'mail', payload: {} }, { groupBy: 'shop' })).toBe('mail\u0000');
+    expect(keyOf({ type: 'mail', payload: null }, { groupBy: 'shop' })).toBe('mail\u0000');
   });
 });

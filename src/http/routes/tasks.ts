@@ -11,7 +11,7 @@ import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { ChangeResult, Placement } from '../../lifecycle/change.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
-import type { Summary as SummaryReader } from '../../store/summary.js';
+import type { SummaryReader } from '../../store/summary.js';
 import { conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';

@@ -1,35 +1,32 @@
 /**
  * The task type routes: list the types with their pause, limits and what runs and waits; pause,
- * resume, and set limits (admin). The settings are stored (type_controls) and applied by
- * dispatch/limits.ts, which this process re-reads at once after a change (other processes at
- * their next reconcile). A type is known when a handler is registered for it, or when settings
- * are stored for it.
+ * resume, and set limits (admin). Each change is one call of dispatch/type-controls.ts, which
+ * writes the setting and puts it in force in this process before it answers (other processes at
+ * their next reconcile): a route never reloads anything itself. A type is known when a handler is
+ * registered for it, or when settings are stored for it.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Clock } from '../../time/clock.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
-import type { TypeLimits } from '../../dispatch/limits.js';
-import type { TypeControlStore, TypeLimitsSetting } from '../../store/type-controls.js';
+import type { TypeControls } from '../../dispatch/type-controls.js';
+import type { TypeLimitsSetting } from '../../store/type-controls.js';
 import { notFound } from '../errors.js';
 import { ErrorJson, LimitsBody, TypeJson, TypeList, TypeParams } from '../schemas.js';
 
 export interface TypeRoutesOptions {
-  controls: TypeControlStore;
-  limits: TypeLimits;
+  controls: TypeControls;
   registry: HandlerRegistry;
-  clock: Clock;
 }
 
 export const typeRoutes: FastifyPluginAsync<TypeRoutesOptions> = async (plain, options) => {
   const app = plain.withTypeProvider<TypeBoxTypeProvider>();
-  const { controls, limits, registry, clock } = options;
+  const { controls, registry } = options;
 
-  const known = (): string[] => [...new Set([...registry.types, ...limits.states().keys()])].sort();
+  const known = (): string[] => [...new Set([...registry.types, ...controls.states().keys()])].sort();
 
   async function describe(types: string[]): Promise<TypeJson[]> {
-    const due = await controls.countDueByType(clock.now());
-    const states = limits.states();
+    const due = await controls.countDue();
+    const states = controls.states();
     return types.map((type) => {
       const state = states.get(type);
       const control = state?.control;
@@ -48,13 +45,12 @@ export const typeRoutes: FastifyPluginAsync<TypeRoutesOptions> = async (plain, o
   }
 
   function knownType(type: string): string {
-    if (registry.get(type) === undefined && limits.control(type) === undefined) throw notFound(`task type ${JSON.stringify(type)}`);
+    if (registry.get(type) === undefined && controls.control(type) === undefined) throw notFound(`task type ${JSON.stringify(type)}`);
     return type;
   }
 
-  /** After a change: this process applies it now, and answers the type as it is. */
-  async function changed(type: string): Promise<TypeJson> {
-    await limits.load();
+  /** The type as it is after a change, which is in force by then. */
+  async function describeOne(type: string): Promise<TypeJson> {
     return (await describe([type]))[0]!;
   }
 
@@ -87,23 +83,23 @@ export const typeRoutes: FastifyPluginAsync<TypeRoutesOptions> = async (plain, o
       const type = knownType(request.params.type);
       const change: Partial<TypeLimitsSetting> = { ...request.body };
       if (typeof change.ratePerSecond === 'number') change.ratePerSecond = Math.round(change.ratePerSecond * 1000) / 1000;
-      await controls.changeLimits(type, change, clock.now());
-      return changed(type);
+      await controls.setLimits(type, change);
+      return describeOne(type);
     },
   );
 
   const switches = [
-    ['pause', true, 'Pause a type: its due tasks wait, pending with no attempt used, until it is resumed'],
-    ['resume', false, 'Resume a type: the tasks that waited run in runAt order (those past the misfire grace follow their misfire rule)'],
+    ['pause', 'Pause a type: its due tasks wait, pending with no attempt used, until it is resumed'],
+    ['resume', 'Resume a type: the tasks that waited run in runAt order (those past the misfire grace follow their misfire rule)'],
   ] as const;
-  for (const [action, paused, summary] of switches) {
+  for (const [action, summary] of switches) {
     app.post(
       `/types/:type/${action}`,
       { schema: { summary, tags: ['types'], params: TypeParams, response: typeResponses } },
       async (request) => {
         const type = knownType(request.params.type);
-        await controls.setPaused(type, paused, clock.now());
-        return changed(type);
+        await controls[action](type);
+        return describeOne(type);
       },
     );
   }

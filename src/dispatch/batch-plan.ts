@@ -1,0 +1,81 @@
+/**
+ * What becomes of each task a batch has locked, decided before anything runs. In (runAt, id)
+ * order, each task is:
+ *
+ * - failed as unrunnable: no handler for its type, or a payload its handler refuses;
+ * - deferred: an outside task with no free outside slot left in this batch; it is not leased (a
+ *   lease must not tick while a task waits) and waits for a slot before it asks its type;
+ * - skipped: it waited for its type past the misfire grace, and asked to be skipped;
+ * - held: its type's pause or limits refuse it now; not claimed, it waits in the type limits;
+ * - leased: an outside task admitted, to run after COMMIT;
+ * - failed again: a database task whose handler threw in an earlier try of this batch (its error
+ *   is recorded, the handler not run a second time);
+ * - runnable: a database task admitted, grouped by its handler, to run in this transaction.
+ *
+ * Pure but for the two questions it asks the type limits (`waited` forgets once asked, `admit`
+ * counts the run it admits): the same locked tasks and answers give the same plan.
+ */
+import type { DatabaseHandler, OutsideHandler, TaskHandler } from '../handlers/handler.js';
+import type { Failed } from '../lifecycle/run.js';
+import { unrunnable } from '../lifecycle/run.js';
+import type { Failure, Task } from '../store/task-store.js';
+import type { Ticket } from './limits.js';
+
+export interface PlanInputs {
+  /** The time the batch's runs are said to start. */
+  now: number;
+  /** Free outside slots this batch may lease. */
+  slots: number;
+  misfireGraceMs: number;
+  /** Errors of handlers that threw in an earlier try of this batch, by task id. */
+  threw: ReadonlyMap<number, unknown>;
+  handlers: { get(type: string): TaskHandler | undefined; payloadProblem(type: string, payload: unknown): string | undefined };
+  limits: { waited(id: number): boolean; admit(task: Task, now: number): Ticket | undefined };
+  failureOf(task: Task, attemptsUsed: number, error: unknown, now: number): Failure;
+}
+
+export interface BatchPlan {
+  failures: Failed[];
+  leased: { task: Task; handler: OutsideHandler }[];
+  deferred: Task[];
+  skipped: Task[];
+  held: Task[];
+  runnable: Map<DatabaseHandler, Task[]>;
+  /** The runs admitted by the type limits, by task id (the leased and the runnable). */
+  tickets: Map<number, Ticket>;
+}
+
+export function planBatch(locked: readonly Task[], inputs: PlanInputs): BatchPlan {
+  const { now, slots, misfireGraceMs, threw, handlers, limits } = inputs;
+  const plan: BatchPlan = { failures: [], leased: [], deferred: [], skipped: [], held: [], runnable: new Map(), tickets: new Map() };
+  for (const task of [...locked].sort((a, b) => a.runAt - b.runAt || a.id - b.id)) {
+    const handler = handlers.get(task.type);
+    const problem = handlers.payloadProblem(task.type, task.payload);
+    if (handler === undefined || problem !== undefined) {
+      plan.failures.push(unrunnable(task, handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : problem!));
+      continue;
+    }
+    if (handler.effect === 'outside' && plan.leased.length >= slots) {
+      plan.deferred.push(task); // no slot: it waits for one before it asks its type
+      continue;
+    }
+    if (limits.waited(task.id) && task.misfire === 'skip' && task.runAt < now - misfireGraceMs) {
+      plan.skipped.push(task);
+      continue;
+    }
+    const ticket = limits.admit(task, now);
+    if (ticket === undefined) {
+      plan.held.push(task);
+      continue;
+    }
+    plan.tickets.set(task.id, ticket);
+    if (handler.effect === 'outside') {
+      plan.leased.push({ task, handler });
+    } else if (threw.has(task.id)) {
+      plan.failures.push({ task, failure: inputs.failureOf(task, task.attempts + 1, threw.get(task.id), now) });
+    } else {
+      plan.runnable.set(handler, [...(plan.runnable.get(handler) ?? []), task]);
+    }
+  }
+  return plan;
+}

@@ -1,0 +1,115 @@
+/**
+ * One try of a batch, as one transaction of the lifecycle: claim the due tasks among the ids
+ * (`FOR UPDATE SKIP LOCKED`), plan what becomes of each (batch-plan.ts), lease the outside ones,
+ * run the database ones (run-database.ts), and record the outcomes, all before COMMIT. A crash or
+ * a rollback at any point leaves every task pending as it was, and the runs the type limits
+ * admitted for it are handed back as never begun.
+ */
+import type { HandlerRegistry } from '../handlers/registry.js';
+import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Task } from '../store/task-store.js';
+import type { ClaimFence } from '../store/leases.js';
+import { planBatch, type BatchPlan } from './batch-plan.js';
+import type { TypeAdmission } from './limits.js';
+import type { DatabaseExecutor, DatabaseRuns } from './run-database.js';
+import { LEASE_MARGIN_MS } from './run-outside.js';
+
+/**
+ * A batch's transaction may hold its connection this much longer than the slowest handler may
+ * run: past that the connection stopped answering, and the batch is tried again.
+ */
+const BATCH_DEADLINE_MARGIN_MS = 15_000;
+
+/** What a batch's try works with, the same for every try. */
+export interface BatchParts {
+  lifecycle: Lifecycle;
+  registry: HandlerRegistry;
+  limits: TypeAdmission;
+  databaseExecutor: DatabaseExecutor;
+  /** This process's name in lease_owner. */
+  owner: string;
+  misfireGraceMs: number;
+  mayClaim?: (id: number) => boolean;
+  /** SHARDING=on: the shards (at their epochs) a claim of these ids is decided under; the claim holds only while they do. */
+  fence?: (ids: readonly number[]) => ClaimFence;
+  metrics?: Metrics;
+}
+
+/** How the database handlers run: `fast` first, `careful` (a savepoint per task) after one threw. */
+export type RunMode = 'fast' | 'careful';
+
+/** One try of a batch. */
+export interface BatchAttempt {
+  ids: readonly number[];
+  /** The time the try's runs are said to start. */
+  now: number;
+  mode: RunMode;
+  /** Errors of handlers that threw in an earlier try of this batch: recorded, not run again. */
+  threw: ReadonlyMap<number, unknown>;
+  /** Outside slots this batch reserved. */
+  slots: number;
+}
+
+export interface BatchResult extends DatabaseRuns, Omit<BatchPlan, 'failures' | 'runnable'> {
+  locked: Task[];
+}
+
+/** Runs one try in its own transaction; on a rollback, its admitted runs are handed back. */
+export async function tryBatch(parts: BatchParts, attempt: BatchAttempt): Promise<BatchResult> {
+  let admitted: BatchPlan['tickets'] = new Map();
+  try {
+    return await parts.lifecycle.inTransaction(
+      (tx) => runLocked(tx, parts, attempt, (tickets) => (admitted = tickets)),
+      parts.registry.longestTimeoutMs + BATCH_DEADLINE_MARGIN_MS,
+    );
+  } catch (error) {
+    // Rolled back: nothing of it ran, so its runs did not start.
+    for (const ticket of admitted.values()) parts.limits.rollBack(ticket);
+    throw error;
+  }
+}
+
+async function runLocked(
+  tx: RunTransaction,
+  parts: BatchParts,
+  attempt: BatchAttempt,
+  onAdmitted: (tickets: BatchPlan['tickets']) => void,
+): Promise<BatchResult> {
+  const { lifecycle, registry, limits, databaseExecutor, owner, misfireGraceMs, mayClaim, fence, metrics } = parts;
+  const { ids, now, mode, threw, slots } = attempt;
+  const claimable = mayClaim === undefined ? [...ids] : ids.filter((id) => mayClaim(id));
+  if (claimable.length < ids.length) metrics?.fencedClaims.inc(ids.length - claimable.length);
+  const locked = claimable.length === 0 ? [] : await tx.claim(claimable, now, fence?.(claimable));
+  if (claimable.length > 0 && locked.length === 0) metrics?.emptyClaims.inc();
+  const plan = planBatch(locked, {
+    now,
+    slots,
+    misfireGraceMs,
+    threw,
+    handlers: registry,
+    limits,
+    failureOf: (task, used, error, at) => lifecycle.failureOf(task, used, error, at),
+  });
+  onAdmitted(plan.tickets);
+  const { runnable, failures, ...kept } = plan;
+  const result: BatchResult = { ...kept, locked, done: [], failures };
+  if (plan.leased.length > 0) {
+    const longest = Math.max(...plan.leased.map(({ handler }) => handler.timeoutMs));
+    await tx.lease(
+      plan.leased.map(({ task }) => task),
+      owner,
+      now + longest + LEASE_MARGIN_MS,
+      now,
+    );
+  }
+  if (mode === 'careful') await databaseExecutor.runCarefully(tx.conn, runnable, now, result);
+  else await databaseExecutor.runFast(tx.conn, runnable, now, result);
+  await tx.complete(
+    result.done.map(({ task }) => task),
+    now,
+  );
+  await tx.fail(result.failures, now);
+  await tx.skip(result.skipped, now);
+  return result;
+}
