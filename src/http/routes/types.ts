@@ -12,7 +12,8 @@ import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { TypeLimits } from '../../dispatch/limits.js';
 import type { TypeControlStore, TypeLimitsSetting } from '../../store/type-controls.js';
 import { notFound } from '../errors.js';
-import { ErrorJson, LimitsBody, TypeJson, TypeList, TypeParams } from '../schemas.js';
+import { ErrorJson } from '../../contract/errors.js';
+import { LimitsBody, TypeJson, TypeList, TypeParams } from '../../contract/types.js';
 
 export interface TypeRoutesOptions {
   controls: TypeControlStore;
