@@ -11,7 +11,7 @@
  */
 import mysql from 'mysql2/promise';
 import { Temporal } from 'temporal-polyfill';
-import { PunctualClient, type CreateTask } from '../client.js';
+import { PunctualClient, type CreateTask } from '../../clients/ts/src/client.js';
 
 const DEMO_COMMENT = 'punctual demo shop';
 const GOODS = 20;

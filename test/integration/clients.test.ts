@@ -1,5 +1,5 @@
 /**
- * The TypeScript client (src/client.ts) and the PHP client (clients/php/src/Client.php) call the
+ * The TypeScript client (clients/ts/src/client.ts) and the PHP client (clients/php/src/Client.php) call the
  * same routes, and together every route of the OpenAPI document but the document itself, its
  * pages and the dashboard with its chart data: a route added to the API without a method in both clients fails here.
  * The routes are read from the clients' source, where each call names its method and path.
@@ -64,7 +64,7 @@ function phpRoutes(source: string): string[] {
 }
 
 describe('the clients', () => {
-  const ts = [...new Set(typescriptRoutes(read('src/client.ts')))].sort();
+  const ts = [...new Set(typescriptRoutes(read('clients/ts/src/client.ts')))].sort();
   const php = [...new Set(phpRoutes(read('clients/php/src/Client.php')))].sort();
 
   it('read the routes from both sources', () => {

@@ -1,8 +1,9 @@
 /**
- * A typed client for punctual's HTTP API: `import { PunctualClient } from 'punctual'`.
+ * A typed client for punctual's HTTP API: `import { PunctualClient } from '@punctual/client'`.
  * It calls the API with the global fetch and nothing else; its types are derived from the
  * contract's schemas (src/contract), the ones the server validates and serializes with, so the
- * two cannot drift apart.
+ * two cannot drift apart. The contract imports nothing but typebox, so this package carries
+ * nothing of the server.
  *
  *   const punctual = new PunctualClient({ baseUrl: 'http://127.0.0.1:3000', token: process.env.PUNCTUAL_TOKEN });
  *   await punctual.create({ type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 30 * 60_000, key: 'close_order:SN123' });
@@ -29,7 +30,7 @@ import type {
   TypeJson,
   TypeList,
   WhoAmI,
-} from './contract/index.js';
+} from '../../../src/contract/index.js';
 
 export type Task = TaskJson;
 export type CreateTask = CreateTaskBody;
