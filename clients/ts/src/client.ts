@@ -23,12 +23,14 @@ import type {
   PendingQuery,
   RecentPage,
   RecentQuery,
+  RecentRunsJson,
   RescheduleBody,
   Role,
   Summary,
   TaskJson,
   TypeJson,
   TypeList,
+  UpcomingLoadJson,
   WhoAmI,
 } from '../../../src/contract/index.js';
 
@@ -51,6 +53,10 @@ export type PendingSelection = PendingQuery;
 /** The processes sharing the tasks and the shards each holds. */
 export type ClusterView = ClusterJson;
 export type { ClusterMember };
+/** Pending tasks due per minute over the next hour and per hour over the next 7 days, by type. */
+export type UpcomingLoad = UpcomingLoadJson;
+/** The answering process's runs over the last hour, per 10 s. */
+export type RecentRuns = RecentRunsJson;
 /** The statuses recent() can list. */
 export type FinishedStatus = NonNullable<RecentQuery['status']>;
 
@@ -227,6 +233,16 @@ export class PunctualClient {
   /** The processes sharing the tasks (SHARDING=on) and how many of the 256 shards each holds. */
   cluster(): Promise<ClusterView> {
     return this.#body('GET', '/cluster');
+  }
+
+  /** Pending tasks due per minute over the next hour and per hour over the next 7 days, by type (the whole fleet's). */
+  upcomingLoad(): Promise<UpcomingLoad> {
+    return this.#body('GET', '/charts/upcoming');
+  }
+
+  /** The answering process's runs over the last hour, per 10 s: by outcome, and lateness p50 and p99. */
+  recentRuns(): Promise<RecentRuns> {
+    return this.#body('GET', '/charts/recent');
   }
 
   /** The Prometheus metrics, as text. */
