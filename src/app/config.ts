@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { redactCredentials } from '../observability/redact.js';
 import { DatabaseUrlError, parseDatabaseUrl } from '../db/hosts.js';
 import { canonicalZone } from '../time/zones.js';
-import { ROLES, type Role } from '../http/roles.js';
+import { ROLES, type Role } from '../contract/auth.js';
 
 /** Everything punctual reads from its environment, validated once at start. */
 export interface Config {

@@ -8,6 +8,7 @@
  * connection in another session time_zone still writes UTC.
  */
 import { sql } from 'drizzle-orm';
+import { MAX_KEY_LENGTH, MAX_TAG_LENGTH, MAX_TYPE_LENGTH, MAX_ZONE_LENGTH, MISFIRE_POLICIES, TASK_STATUSES } from '../contract/limits.js';
 import { decodeJson } from '../util/json.js';
 import {
   bigint,
@@ -27,12 +28,6 @@ import {
   varchar,
 } from 'drizzle-orm/mysql-core';
 
-export const TASK_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'skipped'] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
-
-export const MISFIRE_POLICIES = ['run', 'skip'] as const;
-export type MisfirePolicy = (typeof MISFIRE_POLICIES)[number];
-
 /** JSON column that reads back the same on MySQL (native JSON) and MariaDB (LONGTEXT + CHECK). */
 const jsonColumn = customType<{ data: unknown; driverData: string | object }>({
   dataType: () => 'json',
@@ -46,11 +41,11 @@ export const tasks = mysqlTable(
   'tasks',
   {
     id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
-    key: varchar('task_key', { length: 191 }).unique('tasks_task_key_unique'),
-    type: varchar('type', { length: 64 }).notNull(),
+    key: varchar('task_key', { length: MAX_KEY_LENGTH }).unique('tasks_task_key_unique'),
+    type: varchar('type', { length: MAX_TYPE_LENGTH }).notNull(),
     payload: jsonColumn('payload').notNull(),
     runAt: datetime('run_at', { mode: 'date', fsp: 3 }).notNull(),
-    timezone: varchar('timezone', { length: 64 }).notNull().default('UTC'),
+    timezone: varchar('timezone', { length: MAX_ZONE_LENGTH }).notNull().default('UTC'),
     status: mysqlEnum('status', TASK_STATUSES).notNull().default('pending'),
     attempts: int('attempts', { unsigned: true }).notNull().default(0),
     maxAttempts: int('max_attempts', { unsigned: true }).notNull().default(4),
@@ -107,7 +102,7 @@ export const taskTags = mysqlTable(
   'task_tags',
   {
     taskId: bigint('task_id', { mode: 'number', unsigned: true }).notNull(),
-    tag: varchar('tag', { length: 64 }).notNull(),
+    tag: varchar('tag', { length: MAX_TAG_LENGTH }).notNull(),
   },
   (table) => [
     primaryKey({ name: 'task_tags_pk', columns: [table.taskId, table.tag] }),
@@ -123,7 +118,7 @@ export const taskTags = mysqlTable(
  * host). A type without a row runs freely. Each process applies the limits to its own runs.
  */
 export const typeControls = mysqlTable('type_controls', {
-  type: varchar('type', { length: 64 }).primaryKey(),
+  type: varchar('type', { length: MAX_TYPE_LENGTH }).primaryKey(),
   paused: boolean('paused').notNull().default(false),
   maxConcurrency: int('max_concurrency', { unsigned: true }),
   ratePerSecond: decimal('rate_per_second', { precision: 10, scale: 3 }),

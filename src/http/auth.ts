@@ -12,7 +12,8 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from './errors.js';
-import { allows, roleFor, type Role, type TokenRoles } from './roles.js';
+import type { Role } from '../contract/auth.js';
+import { allows, roleFor, type TokenRoles } from './roles.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -11,7 +11,7 @@ import { tagsProblem } from '../store/tags.js';
 import { canonicalZone, parseRunAt, TimeInputError } from '../time/zones.js';
 import { describeErrors, jsonProblem } from '../util/schema-errors.js';
 import { badRequest, HttpError } from './errors.js';
-import { CreateTaskBody } from './schemas.js';
+import { CreateTaskBody } from '../contract/tasks.js';
 
 /** Payloads are kept small: a task names its work, it does not carry it. */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;

@@ -6,7 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { isConnectionError, loggable } from '../db/errors.js';
 import { describeErrors } from '../util/schema-errors.js';
-import type { TaskJson } from './schemas.js';
+import type { TaskJson } from '../contract/tasks.js';
 
 export class HttpError extends Error {
   constructor(

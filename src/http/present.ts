@@ -1,7 +1,7 @@
 /** A task as the API shows it: times as ISO-8601 strings, runAtLocal in the task's zone. */
 import type { Task } from '../store/task-store.js';
 import { toIsoLocal, toIsoUtc } from '../time/zones.js';
-import type { TaskJson } from './schemas.js';
+import type { TaskJson } from '../contract/tasks.js';
 
 export function present(task: Task): TaskJson {
   return {

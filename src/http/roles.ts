@@ -1,8 +1,8 @@
 /**
- * Who may call what. A token has one role; the roles are ordered, each allowing what the one
- * below it allows: `read` (lists, summary, metrics: what the dashboard shows) < `write` (create,
- * cancel, reschedule, retry) < `admin` (bulk changes, pauses, limits). API_TOKEN may do
- * everything, so it has the highest role.
+ * Who may call what. A token has one role; the roles (src/contract/auth.ts) are ordered, each
+ * allowing what the one below it allows: `read` (lists, summary, metrics: what the dashboard
+ * shows) < `write` (create, cancel, reschedule, retry) < `admin` (bulk changes, pauses, limits).
+ * API_TOKEN may do everything, so it has the highest role.
  *
  * ROUTE_ROLES is the one table from route to role. A route missing from it (and not public)
  * stops the app from starting, so no route ships open by accident: a new route adds its line.
@@ -11,9 +11,7 @@
  * time (no early exit), so neither a token's length nor which role matched shows in the timing.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-
-export const ROLES = ['read', 'write', 'admin'] as const;
-export type Role = (typeof ROLES)[number];
+import { ROLES, type Role } from '../contract/auth.js';
 
 /** `METHOD route pattern` (as Fastify registers it) → the least role that may call it. */
 export const ROUTE_ROLES: Readonly<Record<string, Role>> = {

@@ -4,7 +4,7 @@
  * them never depends on the process's or the server's zone.
  */
 import type mysql from 'mysql2/promise';
-import type { MisfirePolicy, TaskStatus } from '../db/schema.js';
+import type { MisfirePolicy, TaskStatus } from '../contract/limits.js';
 import { decodeJson } from '../util/json.js';
 
 /** A task as the service sees it; times are epoch milliseconds. */

@@ -5,12 +5,11 @@
  * characters of TAG_PATTERN, no repeats. Tags are fixed at create (a recurring series keeps them).
  *
  * They are stored twice on purpose: as JSON on the task (read with it, no join) and one row each
- * in task_tags, whose (tag, task_id) index makes "the tasks tagged X" a range scan.
+ * in task_tags, whose (tag, task_id) index makes "the tasks tagged X" a range scan. The limits are
+ * the API's, so they live in the contract.
  */
-export const MAX_TAGS = 8;
-export const MAX_TAG_LENGTH = 64;
-/** Letters, digits and `_ . : -`: enough for `merchant:42`, nothing that needs escaping. */
-export const TAG_PATTERN = '^[A-Za-z0-9_.:-]{1,64}$';
+import { MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../contract/limits.js';
+
 const TAG = new RegExp(TAG_PATTERN);
 
 /** Why `tags` is refused (naming `field`), or undefined when they are fine. */

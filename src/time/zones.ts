@@ -8,13 +8,10 @@
  * overlap takes the earlier of the two (01:30 on 2026-11-01 is 01:30 EDT, -04:00).
  */
 import { Temporal } from 'temporal-polyfill';
+import { MAX_YEARS_AHEAD, MAX_ZONE_LENGTH } from '../contract/limits.js';
 
 /** Epoch-ms values below this are almost surely seconds sent by mistake (before 1973-03-03). */
 const SMALLEST_EPOCH_MS = 100_000_000_000;
-/** The one limit on how far ahead a task may be: ten years (runAt to the calendar day, delayMs in days). */
-export const MAX_YEARS_AHEAD = 10;
-/** The same limit as a delay: ten years of 365.25 days, rounded up to whole days. */
-export const MAX_DELAY_MS = Math.ceil(MAX_YEARS_AHEAD * 365.25) * 24 * 3600 * 1000;
 
 export class TimeInputError extends Error {
   override name = 'TimeInputError';
@@ -29,7 +26,7 @@ const MAX_ZONES_KEPT = 1000;
  * or undefined when it is not one. Bare offsets ("+08:00") are refused: they carry no DST rules.
  */
 export function canonicalZone(name: string): string | undefined {
-  if (name.length === 0 || name.length > 64 || /^[+-]/.test(name) || /^z$/i.test(name)) return undefined;
+  if (name.length === 0 || name.length > MAX_ZONE_LENGTH || /^[+-]/.test(name) || /^z$/i.test(name)) return undefined;
   if (zones.has(name)) return zones.get(name);
   let zone: string | undefined;
   try {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { PunctualClient } from '../../src/client.js';
+import { PunctualClient } from '../../clients/ts/src/client.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PunctualClient, PunctualError } from '../../src/client.js';
+import { PunctualClient, PunctualError } from '../../clients/ts/src/client.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';

@@ -6,7 +6,8 @@ import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/app/config.js';
 import { installAuth } from '../../src/http/auth.js';
-import { ROLES, ROUTE_ROLES, TokenRoles, type Role } from '../../src/http/roles.js';
+import { ROLES, type Role } from '../../src/contract/auth.js';
+import { ROUTE_ROLES, TokenRoles } from '../../src/http/roles.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 

@@ -6,7 +6,7 @@
  * limit lets another group through. Roles and bad input change nothing.
  */
 import { sql } from 'drizzle-orm';
-import { PunctualClient, PunctualError } from '../../src/client.js';
+import { PunctualClient, PunctualError } from '../../clients/ts/src/client.js';
 import { Type } from 'typebox';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OutsideHandler, TaskHandler } from '../../src/handlers/handler.js';

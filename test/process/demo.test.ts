@@ -4,7 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startServer } from '../helpers/server.js';
 
-const DEMO = fileURLToPath(new URL('../../dist/app/demo.js', import.meta.url));
+// npm run demo runs the source with tsx, the client's source with it.
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const DEMO = fileURLToPath(new URL('../../src/app/demo.ts', import.meta.url));
 let db: TestDatabase;
 
 beforeAll(async () => {
@@ -17,7 +19,7 @@ afterAll(async () => {
 
 function demo(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [DEMO], { env: { PATH: process.env.PATH ?? '', ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', DEMO], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -13,7 +13,9 @@ import type { CreateRequest } from '../../lifecycle/create.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import { conflictMessage, createRequestOf, MAX_PAYLOAD_BYTES, type CreateInput } from '../create-input.js';
 import { HttpError } from '../errors.js';
-import { BatchBody, BatchResult, ErrorJson, MAX_BATCH } from '../schemas.js';
+import { BatchBody, BatchResult } from '../../contract/batch.js';
+import { ErrorJson } from '../../contract/errors.js';
+import { MAX_BATCH } from '../../contract/limits.js';
 
 /** A full batch of large payloads, with room for the JSON around them. */
 export const BATCH_BODY_LIMIT_BYTES = 16 * 1024 * 1024;

@@ -11,7 +11,8 @@ import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { Selector } from '../../store/task-store.js';
 import { instantOf, zoneOf } from '../create-input.js';
 import { badRequest } from '../errors.js';
-import { BulkCancelBody, BulkRescheduleBody, BulkResult, ErrorJson } from '../schemas.js';
+import { BulkCancelBody, BulkRescheduleBody, BulkResult } from '../../contract/bulk.js';
+import { ErrorJson } from '../../contract/errors.js';
 
 export interface BulkRoutesOptions {
   lifecycle: Lifecycle;

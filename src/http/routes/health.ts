@@ -1,7 +1,7 @@
 /** Liveness and readiness, open without the token so probes need no secret. */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Health, Readiness } from '../../contract/health.js';
 import type { ClockReading } from '../../time/db-clock.js';
 
 export interface HealthOptions {
@@ -15,24 +15,6 @@ export interface HealthOptions {
   /** The database clock's offset from punctual's (src/time/db-clock.ts). */
   dbClock?: () => ClockReading;
 }
-
-const Health = Type.Object({ status: Type.String() });
-const Readiness = Type.Object({
-  status: Type.String(),
-  armed: Type.Integer(),
-  shards: Type.Optional(Type.Integer({ description: 'with SHARDING=on: how many of the 256 shards this process holds' })),
-  reason: Type.Optional(Type.String()),
-  dbClockOffsetMs: Type.Optional(
-    Type.Union([Type.Number(), Type.Null()], {
-      description: "the database server's clock minus punctual's, in ms (null before the first check)",
-    }),
-  ),
-  warning: Type.Optional(
-    Type.String({
-      description: 'set when the database clock is more than 100 ms off: still ready, but direct inserts with NOW(3) fire off by that much',
-    }),
-  ),
-});
 
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, options) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

@@ -15,11 +15,11 @@ import type { SummaryReader } from '../../store/summary.js';
 import { conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';
+import { ErrorJson } from '../../contract/errors.js';
+import { DEFAULT_PAGE } from '../../contract/limits.js';
 import {
   ConflictJson,
   CreateTaskBody,
-  DEFAULT_PAGE,
-  ErrorJson,
   IdParams,
   KeyParams,
   PendingPage,
@@ -29,7 +29,7 @@ import {
   RescheduleBody,
   Summary,
   TaskJson,
-} from '../schemas.js';
+} from '../../contract/tasks.js';
 
 export { MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH } from '../create-input.js';
 /**

@@ -11,7 +11,8 @@ import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { TypeControls } from '../../dispatch/type-controls.js';
 import type { TypeLimitsSetting } from '../../store/type-controls.js';
 import { notFound } from '../errors.js';
-import { ErrorJson, LimitsBody, TypeJson, TypeList, TypeParams } from '../schemas.js';
+import { ErrorJson } from '../../contract/errors.js';
+import { LimitsBody, TypeJson, TypeList, TypeParams } from '../../contract/types.js';
 
 export interface TypeRoutesOptions {
   controls: TypeControls;

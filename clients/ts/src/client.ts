@@ -1,42 +1,64 @@
 /**
- * A typed client for punctual's HTTP API: `import { PunctualClient } from 'punctual'`.
- * It has no dependencies (global fetch) and its types come from the schemas the server
- * validates with, so the two cannot drift apart.
+ * A typed client for punctual's HTTP API: `import { PunctualClient } from '@punctual/client'`.
+ * It calls the API with the global fetch and nothing else; its types are derived from the
+ * contract's schemas (src/contract), the ones the server validates and serializes with, so the
+ * two cannot drift apart. The contract imports nothing but typebox, so this package carries
+ * nothing of the server.
  *
  *   const punctual = new PunctualClient({ baseUrl: 'http://127.0.0.1:3000', token: process.env.PUNCTUAL_TOKEN });
  *   await punctual.create({ type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 30 * 60_000, key: 'close_order:SN123' });
  *   await punctual.cancelByKey('close_order:SN123'); // the order was paid
  */
-import type { Static } from 'typebox';
 import type {
   BatchResult,
   BulkCancelBody,
   BulkRescheduleBody,
   BulkResult,
+  ClusterJson,
+  ClusterMember,
   CreateTaskBody,
+  Health,
   LimitsBody,
+  PendingPage,
+  PendingQuery,
+  RecentPage,
+  RecentQuery,
+  RecentRunsJson,
   RescheduleBody,
+  Role,
   Summary,
   TaskJson,
   TypeJson,
-} from './http/schemas.js';
-import type { ClusterView } from './cluster/view.js';
+  TypeList,
+  UpcomingLoadJson,
+  WhoAmI,
+} from '../../../src/contract/index.js';
 
 export type Task = TaskJson;
 export type CreateTask = CreateTaskBody;
 export type Reschedule = RescheduleBody;
-export type { Summary };
+export type { Role, Summary };
 /** A task type: its pause, its limits, and what runs and waits. */
 export type TaskType = TypeJson;
 /** A change of limits: a field left out is kept, null clears it. */
 export type TypeLimits = LimitsBody;
 /** One answer per item of createMany, in order: the status `create` would have met, with the task or the error. */
-export type BatchAnswer = Static<typeof BatchResult>;
+export type BatchAnswer = BatchResult;
 /** Which pending tasks a bulk change selects: exactly one of tag, keyPrefix, type. */
 export type BulkSelector = BulkCancelBody;
 export type BulkReschedule = BulkRescheduleBody;
-export type BulkCounts = Static<typeof BulkResult>;
-export type { ClusterView } from './cluster/view.js';
+export type BulkCounts = BulkResult;
+/** What pending() may select and how much of it: a type, a tag or a key prefix, a page size, the cursor of the page before. */
+export type PendingSelection = PendingQuery;
+/** The processes sharing the tasks and the shards each holds. */
+export type ClusterView = ClusterJson;
+export type { ClusterMember };
+/** Pending tasks due per minute over the next hour and per hour over the next 7 days, by type. */
+export type UpcomingLoad = UpcomingLoadJson;
+/** The answering process's runs over the last hour, per 10 s. */
+export type RecentRuns = RecentRunsJson;
+/** The statuses recent() can list. */
+export type FinishedStatus = NonNullable<RecentQuery['status']>;
 
 export interface PunctualClientOptions {
   /** Where punctual listens, e.g. http://127.0.0.1:3000. */
@@ -132,9 +154,7 @@ export class PunctualClient {
   }
 
   /** One page of pending tasks, soonest first. */
-  pending(
-    query: { type?: string; tag?: string; keyPrefix?: string; limit?: number; cursor?: string } = {},
-  ): Promise<{ tasks: Task[]; nextCursor: string | null }> {
+  pending(query: PendingSelection = {}): Promise<PendingPage> {
     const search = new URLSearchParams();
     for (const [name, value] of Object.entries(query)) if (value !== undefined) search.set(name, String(value));
     return this.#body('GET', `/tasks/pending${search.size > 0 ? `?${search}` : ''}`);
@@ -161,8 +181,8 @@ export class PunctualClient {
   }
 
   /** The latest tasks to finish with `status`, newest first. */
-  async recent(status: 'done' | 'failed' | 'skipped' | 'cancelled' = 'done', limit = 50): Promise<Task[]> {
-    return (await this.#body<{ tasks: Task[] }>('GET', `/tasks/recent?status=${status}&limit=${limit}`)).tasks;
+  async recent(status: FinishedStatus = 'done', limit = 50): Promise<Task[]> {
+    return (await this.#body<RecentPage>('GET', `/tasks/recent?status=${status}&limit=${limit}`)).tasks;
   }
 
   summary(): Promise<Summary> {
@@ -171,7 +191,7 @@ export class PunctualClient {
 
   /** Every known task type with its pause, limits, runs and waiting tasks. */
   async types(): Promise<TaskType[]> {
-    return (await this.#body<{ types: TaskType[] }>('GET', '/types')).types;
+    return (await this.#body<TypeList>('GET', '/types')).types;
   }
 
   /** Sets a type's run limits (admin); a field left out is kept, null clears it. Limits are per process. */
@@ -190,8 +210,8 @@ export class PunctualClient {
   }
 
   /** The role of this client's token: read, write or admin (a wrong role's call is a 403). */
-  async role(): Promise<'read' | 'write' | 'admin'> {
-    return (await this.#body<{ role: 'read' | 'write' | 'admin' }>('GET', '/auth/whoami')).role;
+  async role(): Promise<Role> {
+    return (await this.#body<WhoAmI>('GET', '/auth/whoami')).role;
   }
 
   /** True when the service has armed its timers and its database answers. */
@@ -207,12 +227,22 @@ export class PunctualClient {
 
   /** True when the process answers at all (/healthz). */
   async healthy(): Promise<boolean> {
-    return (await this.#body<{ status: string }>('GET', '/healthz')).status === 'ok';
+    return (await this.#body<Health>('GET', '/healthz')).status === 'ok';
   }
 
   /** The processes sharing the tasks (SHARDING=on) and how many of the 256 shards each holds. */
   cluster(): Promise<ClusterView> {
     return this.#body('GET', '/cluster');
+  }
+
+  /** Pending tasks due per minute over the next hour and per hour over the next 7 days, by type (the whole fleet's). */
+  upcomingLoad(): Promise<UpcomingLoad> {
+    return this.#body('GET', '/charts/upcoming');
+  }
+
+  /** The answering process's runs over the last hour, per 10 s: by outcome, and lateness p50 and p99. */
+  recentRuns(): Promise<RecentRuns> {
+    return this.#body('GET', '/charts/recent');
   }
 
   /** The Prometheus metrics, as text. */

@@ -1,0 +1,17 @@
+/**
+ * The roles a token may have, ordered, each allowing what the one below it allows: `read`
+ * (lists, summary, metrics) < `write` (create, cancel, reschedule, retry) < `admin` (bulk
+ * changes, pauses, limits). Which route needs which role is the server's (src/http/roles.ts).
+ */
+import { Type, type Static } from 'typebox';
+
+export const ROLES = ['read', 'write', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** GET /auth/whoami: the role of the caller's token, so a client can hide what it may not do. */
+export const WhoAmI = Type.Object({
+  role: Type.Union([Type.Literal(ROLES[0]), Type.Literal(ROLES[1]), Type.Literal(ROLES[2])], {
+    description: 'read: lists, summary, metrics; write: also create, cancel, reschedule, retry; admin: everything',
+  }),
+});
+export type WhoAmI = Static<typeof WhoAmI>;

@@ -1,0 +1,23 @@
+/** Liveness and readiness: open without a token, so a probe needs no secret. */
+import { Type, type Static } from 'typebox';
+
+export const Health = Type.Object({ status: Type.String() });
+export type Health = Static<typeof Health>;
+
+export const Readiness = Type.Object({
+  status: Type.String(),
+  armed: Type.Integer(),
+  shards: Type.Optional(Type.Integer({ description: 'with SHARDING=on: how many of the 256 shards this process holds' })),
+  reason: Type.Optional(Type.String()),
+  dbClockOffsetMs: Type.Optional(
+    Type.Union([Type.Number(), Type.Null()], {
+      description: "the database server's clock minus punctual's, in ms (null before the first check)",
+    }),
+  ),
+  warning: Type.Optional(
+    Type.String({
+      description: 'set when the database clock is more than 100 ms off: still ready, but direct inserts with NOW(3) fire off by that much',
+    }),
+  ),
+});
+export type Readiness = Static<typeof Readiness>;

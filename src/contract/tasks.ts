@@ -1,0 +1,218 @@
+/**
+ * The task: how it is shown, how it is created, moved and listed, and the summary of the backlog.
+ * A field's description here is the one the OpenAPI document and the clients' types carry.
+ */
+import { Type, type Static } from 'typebox';
+import {
+  DEFAULT_PAGE,
+  MAX_DELAY_MS,
+  MAX_KEY_LENGTH,
+  MAX_PAGE,
+  MAX_TAG_LENGTH,
+  MAX_TAGS,
+  MAX_TYPE_LENGTH,
+  MAX_ZONE_LENGTH,
+  MISFIRE_POLICIES,
+  TAG_PATTERN,
+  TASK_STATUSES,
+} from './limits.js';
+import { Nullable } from './nullable.js';
+
+export const TaskJson = Type.Object(
+  {
+    id: Type.Integer({ description: "punctual's id for the task" }),
+    key: Nullable(Type.String({ description: "the caller's dedup key" })),
+    type: Type.String(),
+    payload: Type.Unknown(),
+    status: Type.Enum([...TASK_STATUSES]),
+    runAt: Type.String({ description: 'ISO-8601 UTC with milliseconds', examples: ['2026-12-01T02:00:00.000Z'] }),
+    runAtLocal: Type.String({ description: "the same instant with the task zone's offset", examples: ['2026-12-01T10:00:00.000+08:00'] }),
+    timezone: Type.String({ description: 'IANA zone the task was read in' }),
+    attempts: Type.Integer(),
+    maxAttempts: Type.Integer(),
+    misfire: Type.Enum([...MISFIRE_POLICIES]),
+    lastError: Nullable(Type.String()),
+    createdAt: Type.String(),
+    updatedAt: Type.String(),
+    finishedAt: Nullable(Type.String()),
+    cron: Nullable(Type.String({ description: 'a recurring task: its cron expression, read in timezone' })),
+    seriesId: Nullable(Type.Integer({ description: 'a later occurrence of a recurring task: the id of the first' })),
+    tags: Type.Array(Type.String(), { description: 'the tags given at create' }),
+    latenessMs: Nullable(Type.Integer({ description: 'how late the latest run started: its start − runAt, in ms' })),
+    lastHttpStatus: Nullable(Type.Integer({ description: "an outside (webhook) run: the latest run's HTTP status (0: no answer)" })),
+    lastDurationMs: Nullable(Type.Integer({ description: "an outside run: the latest run's duration in ms" })),
+    lastResponseBytes: Nullable(Type.Integer({ description: "an outside run: the latest response's body size in bytes" })),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        id: 42,
+        key: 'close_order:SN123',
+        type: 'close_order',
+        payload: { orderSn: 'SN123' },
+        status: 'pending',
+        runAt: '2026-12-01T02:00:00.000Z',
+        runAtLocal: '2026-12-01T10:00:00.000+08:00',
+        timezone: 'Asia/Shanghai',
+        attempts: 0,
+        maxAttempts: 4,
+        misfire: 'run',
+        lastError: null,
+        createdAt: '2026-12-01T01:30:00.000Z',
+        updatedAt: '2026-12-01T01:30:00.000Z',
+        finishedAt: null,
+        cron: null,
+        seriesId: null,
+        tags: ['merchant:42'],
+        latenessMs: null,
+        lastHttpStatus: null,
+        lastDurationMs: null,
+        lastResponseBytes: null,
+      },
+    ],
+  },
+);
+export type TaskJson = Static<typeof TaskJson>;
+
+export const RunAt = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Integer()], {
+  description:
+    'ISO-8601 with offset (2026-12-01T10:00:00+08:00), naive local (2026-12-01 10:00:00, read in timezone), or epoch milliseconds',
+});
+export const DelayMs = Type.Integer({ minimum: 0, maximum: MAX_DELAY_MS, description: 'run this many ms from now (instead of runAt)' });
+export const Timezone = Type.String({
+  minLength: 1,
+  maxLength: MAX_ZONE_LENGTH,
+  description: "IANA zone for a naive runAt; default the service's TIMEZONE",
+});
+
+export const CreateTaskBody = Type.Object(
+  {
+    type: Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'a registered handler: close_order, webhook' }),
+    payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: "the handler's input" })),
+    runAt: Type.Optional(RunAt),
+    delayMs: Type.Optional(DelayMs),
+    timezone: Type.Optional(Timezone),
+    key: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'dedup key: a repeated create never makes a second task' }),
+    ),
+    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    misfire: Type.Optional(
+      Type.Union([Type.Literal('run'), Type.Literal('skip')], { description: 'what to do if the time passed while punctual was down' }),
+    ),
+    cron: Type.Optional(
+      Type.String({
+        minLength: 9,
+        maxLength: 120,
+        description:
+          'makes the task recurring: five cron fields (minute hour day month weekday) read in timezone; when an occurrence finishes, the next is scheduled. Without runAt/delayMs the first is the next match.',
+      }),
+    ),
+    tags: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN }), {
+        maxItems: MAX_TAGS,
+        description: `at most ${MAX_TAGS} labels of 1 to ${MAX_TAG_LENGTH} characters of A-Z a-z 0-9 _ . : - (e.g. merchant:42), no repeats; bulk changes and the pending list select by them`,
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      { type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 1_800_000, key: 'close_order:SN123', tags: ['merchant:42'] },
+      {
+        type: 'webhook',
+        payload: { url: 'https://shop.example.com/flash-sale/start', body: { sale: 88 } },
+        runAt: '2026-12-01 10:00:00',
+        timezone: 'Asia/Shanghai',
+        key: 'flash-sale:88',
+        misfire: 'skip',
+      },
+      {
+        type: 'webhook',
+        payload: { url: 'https://shop.example.com/members/reset' },
+        cron: '0 0 * * *',
+        timezone: 'Asia/Shanghai',
+        key: 'members:nightly-reset',
+      },
+    ],
+  },
+);
+export type CreateTaskBody = Static<typeof CreateTaskBody>;
+
+export const RescheduleBody = Type.Object(
+  { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone) },
+  { additionalProperties: false, examples: [{ delayMs: 600_000 }, { runAt: '2026-12-24 20:00:00', timezone: 'Europe/Berlin' }] },
+);
+export type RescheduleBody = Static<typeof RescheduleBody>;
+
+export const PendingQuery = Type.Object(
+  {
+    type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH })),
+    tag: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN, description: 'only tasks with this tag' }),
+    ),
+    keyPrefix: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'only tasks whose key starts with this' }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'nextCursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+export type PendingQuery = Static<typeof PendingQuery>;
+
+export const PendingPage = Type.Object(
+  {
+    tasks: Type.Array(TaskJson),
+    nextCursor: Nullable(Type.String({ description: 'pass as cursor for the next page; null on the last page' })),
+  },
+  { examples: [{ tasks: [], nextCursor: null }] },
+);
+export type PendingPage = Static<typeof PendingPage>;
+
+export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
+export const KeyParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH }) });
+
+/** A 409 also carries the task as it is now. */
+export const ConflictJson = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.String(),
+  error: Type.String(),
+  message: Type.String(),
+  task: TaskJson,
+});
+export type ConflictJson = Static<typeof ConflictJson>;
+
+export const RecentQuery = Type.Object(
+  {
+    status: Type.Optional(
+      Type.Union([Type.Literal('done'), Type.Literal('failed'), Type.Literal('skipped'), Type.Literal('cancelled')], {
+        default: 'done',
+      }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  },
+  { additionalProperties: false },
+);
+export type RecentQuery = Static<typeof RecentQuery>;
+
+export const RecentPage = Type.Object({ tasks: Type.Array(TaskJson) });
+export type RecentPage = Static<typeof RecentPage>;
+
+export const Summary = Type.Object(
+  {
+    pending: Type.Integer({ description: 'tasks waiting, in the whole table' }),
+    running: Type.Integer({ description: 'outside calls in progress' }),
+    failed: Type.Integer({ description: 'tasks that failed for good' }),
+    armed: Type.Integer({ description: 'timers armed in this process (tasks due within the horizon)' }),
+    latenessP50Ms: Nullable(Type.Number()),
+    latenessP99Ms: Nullable(Type.Number({ description: 'over the latest 1,000 runs: their stored lateness, start − runAt' })),
+    countedAt: Type.String({ description: 'when the counts were taken (they are kept a few seconds)' }),
+  },
+  {
+    examples: [
+      { pending: 1204, running: 0, failed: 3, armed: 310, latenessP50Ms: 1, latenessP99Ms: 4, countedAt: '2026-12-01T02:00:00.000Z' },
+    ],
+  },
+);
+export type Summary = Static<typeof Summary>;
