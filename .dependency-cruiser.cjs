@@ -82,14 +82,14 @@ module.exports = {
       name: 'src-not-to-dev-dependencies',
       comment: 'The server runs with its dependencies alone; devDependencies are not installed in production.',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/app/demo\\.ts$' },
+      from: { path: '^src/' },
       to: { dependencyTypes: ['npm-dev'] },
     },
     {
       name: 'no-orphans',
       comment: 'A file nothing imports is dead code (entry points excepted).',
       severity: 'error',
-      from: { orphan: true, path: '^src/', pathNot: ['^src/app/(main|demo)\\.ts$', '\\.d\\.ts$', '^src/http/dashboard/'] },
+      from: { orphan: true, path: '^src/', pathNot: ['^src/app/main\\.ts$', '\\.d\\.ts$', '^src/http/dashboard/'] },
       to: {},
     },
     {

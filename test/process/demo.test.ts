@@ -6,7 +6,7 @@ import { startServer } from '../helpers/server.js';
 
 // npm run demo runs the source with tsx, the client's source with it.
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const DEMO = fileURLToPath(new URL('../../src/app/demo.ts', import.meta.url));
+const DEMO = fileURLToPath(new URL('../../scripts/demo.ts', import.meta.url));
 let db: TestDatabase;
 
 beforeAll(async () => {

@@ -9,12 +9,12 @@
  * PUNCTUAL_URL (default http://127.0.0.1:3000), API_TOKEN, DATABASE_URL (the service's),
  * DEMO_TASKS (3000), DEMO_SECONDS (15).
  *
- * It talks to the service as a shop would, through the TypeScript client (clients/ts), whose
- * source lies outside src/: so it runs from source with tsx, and the server's build leaves it out.
+ * It talks to the service as a shop would, through the TypeScript client (clients/ts): a tool
+ * beside the server, not part of it, run from source with tsx.
  */
 import mysql from 'mysql2/promise';
 import { Temporal } from 'temporal-polyfill';
-import { PunctualClient, type CreateTask } from '../../clients/ts/src/client.js';
+import { PunctualClient, type CreateTask } from '../clients/ts/src/client.js';
 
 const DEMO_COMMENT = 'punctual demo shop';
 const GOODS = 20;
