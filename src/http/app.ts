@@ -10,6 +10,7 @@ import { TokenRoles } from './roles.js';
 import { authRoutes } from './routes/auth.js';
 import { installHeaders, installRequestGuard, type SecurityOptions, serverOptions } from './security.js';
 import { installErrorHandler } from './errors.js';
+import { installJsonBody } from './json-body.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
 import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
@@ -52,6 +53,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   installErrorHandler(app);
+  installJsonBody(app);
   installHeaders(app);
   installRequestGuard(app, options.security);
   installAuth(app, {

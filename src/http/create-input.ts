@@ -58,11 +58,11 @@ export function instantOf(body: { runAt?: string | number; delayMs?: number; cro
   }
 }
 
-/** A cron expression the service can follow, or a 400 naming the field. */
-function checkedCron(cron: string | undefined): string | null {
+/** A cron expression the service can follow (a match within ten years), or a 400 naming the field. */
+function checkedCron(cron: string | undefined, zone: string, now: number): string | null {
   if (cron === undefined) return null;
   try {
-    checkCron(cron);
+    checkCron(cron, zone, now);
     return cron.trim();
   } catch (error) {
     if (error instanceof CronError) throw badRequest('body/cron', error.message);
@@ -86,7 +86,7 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
   const badTags = tagsProblem(tags, 'body/tags');
   if (badTags !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', badTags);
   const zone = zoneOf(body.timezone, input.timezone);
-  const cron = checkedCron(body.cron);
+  const cron = checkedCron(body.cron, zone, now);
   const runAt = instantOf(body, zone, now);
   const problem = registry.payloadProblem(body.type, payload, 'body/payload');
   if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
