@@ -11,42 +11,21 @@
  * way. Only hosts listed in WEBHOOK_ALLOWED_HOSTS are called (see egress.ts), redirects are not
  * followed, the response body read is bounded, and only a host in WEBHOOK_TRUSTED_HOSTS has its
  * error answers quoted in lastError (anyone else's could be an internal page read back).
+ *
+ * Headers that could speak for the network about the call are refused (outgoing-headers.ts), at
+ * create and again when a task runs, since the dispatcher checks the payload of a row written
+ * straight into the table.
  */
 import { createHash, createHmac } from 'node:crypto';
 import { Type } from 'typebox';
 import { fetch } from 'undici';
 import { Egress, listed, portOf } from './egress.js';
 import { type OutsideHandler, PermanentError } from './handler.js';
+import { firstReserved } from './outgoing-headers.js';
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Excerpt of a trusted host's error answer kept in lastError. */
 const EXCERPT_CHARS = 200;
-/**
- * Headers a payload may not set: those punctual sets, hop-by-hop ones that change how the
- * connection or body is handled, and those a receiver may trust as a proxy's word about the caller.
- */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'content-type',
-  'content-encoding',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'expect',
-  'te',
-  'trailer',
-  'forwarded',
-  'idempotency-key',
-]);
-const RESERVED_PREFIXES = ['x-punctual-', 'proxy-', 'x-forwarded-'];
-
-function reservedHeader(name: string): boolean {
-  const lower = name.toLowerCase();
-  return RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((prefix) => lower.startsWith(prefix));
-}
-
 const payload = Type.Object(
   {
     url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL on a host listed in WEBHOOK_ALLOWED_HOSTS' }),
@@ -201,7 +180,7 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
           : `/url ${refused}`;
       }
       if (secretsFor(url).length === 0) return 'cannot be sent: webhooks are off until WEBHOOK_SECRET is set';
-      const reserved = Object.keys(headers ?? {}).find(reservedHeader);
+      const reserved = firstReserved(headers);
       return reserved === undefined ? undefined : `/headers may not set ${reserved}`;
     },
 
