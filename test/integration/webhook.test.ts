@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +8,7 @@ import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const SECRET = 'whsec-test-secret';
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /**
  * Headers a receiver or its proxy may take as the network's word about the call: who calls,
@@ -337,6 +339,19 @@ describe('webhook', () => {
     expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
     expect(failed.lastError).toBe('payload/headers may not set X-Real-IP');
     expect(received).toEqual([]);
+  });
+
+  it('identifies as punctual/<version> and sends no browser headers', async () => {
+    await start();
+    const t = await create({ url: `${base}/who`, headers: { 'X-Shop': 'demo' }, body: { n: 1 } });
+    expect(await settled(t.id)).toMatchObject({ status: 'done' });
+    const call = received[0]!;
+    expect(call.headers['user-agent']).toBe(`punctual/${version}`);
+    expect(version).toMatch(/^\d+\.\d+\.\d+/);
+    const browserish = Object.keys(call.headers).filter((name) => name.startsWith('sec-') || name === 'accept-language');
+    expect(browserish).toEqual([]);
+    expect(call.headers['x-shop']).toBe('demo');
+    expect(verify(call, call.body, SECRET)).toBe(true);
   });
 
   it('refuses a listed name that resolves to an internal address not listed itself (DNS rebinding)', async () => {
