@@ -11,42 +11,28 @@
  * way. Only hosts listed in WEBHOOK_ALLOWED_HOSTS are called (see egress.ts), redirects are not
  * followed, the response body read is bounded, and only a host in WEBHOOK_TRUSTED_HOSTS has its
  * error answers quoted in lastError (anyone else's could be an internal page read back).
+ *
+ * A call identifies as `punctual/<version>` and carries only the headers set here and the
+ * payload's own: it goes out through undici's `request`, not `fetch`, which would add a browser's
+ * (`sec-fetch-mode`, `accept-language`). Headers that could speak for the network about the call
+ * are refused (outgoing-headers.ts), at create and again when a task runs, since the dispatcher
+ * checks the payload of a row written straight into the table.
  */
 import { createHash, createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { Type } from 'typebox';
-import { fetch } from 'undici';
+import { request } from 'undici';
 import { Egress, listed, portOf } from './egress.js';
 import { type OutsideHandler, PermanentError } from './handler.js';
+import { firstReserved } from './outgoing-headers.js';
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const USER_AGENT = `punctual/${version}`;
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Excerpt of a trusted host's error answer kept in lastError. */
 const EXCERPT_CHARS = 200;
-/**
- * Headers a payload may not set: those punctual sets, hop-by-hop ones that change how the
- * connection or body is handled, and those a receiver may trust as a proxy's word about the caller.
- */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'content-type',
-  'content-encoding',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'expect',
-  'te',
-  'trailer',
-  'forwarded',
-  'idempotency-key',
-]);
-const RESERVED_PREFIXES = ['x-punctual-', 'proxy-', 'x-forwarded-'];
-
-function reservedHeader(name: string): boolean {
-  const lower = name.toLowerCase();
-  return RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((prefix) => lower.startsWith(prefix));
-}
-
 const payload = Type.Object(
   {
     url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL on a host listed in WEBHOOK_ALLOWED_HOSTS' }),
@@ -126,20 +112,18 @@ export function idempotencyKey(task: { id: number; createdAt: number }): string 
   return `punctual-${task.id}-${task.createdAt}`;
 }
 
-async function readBounded(response: Awaited<ReturnType<typeof fetch>>): Promise<Buffer> {
-  if (response.body === null) return Buffer.alloc(0);
-  const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
-  const chunks: Uint8Array[] = [];
+/** At most MAX_RESPONSE_BYTES of a body; the rest is never read (the connection is dropped). */
+async function readBounded(body: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
   let size = 0;
   try {
-    while (size < MAX_RESPONSE_BYTES) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.byteLength;
+      if (size >= MAX_RESPONSE_BYTES) break;
     }
   } finally {
-    await reader.cancel().catch(() => undefined);
+    body.destroy();
   }
   return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES);
 }
@@ -154,14 +138,13 @@ function excerpt(answer: Buffer): string {
     .replace(/[\x00-\x1f\x7f]+/g, ' ');
 }
 
-/** The network error under fetch's "fetch failed", as the task's lastError. */
+/** A call's network error as the task's lastError: its code and message, a refusal by egress as permanent. */
 function callError(error: unknown): Error {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  if (cause?.code === 'EPUNCTUALREFUSED') return new PermanentError(`refused: ${cause.message}`);
-  if (cause?.message !== undefined && error instanceof Error && error.message === 'fetch failed') {
-    return new Error(`${cause.code ?? 'network error'}: ${cause.message}`);
-  }
-  return error instanceof Error ? error : new Error(String(error));
+  if (!(error instanceof Error)) return new Error(String(error));
+  const { code } = error as { code?: unknown };
+  if (code === 'EPUNCTUALREFUSED') return new PermanentError(`refused: ${error.message}`);
+  // A DOMException's code is a number (an abort, a timeout): its message says it all.
+  return typeof code === 'string' ? new Error(`${code}: ${error.message}`) : error;
 }
 
 export function webhook(options: WebhookOptions): OutsideHandler<typeof payload> {
@@ -201,7 +184,7 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
           : `/url ${refused}`;
       }
       if (secretsFor(url).length === 0) return 'cannot be sent: webhooks are off until WEBHOOK_SECRET is set';
-      const reserved = Object.keys(headers ?? {}).find(reservedHeader);
+      const reserved = firstReserved(headers);
       return reserved === undefined ? undefined : `/headers may not set ${reserved}`;
     },
 
@@ -217,13 +200,14 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       const signature = sign(secrets, { timestamp: now, method, url: sent, idempotencyKey: key, body: text });
       // No answer until one comes: a call that fails or runs out of time is kept as status 0.
       answered({ httpStatus: 0, responseBytes: null });
-      const response = await fetch(sent, {
+      const response = await request(sent, {
         method,
-        redirect: 'manual',
+        maxRedirections: 0,
         signal,
         dispatcher: egress.dispatcher,
         headers: {
           ...headers,
+          'user-agent': USER_AGENT,
           ...(text === '' ? {} : { 'content-type': 'application/json' }),
           'idempotency-key': key,
           'x-punctual-task-id': String(task.id),
@@ -234,17 +218,18 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       }).catch((error: unknown) => {
         throw callError(error);
       });
+      const status = response.statusCode;
       // The status is known now, even if reading the body fails.
-      answered({ httpStatus: response.status, responseBytes: null });
-      const answer = await readBounded(response);
-      answered({ httpStatus: response.status, responseBytes: answer.length });
-      if (response.status >= 300 && response.status < 400) {
-        throw new PermanentError(`answered ${response.status}: redirects are not followed`);
+      answered({ httpStatus: status, responseBytes: null });
+      const answer = await readBounded(response.body);
+      answered({ httpStatus: status, responseBytes: answer.length });
+      if (status >= 300 && status < 400) {
+        throw new PermanentError(`answered ${status}: redirects are not followed`);
       }
-      if (response.status >= 200 && response.status < 300) return `answered ${response.status}`;
-      const message = answerError(url, response.status, answer);
+      if (status >= 200 && status < 300) return `answered ${status}`;
+      const message = answerError(url, status, answer);
       // A 4xx says the request itself is wrong; sending it again will not help (but 408/425/429 say "later").
-      const later = response.status >= 500 || [408, 425, 429].includes(response.status);
+      const later = status >= 500 || [408, 425, 429].includes(status);
       throw later ? new Error(message) : new PermanentError(message);
     },
   };

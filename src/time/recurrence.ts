@@ -13,7 +13,7 @@
  */
 import { Cron, CronPattern } from 'croner';
 import { Temporal } from 'temporal-polyfill';
-import { MAX_YEARS_AHEAD } from './zones.js';
+import { MAX_YEARS_AHEAD } from '../contract/limits.js';
 
 export class CronError extends Error {
   override name = 'CronError';

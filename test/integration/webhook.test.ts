@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +8,83 @@ import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const SECRET = 'whsec-test-secret';
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/**
+ * Headers a receiver or its proxy may take as the network's word about the call: who calls,
+ * which method or URL is meant, how the body is framed, or punctual's own. A payload sets none.
+ */
+const SPOOFING_HEADERS = [
+  // who the caller is, as a proxy or CDN says
+  'X-Real-IP',
+  'True-Client-IP',
+  'X-Client-IP',
+  'Client-IP',
+  'X-Cluster-Client-IP',
+  'X-Originating-IP',
+  'X-Remote-IP',
+  'X-Remote-Addr',
+  'X-Original-Forwarded-For',
+  'X-Forwarded-For',
+  'X-Forwarded-Host',
+  'X-Forwarded-Proto',
+  'X-Forwarded',
+  'Forwarded',
+  'Via',
+  'CF-Connecting-IP',
+  'CF-Connecting-IPv6',
+  'CF-IPCountry',
+  'Fastly-Client-IP',
+  'Akamai-Origin-Hop',
+  'CloudFront-Viewer-Address',
+  'X-Azure-ClientIP',
+  'X-AppEngine-User-IP',
+  'X-Vercel-Forwarded-For',
+  'X-NF-Client-Connection-IP',
+  'Fly-Client-IP',
+  'Ali-CDN-Real-IP',
+  'Cdn-Src-Ip',
+  'EO-Connecting-IP',
+  'X-Envoy-External-Address',
+  'X-Amzn-Oidc-Identity',
+  'X-Remote-User',
+  'X-Auth-Request-Email',
+  'X-Forwarded-Client-Cert',
+  'X-SSL-Client-Verify',
+  'X-Host',
+  'X-Original-Host',
+  'Origin',
+  'Sec-Fetch-Site',
+  // which method or URL is meant
+  'X-HTTP-Method-Override',
+  'X-HTTP-Method',
+  'X-Method-Override',
+  'X-Original-Method',
+  'X-Original-URL',
+  'X-Original-URI',
+  'X-Rewrite-URL',
+  'X-Forwarded-Uri',
+  // the connection and the framing of the body
+  'Host',
+  'Content-Length',
+  'Transfer-Encoding',
+  'Connection',
+  'Keep-Alive',
+  'TE',
+  'Upgrade',
+  'Max-Forwards',
+  'Proxy-Authorization',
+  'Proxy-Connection',
+  // punctual's own
+  'Idempotency-Key',
+  'X-Punctual-Signature',
+  'X-Punctual-Task-Id',
+  'User-Agent',
+  // a name a CGI-style receiver (PHP's $_SERVER) reads as X-Real-IP, and other odd spellings
+  'X_Real_IP',
+  'x-real-ip',
+  'X.Real.IP',
+];
 
 interface Received {
   path: string;
@@ -219,6 +297,61 @@ describe('webhook', () => {
       delayMs: 60_000,
     });
     expect(allowed.status).toBe(201);
+  });
+
+  it('refuses every header that could spoof the caller, the method or the URL, alone or in a batch', async () => {
+    await start();
+    const [before] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+    const payload = (name: string) => ({ url: `${base}/spoof`, headers: { 'X-Shop': 'demo', [name]: '127.0.0.1' } });
+    for (const name of SPOOFING_HEADERS) {
+      const answer = await service!.call('POST', '/tasks', { type: 'webhook', payload: payload(name), delayMs: 60_000 });
+      expect(answer.status, name).toBe(400);
+      expect(answer.body.message, name).toBe(`body/payload/headers may not set ${name}`);
+    }
+    const batch = await service!.call('POST', '/tasks/batch', {
+      tasks: SPOOFING_HEADERS.map((name) => ({ type: 'webhook', payload: payload(name), delayMs: 60_000 })),
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.body).toMatchObject({ created: 0, refused: SPOOFING_HEADERS.length });
+    expect(batch.body.results.map((r: { message: string }) => r.message)).toEqual(
+      SPOOFING_HEADERS.map((name) => `body/payload/headers may not set ${name}`),
+    );
+    const [after] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+    expect(after.n).toBe(before.n);
+    // The names a shop does use are still fine.
+    const fine = { Authorization: 'Bearer shop-key', 'X-Api-Key': 'k', Cookie: 'a=b', 'X-Shop-Id': '42', Accept: 'application/json' };
+    const allowed = await service!.call('POST', '/tasks', {
+      type: 'webhook',
+      payload: { url: `${base}/x`, headers: fine },
+      delayMs: 60_000,
+    });
+    expect(allowed.status, JSON.stringify(allowed.body)).toBe(201);
+  });
+
+  it('refuses at run time a spoofing header in a row written straight into the table', async () => {
+    await start();
+    const [result] = await db.pool.query<import('mysql2').ResultSetHeader>(
+      "INSERT INTO tasks (type, payload, run_at) VALUES ('webhook', ?, UTC_TIMESTAMP(3))",
+      [JSON.stringify({ url: `${base}/inserted`, headers: { 'X-Real-IP': '10.0.0.1' } })],
+    );
+    await service!.scheduler.reconcile();
+    const failed = await settled(result.insertId);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(failed.lastError).toBe('payload/headers may not set X-Real-IP');
+    expect(received).toEqual([]);
+  });
+
+  it('identifies as punctual/<version> and sends no browser headers', async () => {
+    await start();
+    const t = await create({ url: `${base}/who`, headers: { 'X-Shop': 'demo' }, body: { n: 1 } });
+    expect(await settled(t.id)).toMatchObject({ status: 'done' });
+    const call = received[0]!;
+    expect(call.headers['user-agent']).toBe(`punctual/${version}`);
+    expect(version).toMatch(/^\d+\.\d+\.\d+/);
+    const browserish = Object.keys(call.headers).filter((name) => name.startsWith('sec-') || name === 'accept-language');
+    expect(browserish).toEqual([]);
+    expect(call.headers['x-shop']).toBe('demo');
+    expect(verify(call, call.body, SECRET)).toBe(true);
   });
 
   it('refuses a listed name that resolves to an internal address not listed itself (DNS rebinding)', async () => {

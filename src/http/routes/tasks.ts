@@ -15,6 +15,7 @@ import type { SummaryReader } from '../../store/summary.js';
 import { conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';
+import type { Role } from '../../contract/auth.js';
 import { ErrorJson } from '../../contract/errors.js';
 import { DEFAULT_PAGE } from '../../contract/limits.js';
 import {
@@ -86,18 +87,19 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     return task;
   }
 
-  /** The task after a change, or the 409 (with the task as it is now) or 404 the change met. */
-  function changed(result: ChangeResult, id: number, refused: (task: Task) => string): Task {
+  /** The task after a change, or the 409 (with the task as it is now, as `role` sees it) or 404 the change met. */
+  function changed(result: ChangeResult, id: number, refused: (task: Task) => string, role: Role | undefined): Task {
     if (result.outcome === 'missing') throw notFound(`task ${id}`);
-    if (result.outcome === 'refused') throw conflict(refused(result.task), present(result.task));
+    if (result.outcome === 'refused') throw conflict(refused(result.task), present(result.task, role));
     return result.task;
   }
 
-  async function cancel(task: Task): Promise<Task> {
+  async function cancel(task: Task, role: Role | undefined): Promise<Task> {
     return changed(
       await lifecycle.cancel(task),
       task.id,
       (now) => `task ${task.id} is ${now.status}; only a pending task can be cancelled`,
+      role,
     );
   }
 
@@ -110,12 +112,12 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       return { runAt, timezone: zone };
     };
 
-  async function move(id: number, body: RescheduleBody, how: 'reschedule' | 'retry'): Promise<Task> {
+  async function move(id: number, body: RescheduleBody, how: 'reschedule' | 'retry', role: Role | undefined): Promise<Task> {
     const task = await byId(id);
     const result =
       how === 'retry' ? await lifecycle.retry(task, placement(body, how)) : await lifecycle.reschedule(task, placement(body, how));
     const only = how === 'retry' ? 'only a failed task can be retried' : 'only a pending task can be rescheduled';
-    return changed(result, id, (now) => `task ${id} is ${now.status}; ${only}`);
+    return changed(result, id, (now) => `task ${id} is ${now.status}; ${only}`, role);
   }
 
   app.post(
@@ -134,9 +136,9 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       const now = clock.now();
       const result = await lifecycle.create(createRequest(request.body, input, now), now);
       if (result.outcome === 'conflict') {
-        throw conflict(conflictMessage(result.task), present(result.task));
+        throw conflict(conflictMessage(result.task), present(result.task, request.role));
       }
-      return reply.status(result.outcome === 'created' ? 201 : 200).send(present(result.task));
+      return reply.status(result.outcome === 'created' ? 201 : 200).send(present(result.task, request.role));
     },
   );
 
@@ -163,7 +165,10 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         rowBytes: PAGE_ROW_BYTES,
       });
       const last = page.tasks[page.tasks.length - 1];
-      return { tasks: page.tasks.map(present), nextCursor: page.more && last !== undefined ? encodeCursor(last) : null };
+      return {
+        tasks: page.tasks.map((task) => present(task, request.role)),
+        nextCursor: page.more && last !== undefined ? encodeCursor(last) : null,
+      };
     },
   );
 
@@ -179,7 +184,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
     async (request) => {
       const { status = 'done', limit = 50 } = request.query;
-      return { tasks: (await store.listFinished(status, limit)).map(present) };
+      return { tasks: (await store.listFinished(status, limit)).map((task) => present(task, request.role)) };
     },
   );
 
@@ -198,13 +203,13 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
   app.get(
     '/tasks/:id',
     { schema: { summary: 'Read a task', tags: ['tasks'], params: IdParams, response: taskResponses } },
-    async (request) => present(await byId(request.params.id)),
+    async (request) => present(await byId(request.params.id), request.role),
   );
 
   app.post(
     '/tasks/:id/cancel',
     { schema: { summary: 'Cancel a pending task', tags: ['tasks'], params: IdParams, response: taskResponses } },
-    async (request) => present(await cancel(await byId(request.params.id))),
+    async (request) => present(await cancel(await byId(request.params.id), request.role), request.role),
   );
 
   app.post(
@@ -218,7 +223,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         response: taskResponses,
       },
     },
-    async (request) => present(await move(request.params.id, request.body, 'reschedule')),
+    async (request) => present(await move(request.params.id, request.body, 'reschedule', request.role), request.role),
   );
 
   app.post(
@@ -237,18 +242,18 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         request.body ??= {};
       },
     },
-    async (request) => present(await move(request.params.id, request.body, 'retry')),
+    async (request) => present(await move(request.params.id, request.body, 'retry', request.role), request.role),
   );
 
   app.get(
     '/tasks/by-key/:key',
     { schema: { summary: 'Read a task by its key', tags: ['tasks'], params: KeyParams, response: taskResponses } },
-    async (request) => present(await byKey(request.params.key)),
+    async (request) => present(await byKey(request.params.key), request.role),
   );
 
   app.post(
     '/tasks/by-key/:key/cancel',
     { schema: { summary: 'Cancel a pending task by its key', tags: ['tasks'], params: KeyParams, response: taskResponses } },
-    async (request) => present(await cancel(await byKey(request.params.key))),
+    async (request) => present(await cancel(await byKey(request.params.key), request.role), request.role),
   );
 };
