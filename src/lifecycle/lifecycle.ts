@@ -115,12 +115,14 @@ export class Lifecycle {
 
   // ── the scheduler's repairs ───────────────────────────────────────────────────────────────
 
-  async skipMisfired(before: number): Promise<{ skipped: number }> {
-    return this.#apply(await skipMisfired(this.#o.store, before, this.#o.clock.now()));
+  /** With `shards`, of those shards only (repair.ts). */
+  async skipMisfired(before: number, shards?: readonly number[]): Promise<{ skipped: number }> {
+    return this.#apply(await skipMisfired(this.#o.store, before, this.#o.clock.now(), shards));
   }
 
-  async recoverExpiredLeases(): Promise<{ recovered: number; failed: number }> {
-    return this.#apply(await recoverExpiredLeases(this.#o.store, this.#o.clock.now()));
+  /** With `shards`, of those shards only (repair.ts). */
+  async recoverExpiredLeases(shards?: readonly number[]): Promise<{ recovered: number; failed: number }> {
+    return this.#apply(await recoverExpiredLeases(this.#o.store, this.#o.clock.now(), shards));
   }
 
   // ── runs ──────────────────────────────────────────────────────────────────────────────────
@@ -153,7 +155,7 @@ export class Lifecycle {
     return value;
   }
 
-  /** Completes an outside run if this process still holds its lease; retried per `persist`. */
+  /** Completes an outside run if it is still the run this process leased (`task` as claimed); retried per `persist`. */
   async completeLeased(task: Task, owner: string, persist: DbRetryPolicy, call: CallRecord): Promise<run.Settled> {
     return this.#apply(await retrying(() => run.completeLeased(this.#o.store, task, owner, call, this.#o.clock.now()), persist));
   }
@@ -162,6 +164,7 @@ export class Lifecycle {
     return this.#apply(await retrying(() => run.failLeased(this.#o.store, task, failure, owner, call, this.#o.clock.now()), persist));
   }
 
+  /** Records the failure of a run that lost its transaction, if `task` is still pending as it was claimed. */
   async failAlone(task: Task, failure: Failure, persist: DbRetryPolicy): Promise<run.Settled> {
     return this.#apply(await retrying(() => run.failAlone(this.#o.store, task, failure, this.#o.clock.now()), persist));
   }
