@@ -81,7 +81,6 @@ export class LeaseKeeper implements Ownership {
   readonly #arming = new Set<Promise<void>>();
   #stopped = false;
   #started = false;
-  #members: string[] = [];
 
   constructor(options: LeaseKeeperOptions) {
     this.#o = options;
@@ -109,11 +108,6 @@ export class LeaseKeeper implements Ownership {
 
   get shardsOwned(): number {
     return this.#owned.size;
-  }
-
-  /** The live members seen in the last round. */
-  get members(): readonly string[] {
-    return this.#members;
   }
 
   owns(id: number): boolean {
@@ -241,9 +235,9 @@ export class LeaseKeeper implements Ownership {
     const { owner, leaseMs, log, metrics } = this.#o;
     await this.#query(conn, SQL.heartbeat, [owner]);
     const live = (await this.#query<[string][]>(conn, SQL.live, [leaseMs * 1000])).map(([id]) => String(id));
-    this.#members = [...new Set([...live, owner])].sort();
-    metrics?.members.set(this.#members.length);
-    const wanted = shardsFor(owner, this.#members);
+    const members = [...new Set([...live, owner])].sort();
+    metrics?.members.set(members.length);
+    const wanted = shardsFor(owner, members);
     const giveUp = [...this.#owned].filter((shard) => !wanted.has(shard));
     if (giveUp.length > 0) {
       this.#drop(giveUp);
@@ -268,7 +262,7 @@ export class LeaseKeeper implements Ownership {
       for (const shard of gained) this.#owned.add(shard);
       metrics?.shardsOwned.set(this.#owned.size);
       metrics?.shardHandovers.inc(gained.length);
-      log.info({ shards: gained, owned: this.#owned.size, members: this.#members.length }, 'shards acquired');
+      log.info({ shards: gained, owned: this.#owned.size, members: members.length }, 'shards acquired');
       const arming = this.#o
         .onAcquire(gained)
         .catch((error: unknown) => log.warn({ err: loggable(error) }, 'arming newly acquired shards failed; the reconcile arms them'));

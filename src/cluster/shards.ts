@@ -10,10 +10,3 @@ export const SHARDS = 256;
 export function shardOf(id: number): number {
   return id % SHARDS;
 }
-
-/** The ids among `ids` whose shard is in `shards`. */
-export function inShards(ids: Iterable<number>, shards: ReadonlySet<number>): number[] {
-  const found: number[] = [];
-  for (const id of ids) if (shards.has(shardOf(id))) found.push(id);
-  return found;
-}

@@ -173,12 +173,6 @@ export class Database {
     });
   }
 
-  /** The host new connections go to (host:port), for a DATABASE_URL with several hosts. */
-  get currentHost(): string | undefined {
-    const host = this.#hosts?.current;
-    return host === undefined ? undefined : `${host.host}:${host.port}`;
-  }
-
   /**
    * A connection of its own, outside the pool, for work that must not wait behind the pool (the
    * lease keeper): in UTC, to the host the pool's new connections go to. A host that does not

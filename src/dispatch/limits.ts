@@ -159,11 +159,6 @@ export class TypeLimits {
     return this.#waited.delete(id);
   }
 
-  /** Due tasks of `type` waiting here. */
-  waitingOf(type: string): number {
-    return this.#waiting.get(type)?.size ?? 0;
-  }
-
   /** Stops waking anything; the waiting tasks stay pending in the table for the next process. */
   stop(): void {
     this.#stopped = true;
