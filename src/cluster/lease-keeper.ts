@@ -80,7 +80,6 @@ export class LeaseKeeper implements Ownership {
   readonly #arming = new Set<Promise<void>>();
   #stopped = false;
   #started = false;
-  #members: string[] = [];
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
@@ -133,11 +132,6 @@ export class LeaseKeeper implements Ownership {
 
   get shardsOwned(): number {
     return this.#owned.size;
-  }
-
-  /** The live members seen in the last round. */
-  get members(): readonly string[] {
-    return this.#members;
   }
 
   owns(id: number): boolean {
@@ -279,9 +273,9 @@ export class LeaseKeeper implements Ownership {
       },
       this.#run,
     );
-    this.#members = [...new Set([...live, owner])].sort();
-    metrics?.members.set(this.#members.length);
-    const wanted = shardsFor(owner, this.#members);
+    const members = [...new Set([...live, owner])].sort();
+    metrics?.members.set(members.length);
+    const wanted = shardsFor(owner, members);
     const giveUp = this.ownedShards().filter((shard) => !wanted.has(shard));
     if (giveUp.length > 0) {
       this.#drop(giveUp);
@@ -313,7 +307,7 @@ export class LeaseKeeper implements Ownership {
       for (const shard of gained) this.#owned.set(shard, held.get(shard)!);
       metrics?.shardsOwned.set(this.#owned.size);
       metrics?.shardHandovers.inc(gained.length);
-      log.info({ shards: gained, owned: this.#owned.size, members: this.#members.length }, 'shards acquired');
+      log.info({ shards: gained, owned: this.#owned.size, members: members.length }, 'shards acquired');
       const arming = this.#options
         .onAcquire(gained)
         .catch((error: unknown) => log.warn({ err: loggable(error) }, 'arming newly acquired shards failed; the reconcile arms them'));

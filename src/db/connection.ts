@@ -7,6 +7,7 @@
  * connections that a gateway dropped silently while they sat idle. Work runs on it through the
  * transaction runner (transaction.ts); the statements are in sql.ts.
  */
+import { performance } from 'node:perf_hooks';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql from 'mysql2/promise';
 import type { Config } from '../app/config.js';
@@ -31,7 +32,8 @@ export type InsertIds = 'returning' | 'consecutive' | 'one-by-one';
 const DEFAULT_DEADLINE_MS = 30_000;
 /**
  * A connection idle longer than this is pinged before use: a gateway may have dropped it, or the
- * server closed it (wait_timeout) in a way the socket has not shown yet. As HikariCP does.
+ * server closed it (wait_timeout) in a way the socket has not shown yet. As HikariCP does. Idle
+ * time is measured on the monotonic clock, so a step of the wall clock changes nothing.
  */
 const VALIDATE_AFTER_IDLE_MS = 1000;
 const VALIDATE_TIMEOUT_MS = 2000;
@@ -114,7 +116,7 @@ export class Database implements ConnectionSource<Connection> {
   readonly #deadlineMs: number;
   readonly #open = new Set<object>();
   readonly #checkedOut = new Set<object>();
-  /** When each connection last went back to the pool (a new one has no entry: it is not idle). */
+  /** When each connection last went back to the pool, monotonic ms (a new one has no entry: it is not idle). */
   readonly #releasedAt = new WeakMap<object, number>();
   /** Callers waiting for a connection in #acquire. */
   #waiting = 0;
@@ -176,12 +178,6 @@ export class Database implements ConnectionSource<Connection> {
       lockWaitTimeoutS: config.lockWaitTimeoutS,
       onHostSwitch,
     });
-  }
-
-  /** The host new connections go to (host:port), for a DATABASE_URL with several hosts. */
-  get currentHost(): string | undefined {
-    const host = this.#hosts?.current;
-    return host === undefined ? undefined : `${host.host}:${host.port}`;
   }
 
   /**
@@ -259,7 +255,7 @@ export class Database implements ConnectionSource<Connection> {
 
   /** Back to the pool (or straight to a caller waiting for one), noting when. */
   #release(conn: Connection): void {
-    this.#releasedAt.set(conn.connection, Date.now());
+    this.#releasedAt.set(conn.connection, performance.now());
     conn.release();
   }
 
@@ -278,9 +274,9 @@ export class Database implements ConnectionSource<Connection> {
         if (this.#hosts !== undefined && isConnectionError(error) && ++refused < this.#hosts.hosts.length) continue;
         throw error;
       }
-      const idle = Date.now() - (this.#releasedAt.get(conn.connection) ?? Date.now());
-      // A negative idle time means the wall clock stepped back: ping, rather than trust it for the step's length.
-      if ((idle >= 0 && idle < VALIDATE_AFTER_IDLE_MS) || tries > this.#poolSize) return conn;
+      const releasedAt = this.#releasedAt.get(conn.connection);
+      const idle = releasedAt === undefined ? 0 : performance.now() - releasedAt;
+      if (idle < VALIDATE_AFTER_IDLE_MS || tries > this.#poolSize) return conn;
       try {
         await withTimeout(conn.ping(), VALIDATE_TIMEOUT_MS);
         return conn;

@@ -135,11 +135,6 @@ export class TypeAdmission {
     return this.#room.hasWaited(id);
   }
 
-  /** Due tasks of `type` waiting here. */
-  waitingOf(type: string): number {
-    return this.#room.sizeOf(type);
-  }
-
   /** Stops waking anything; the waiting tasks stay pending in the table for the next process. */
   stop(): void {
     this.#stopped = true;

@@ -15,6 +15,7 @@
  */
 import type { Selector, TaskStore } from '../store/task-store.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
+import { expectAll } from './expect.js';
 
 export const BULK_CHUNK = 500;
 
@@ -83,23 +84,25 @@ export function bulkReschedule(
         const pending = await store.lockPendingToMove(conn, ids);
         if ('shiftMs' in move) {
           const todo = pending.filter((task) => task.requestId !== move.requestId);
-          await store.shiftBy(
+          const shifted = await store.shiftBy(
             conn,
             todo.map((task) => task.id),
             move.shiftMs,
             move.requestId,
             now(),
           );
+          expectAll('shift', shifted, todo.length);
           return { changed: todo.length, effects: todo.map((task) => arm(task.id, task.runAt + move.shiftMs)) };
         }
         const todo = pending.filter((task) => task.runAt !== move.runAt || (move.timezone !== null && task.timezone !== move.timezone));
-        await store.moveTo(
+        const moved = await store.moveTo(
           conn,
           todo.map((task) => task.id),
           move.runAt,
           move.timezone,
           now(),
         );
+        expectAll('move', moved, todo.length);
         return { changed: todo.length, effects: todo.map((task) => arm(task.id, move.runAt)) };
       }),
     apply,

@@ -122,12 +122,14 @@ export class Lifecycle {
 
   // ── the scheduler's repairs ───────────────────────────────────────────────────────────────
 
-  async skipMisfired(before: number): Promise<{ skipped: number }> {
-    return this.#apply(await skipMisfired(this.#options.store, before, this.#options.clock.now()));
+  /** With `shards`, of those shards only (repair.ts). */
+  async skipMisfired(before: number, shards?: readonly number[]): Promise<{ skipped: number }> {
+    return this.#apply(await skipMisfired(this.#options.store, before, this.#options.clock.now(), shards));
   }
 
-  async recoverExpiredLeases(): Promise<{ recovered: number; failed: number }> {
-    return this.#apply(await recoverExpiredLeases(this.#options.store, this.#options.clock.now()));
+  /** With `shards`, of those shards only (repair.ts). */
+  async recoverExpiredLeases(shards?: readonly number[]): Promise<{ recovered: number; failed: number }> {
+    return this.#apply(await recoverExpiredLeases(this.#options.store, this.#options.clock.now(), shards));
   }
 
   // ── runs ──────────────────────────────────────────────────────────────────────────────────
@@ -165,11 +167,9 @@ export class Lifecycle {
     return value;
   }
 
-  /** Completes an outside run if this process still holds its lease; retried per `persist`. */
+  /** Completes an outside run if it is still the run this process leased (`task` as claimed); retried per `persist`. */
   async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
-    return this.#apply(
-      await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist),
-    );
+    return this.#apply(await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist));
   }
 
   async failLeased(task: Task, failure: Failure, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
@@ -178,6 +178,7 @@ export class Lifecycle {
     );
   }
 
+  /** Records the failure of a run that lost its transaction, if `task` is still pending as it was claimed. */
   async failAlone(task: Task, failure: Failure, persist: RetryPolicy): Promise<run.Settled> {
     return this.#apply(await retrying(() => run.failAlone(this.#options.store, task, failure, this.#options.clock.now()), persist));
   }

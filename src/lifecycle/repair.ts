@@ -7,32 +7,44 @@
  *   grace: it is skipped when the dispatcher takes it again (skipWaited).
  * - recover an expired lease: a running task whose lease ran out (its process died mid-run) is
  *   pending again and armed, or failed for good when it used all its attempts.
+ *
+ * With `shards` (SHARDING=on) a repair reaches the tasks of those shards only: the ones this
+ * process owns or just acquired, so what it recovers it also arms, and it never waits for a row
+ * of a shard another process is working on. Each repair reads its ids without locks first, then
+ * locks those rows by id and writes them conditionally (expect.ts).
  */
 import type { Connection } from '../db/connection.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
+import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
 
 export const SKIPPED_REASON = 'skipped: its time passed while punctual was down';
 /** Misfired tasks locked and skipped per transaction. */
 const SKIP_CHUNK = 1000;
 
-export async function skipMisfired(store: TaskStore, before: number, now: number): Promise<{ skipped: number; effects: TimerEffect[] }> {
+export async function skipMisfired(
+  store: TaskStore,
+  before: number,
+  now: number,
+  shards?: readonly number[],
+): Promise<{ skipped: number; effects: TimerEffect[] }> {
   // Read first, then lock and update by id: a range UPDATE would lock every overdue row it
   // walks past, and deadlock with the batches of a process that is still running them.
-  const ids = await store.misfiredIds(before);
+  const ids = await store.misfiredIds(before, shards);
   const effects: TimerEffect[] = [];
   let skipped = 0;
   for (let i = 0; i < ids.length; i += SKIP_CHUNK) {
     const chunk = ids.slice(i, i + SKIP_CHUNK);
     const done = await store.transaction(async (conn) => {
       const lapsed = await store.lockMisfired(conn, chunk, before);
-      await store.markSkipped(
+      const skippedNow = await store.markSkipped(
         conn,
         lapsed.map((task) => task.id),
         SKIPPED_REASON,
         now,
       );
+      expectAll('skip misfired', skippedNow, lapsed.length);
       const next = await nextOccurrences(store, conn, lapsed, now);
       return { count: lapsed.length, effects: [...lapsed.map((task) => disarm(task.id)), ...next] };
     });
@@ -47,33 +59,41 @@ export const WAITED_REASON = 'skipped: its time passed while its type was paused
 /** Locked tasks that waited for their type past the grace, in the caller's transaction: skipped. */
 export async function skipWaited(store: TaskStore, conn: Connection, tasks: Task[], now: number): Promise<TimerEffect[]> {
   if (tasks.length === 0) return [];
-  await store.markSkipped(
+  const skipped = await store.markSkipped(
     conn,
     tasks.map((task) => task.id),
     WAITED_REASON,
     now,
   );
+  expectAll('skip waited', skipped, tasks.length);
   return [...tasks.map((task) => disarm(task.id)), ...(await nextOccurrences(store, conn, tasks, now))];
 }
 
 export async function recoverExpiredLeases(
   store: TaskStore,
   now: number,
+  shards?: readonly number[],
 ): Promise<{ recovered: number; failed: number; effects: TimerEffect[] }> {
+  // Read first, then lock by id: a locking range read would lock (and wait for) every running
+  // row it walks past, those of other shards too.
+  const ids = await store.expiredLeaseIds(now, shards);
+  if (ids.length === 0) return { recovered: 0, failed: 0, effects: [] };
   return store.transaction(async (conn) => {
-    const expired = await store.lockExpiredLeases(conn, now);
+    const expired = await store.lockExpiredLeases(conn, ids, now);
     const spent = expired.filter((task) => task.attempts >= task.maxAttempts);
     const again = expired.filter((task) => task.attempts < task.maxAttempts);
-    await store.failExpiredLeases(
+    const failed = await store.failExpiredLeases(
       conn,
       spent.map((task) => task.id),
       now,
     );
-    await store.releaseExpiredLeases(
+    expectAll('fail expired leases', failed, spent.length);
+    const released = await store.releaseExpiredLeases(
       conn,
       again.map((task) => task.id),
       now,
     );
+    expectAll('release expired leases', released, again.length);
     const next = await nextOccurrences(store, conn, spent, now);
     return { recovered: again.length, failed: spent.length, effects: [...again.map((task) => arm(task.id, task.runAt)), ...next] };
   });

@@ -10,15 +10,20 @@
  * - fail: the error, and pending again with backoff, or failed for good (out of attempts, or a
  *   PermanentError) with the next occurrence of a recurring task.
  *
- * The in-transaction forms run on the caller's connection; the leased forms (an outside run's
- * result) are a transaction of their own, conditional on the lease, and keep the run's call
- * (HTTP status, duration, response size) in the same UPDATE.
+ * The in-transaction forms run on the caller's connection, on the rows the claim locked (a row not
+ * as locked rolls the batch back: expect.ts). The others are a transaction of their own and hold
+ * no lock beforehand, so each is conditional on the run it settles (DESIGN.md invariant 13): an
+ * outside run's result on its lease and attempt, keeping the run's call (HTTP status, duration,
+ * response size) in the same UPDATE; a failure recorded after its transaction was lost (failAlone)
+ * on the task being pending as claimed. Whatever came first (a cancel, a reschedule, another
+ * process's run) wins, and the late settle writes nothing.
  */
 import type { Connection } from '../db/connection.js';
 import { rootMessage } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
-import type { CallRecord, Failure, Task, TaskStore } from '../store/task-store.js';
+import type { CallRecord, Failure, LeasedRun, Task, TaskStore } from '../store/task-store.js';
 import { arm, type TimerEffect } from './effects.js';
+import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
 import { retryAt, type BackoffPolicy } from './backoff.js';
 
@@ -50,31 +55,30 @@ export function claim(store: TaskStore, conn: Connection, ids: number[], now: nu
 }
 
 /** Claims locked tasks for an outside run: running, one attempt counted, leased to `owner` until `leaseUntil`. */
-export function lease(store: TaskStore, conn: Connection, tasks: Task[], owner: string, leaseUntil: number, now: number): Promise<void> {
-  return store.markRunning(
-    conn,
-    tasks.map((task) => task.id),
-    owner,
-    leaseUntil,
-    now,
-  );
+export async function lease(
+  store: TaskStore,
+  conn: Connection,
+  tasks: Task[],
+  owner: string,
+  leaseUntil: number,
+  now: number,
+): Promise<void> {
+  const ids = tasks.map((task) => task.id);
+  expectAll('lease', await store.markRunning(conn, ids, owner, leaseUntil, now), ids.length);
 }
 
 /** Tasks run in this transaction are done; recurring ones get their next occurrence. */
 export async function complete(store: TaskStore, conn: Connection, tasks: Task[], now: number): Promise<TimerEffect[]> {
-  await store.markDone(
-    conn,
-    tasks.map((task) => task.id),
-    now,
-  );
+  const ids = tasks.map((task) => task.id);
+  expectAll('complete', await store.markDone(conn, ids, now), ids.length);
   return nextOccurrences(store, conn, tasks, now);
 }
 
 /** Failed runs in this transaction (the attempt counted here): retried with backoff or failed for good. */
 export async function fail(store: TaskStore, conn: Connection, failed: Failed[], now: number): Promise<TimerEffect[]> {
   const effects: TimerEffect[] = [];
-  for (const { failure } of failed) {
-    await store.fail(conn, failure, true, now);
+  for (const { task, failure } of failed) {
+    expectAll('fail', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
     if (failure.retryAt !== null) effects.push(arm(failure.id, failure.retryAt));
   }
   const final = failed.filter(({ failure }) => failure.retryAt === null).map(({ task }) => task);
@@ -82,36 +86,47 @@ export async function fail(store: TaskStore, conn: Connection, failed: Failed[],
   return effects;
 }
 
-/** Completes an outside run, keeping its `call`, if `owner` still holds its lease. */
+/** The run an outside handler's claim made of `task` (as the claim locked it): this owner's lease, one attempt more. */
+function leasedRun(task: Task, owner: string): LeasedRun {
+  return { id: task.id, owner, attempts: task.attempts + 1 };
+}
+
+/** Completes an outside run, keeping its `call`, if it is still the run `owner` leased (`task` as the claim locked it). */
 export function completeLeased(store: TaskStore, task: Task, owner: string, call: CallRecord, now: number): Promise<Settled> {
   return store.transaction(async (conn) => {
-    const recorded = await store.completeLeased(conn, task.id, owner, call, now);
+    const recorded = await store.completeLeased(conn, leasedRun(task, owner), call, now);
     return { recorded, effects: recorded ? await nextOccurrences(store, conn, [task], now) : [] };
   });
 }
 
-/** Records a failed outside run (its attempt counted by the claim) and its `call`, if `owner` still holds its lease. */
+/** Records a failed outside run (its attempt counted by the claim) and its `call`, if it is still the run `owner` leased. */
 export function failLeased(store: TaskStore, task: Task, failure: Failure, owner: string, call: CallRecord, now: number): Promise<Settled> {
-  return settleAlone(store, task, failure, false, now, { owner, call });
+  return store.transaction(async (conn) =>
+    afterFailure(store, conn, task, failure, await store.failLeased(conn, failure, leasedRun(task, owner), call, now), now),
+  );
 }
 
-/** Records a failed run outside any batch (a handler that overran and lost its transaction), counting the attempt. */
+/**
+ * Records a failed run outside any batch (a handler that overran and lost its transaction, its
+ * claim rolled back with it), counting the attempt, if the task is still pending as `task` was
+ * claimed: a cancel or a reschedule that took the row meanwhile stays as it is.
+ */
 export function failAlone(store: TaskStore, task: Task, failure: Failure, now: number): Promise<Settled> {
-  return settleAlone(store, task, failure, true, now);
+  return store.transaction(async (conn) =>
+    afterFailure(store, conn, task, failure, await store.failClaimed(conn, failure, task, now), now),
+  );
 }
 
-function settleAlone(
+/** What a failure written on its own (`recorded`) asks for: the retry's timer, or the next occurrence. */
+async function afterFailure(
   store: TaskStore,
+  conn: Connection,
   task: Task,
   failure: Failure,
-  countAttempt: boolean,
+  recorded: boolean,
   now: number,
-  leased?: { owner: string; call: CallRecord },
 ): Promise<Settled> {
-  return store.transaction(async (conn) => {
-    const recorded = await store.fail(conn, failure, countAttempt, now, leased);
-    if (!recorded) return { recorded, effects: [] };
-    if (failure.retryAt !== null) return { recorded, effects: [arm(task.id, failure.retryAt)] };
-    return { recorded, effects: await nextOccurrences(store, conn, [task], now) };
-  });
+  if (!recorded) return { recorded, effects: [] };
+  if (failure.retryAt !== null) return { recorded, effects: [arm(task.id, failure.retryAt)] };
+  return { recorded, effects: await nextOccurrences(store, conn, [task], now) };
 }

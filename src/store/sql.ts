@@ -9,6 +9,10 @@
  */
 import { ms, TASK_COLUMNS } from './rows.js';
 
+/** Only the tasks of the listed shards (`id MOD 256`, src/cluster/shards.ts): the id is in every
+ * secondary index entry, so the filter is read from the index too. */
+const IN_SHARDS = ' AND id MOD 256 IN (?)';
+
 /** (run_at, id) after a cursor, one form for every keyset page: the leading `run_at >= ?` states
  * the index range's start outright, the OR only breaks ties within one run_at. */
 const AFTER_CURSOR = ' AND run_at >= ? AND (run_at > ? OR id > ?)';
@@ -45,11 +49,10 @@ export const SQL = {
   pendingByIds: select("WHERE id IN (?) AND status = 'pending' ORDER BY run_at, id"),
   /**
    * Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index
-   * alone. With `shards`, only those of the listed shards (`id MOD 256`, src/cluster/shards.ts):
-   * the id is in every secondary index entry, so the filter is read from the index too. */
+   * alone. With `shards`, only those of the listed shards (IN_SHARDS). */
   duePage: (lower: boolean, cursor: boolean, shards = false) =>
     `SELECT id, ${ms('run_at')} FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
-    `${shards ? ' AND id MOD 256 IN (?)' : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
+    `${shards ? IN_SHARDS : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
   /** Rows above an id, any status, as [id, runAt, pending]: the refill's view of new inserts. */
   insertedAfter: `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
   /** How many rows have an id in (?, ?]: the refill's check for inserts that committed late. */
@@ -94,6 +97,10 @@ export const SQL = {
   insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
 
+  // Every write below that finishes, fails, retries or moves a task names the state it expects
+  // (DESIGN.md invariant 13), even under a lock the same transaction took: its affected rows
+  // (matched rows: mysql2 sets FOUND_ROWS) tell the caller whether the task was still in it.
+
   // ── bulk changes (a chunk of ids at a time, picked with an index, after a cursor) ─────────
   /** Pending tasks with a tag, as [id, id]: the (tag, task_id) index in id order. */
   pickByTag: `SELECT g.task_id, g.task_id FROM task_tags g JOIN tasks t ON t.id = g.task_id
@@ -105,10 +112,11 @@ export const SQL = {
     "SELECT id, task_key FROM tasks WHERE task_key LIKE ? ESCAPE '!' AND task_key > ? AND status = 'pending' ORDER BY task_key LIMIT ?",
   /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
   lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
-  /** Moved to one instant; the zone only when one is given. */
-  moveTo: 'UPDATE tasks SET run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?)',
-  /** Moved by a duration, stamped with the request that moved them. */
-  shiftBy: 'UPDATE tasks SET run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?)',
+  /** The locked pending ones moved to one instant; the zone only when one is given. */
+  moveTo: "UPDATE tasks SET run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?) AND status = 'pending'",
+  /** The locked pending ones moved by a duration, stamped with the request that moved them. */
+  shiftBy:
+    "UPDATE tasks SET run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
 
   // ── the shop's changes ──────────────────────────────────────────────────────────────────
   /** pending → cancelled, for the ids among ? that are pending. */
@@ -127,37 +135,54 @@ export const SQL = {
    * given as the first ?, − run_at) kept in the same statement: the hot path adds no query.
    */
   markDone: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'done',
-    attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?)`,
+    attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at) with it. */
   markRunning: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'running',
-    attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?)`,
-  /** An outside run finished, while its lease is still this owner's; its call (status, duration, size) kept. */
+    attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
+  /**
+   * An outside run finished, while it is still the run this owner leased (running, its lease, the
+   * attempt its claim counted); its call (status, duration, size) kept.
+   */
   completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
     last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
-    WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+    WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
   /**
-   * A failed run: pending again at a later run_at, or failed for good. With `leased` (an outside
-   * run), its call is kept too, and only while the lease is still the given owner's.
+   * A failed run of a task claimed pending (a database handler's, in its batch or after it lost
+   * its transaction): pending again at a later run_at, or failed for good, the attempt counted.
+   * Only while the task is as it was claimed: pending, at the same attempts and run_at. A cancel,
+   * a reschedule or another process's run that came first leaves it otherwise, and wins.
    */
-  fail: (leased: boolean) =>
-    `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + ?,
-       last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?${
-         leased ? ', last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?' : ''
-       }
-     WHERE id = ?${leased ? " AND status = 'running' AND lease_owner = ?" : ''}`,
+  failClaimed: `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + 1,
+    last_error = ?, updated_at = ?
+    WHERE id = ? AND status = 'pending' AND attempts = ? AND run_at = ?`,
+  /**
+   * A failed outside run (its attempt counted by the claim), its call kept: pending again at a
+   * later run_at, or failed for good. Only while it is still the run this owner leased.
+   */
+  failLeased: `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, last_error = ?,
+    lease_owner = NULL, lease_until = NULL, updated_at = ?, last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
+    WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
 
   // ── the scheduler's repairs ─────────────────────────────────────────────────────────────
-  /** Overdue tasks that asked to be skipped, as [id]; read without locks, locked by id after. */
-  misfiredIds: "SELECT id FROM tasks WHERE status = 'pending' AND run_at < ? AND misfire = 'skip'",
+  // Each repair reads its ids without locks (of some shards, or of all) and locks them by id after:
+  // a locking range read would lock every row it walks past, other shards' too, and wait for them.
+  /** Overdue tasks that asked to be skipped, as [id]. */
+  misfiredIds: (shards: boolean) =>
+    `SELECT id FROM tasks WHERE status = 'pending' AND run_at < ? AND misfire = 'skip'${shards ? IN_SHARDS : ''}`,
   lockMisfired: select("WHERE id IN (?) AND status = 'pending' AND run_at < ? FOR UPDATE"),
-  markSkipped: "UPDATE tasks SET status = 'skipped', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?)",
-  /** Running tasks whose lease ran out (their process died mid-run). */
-  lockExpiredLeases: select("WHERE status = 'running' AND lease_until < ? FOR UPDATE"),
+  /** The locked pending ones skipped (misfired, or waited for their type too long). */
+  markSkipped:
+    "UPDATE tasks SET status = 'skipped', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?) AND status = 'pending'",
+  /** Running tasks whose lease ran out (their process died mid-run), as [id]. */
+  expiredLeaseIds: (shards: boolean) => `SELECT id FROM tasks WHERE status = 'running' AND lease_until < ?${shards ? IN_SHARDS : ''}`,
+  lockExpiredLeases: select("WHERE id IN (?) AND status = 'running' AND lease_until < ? FOR UPDATE"),
   /** A lease ran out on the task's last attempt: failed for good. */
   failExpiredLeases: `UPDATE tasks SET status = 'failed', lease_owner = NULL, lease_until = NULL, finished_at = ?, updated_at = ?,
-    last_error = CONCAT('lease expired on its last attempt; ', COALESCE(last_error, '')) WHERE id IN (?)`,
+    last_error = CONCAT('lease expired on its last attempt; ', COALESCE(last_error, ''))
+    WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
   /** A lease ran out with attempts left: pending again. */
-  releaseExpiredLeases: "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id IN (?)",
+  releaseExpiredLeases:
+    "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id IN (?) AND status = 'running' AND lease_until < ?",
 
   // ── the type controls' view of the tasks (type-controls.ts; their own table: sql/type-controls.ts)
   /** Pending tasks already due, by type: what waits (paused, over a limit, or simply behind). */

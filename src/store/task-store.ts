@@ -7,6 +7,9 @@
  * run again after a deadlock or lock-wait timeout (InnoDB rolled the statement back, so that is
  * safe): the transaction runner's autocommit (src/db/transaction.ts). Methods taking a `conn` run
  * inside the caller's transaction, which `transaction` opens with the same runner.
+ *
+ * Every write of a task's state is conditional on the state it expects and answers how many rows
+ * (or whether the row) it wrote; what a shortfall means is the lifecycle's to decide.
  */
 import type mysql from 'mysql2/promise';
 import type { Connection, Database } from '../db/connection.js';
@@ -44,6 +47,19 @@ export interface CallRecord {
   httpStatus: number | null;
   durationMs: number;
   responseBytes: number | null;
+}
+
+/** A run of a task claimed pending, as the claim read it: what its failure expects to find. */
+export interface ClaimedRun {
+  attempts: number;
+  runAt: number;
+}
+
+/** An outside run as its claim left it: running under `owner`'s lease, at attempt `attempts`. */
+export interface LeasedRun {
+  id: number;
+  owner: string;
+  attempts: number;
 }
 
 /** The columns' range: smallint unsigned for a status, int unsigned for the rest. */
@@ -269,9 +285,18 @@ export class TaskStore {
     return (await this.#query<Result>(SQL.retry, [new Date(runAt), timezone, new Date(now), ids])).affectedRows;
   }
 
-  /** Ids of pending tasks with misfire 'skip' whose time passed before `before`. */
-  async misfiredIds(before: number): Promise<number[]> {
-    return (await this.#arrays<[number]>(SQL.misfiredIds, [new Date(before)])).map(([id]) => Number(id));
+  /** Ids of pending tasks with misfire 'skip' whose time passed before `before`; with `shards`, of those shards only. */
+  async misfiredIds(before: number, shards?: readonly number[]): Promise<number[]> {
+    if (shards !== undefined && shards.length === 0) return [];
+    const values = [new Date(before), ...(shards === undefined ? [] : [shards])];
+    return (await this.#arrays<[number]>(SQL.misfiredIds(shards !== undefined), values)).map(([id]) => Number(id));
+  }
+
+  /** Ids of running tasks whose lease ran out before `now`; with `shards`, of those shards only. */
+  async expiredLeaseIds(now: number, shards?: readonly number[]): Promise<number[]> {
+    if (shards !== undefined && shards.length === 0) return [];
+    const values = [new Date(now), ...(shards === undefined ? [] : [shards])];
+    return (await this.#arrays<[number]>(SQL.expiredLeaseIds(shards !== undefined), values)).map(([id]) => Number(id));
   }
 
   // ── retention (maintenance/retention.ts): small batches by primary key ────────────────────
@@ -295,48 +320,67 @@ export class TaskStore {
     return rows.map(fromRow);
   }
 
-  async markDone(conn: Connection, ids: number[], now: number): Promise<void> {
-    if (ids.length === 0) return;
+  /** The pending ones among `ids` (locked by the caller) done; answers how many. */
+  async markDone(conn: Connection, ids: number[], now: number): Promise<number> {
+    if (ids.length === 0) return 0;
     const at = new Date(now);
-    await conn.query(SQL.markDone, [at, at, at, ids]);
+    return (await conn.query<Result>(SQL.markDone, [at, at, at, ids]))[0].affectedRows;
   }
 
-  async markRunning(conn: Connection, ids: number[], owner: string, leaseUntil: number, now: number): Promise<void> {
-    if (ids.length === 0) return;
-    await conn.query(SQL.markRunning, [new Date(now), owner, new Date(leaseUntil), new Date(now), ids]);
+  /** The pending ones among `ids` (locked by the caller) running under `owner`'s lease; answers how many. */
+  async markRunning(conn: Connection, ids: number[], owner: string, leaseUntil: number, now: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    return (await conn.query<Result>(SQL.markRunning, [new Date(now), owner, new Date(leaseUntil), new Date(now), ids]))[0].affectedRows;
   }
 
-  /** Completes a leased run if `owner` still holds the lease; answers whether it did. */
-  async completeLeased(conn: Connection, id: number, owner: string, call: CallRecord, now: number): Promise<boolean> {
+  /**
+   * Completes a leased run if it is still `run`: running under `run.owner`'s lease, at attempt
+   * `run.attempts`. Answers whether it did.
+   */
+  async completeLeased(conn: Connection, run: LeasedRun, call: CallRecord, now: number): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, ...callValues(call), id, owner]);
+    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, ...callValues(call), run.id, run.owner, run.attempts]);
     return result.affectedRows === 1;
   }
 
   /**
-   * Records a failed run: the error, and pending again at `retryAt` or failed. `countAttempt` is
-   * false when the claim counted it; with `leased`, the run's call is kept and the row written
-   * only while that owner still holds the lease. Answers whether the row was written.
+   * Records a failed run of a task claimed pending, counting its attempt: the error, and pending
+   * again at `retryAt` or failed. Written only while the task is still `claimed` (pending, at its
+   * attempts and run_at). Answers whether it was.
    */
-  async fail(
-    conn: Connection,
-    failure: Failure,
-    countAttempt: boolean,
-    now: number,
-    leased?: { owner: string; call: CallRecord },
-  ): Promise<boolean> {
+  async failClaimed(conn: Connection, failure: Failure, claimed: ClaimedRun, now: number): Promise<boolean> {
     const at = new Date(now);
     const retry = failure.retryAt !== null;
-    const [result] = await conn.query<Result>(SQL.fail(leased !== undefined), [
+    const [result] = await conn.query<Result>(SQL.failClaimed, [
       retry ? 'pending' : 'failed',
       retry ? new Date(failure.retryAt!) : null,
       retry ? null : at,
-      countAttempt ? 1 : 0,
       clip(failure.error),
       at,
-      ...(leased === undefined ? [] : callValues(leased.call)),
       failure.id,
-      ...(leased === undefined ? [] : [leased.owner]),
+      claimed.attempts,
+      new Date(claimed.runAt),
+    ]);
+    return result.affectedRows === 1;
+  }
+
+  /**
+   * Records a failed outside run (the claim counted its attempt) and its call: the error, and
+   * pending again at `retryAt` or failed. Written only while it is still `run`. Answers whether it was.
+   */
+  async failLeased(conn: Connection, failure: Failure, run: LeasedRun, call: CallRecord, now: number): Promise<boolean> {
+    const at = new Date(now);
+    const retry = failure.retryAt !== null;
+    const [result] = await conn.query<Result>(SQL.failLeased, [
+      retry ? 'pending' : 'failed',
+      retry ? new Date(failure.retryAt!) : null,
+      retry ? null : at,
+      clip(failure.error),
+      at,
+      ...callValues(call),
+      failure.id,
+      run.owner,
+      run.attempts,
     ]);
     return result.affectedRows === 1;
   }
@@ -373,12 +417,16 @@ export class TaskStore {
     return rows.map(([id, runAt, timezone, requestId]) => ({ id: Number(id), runAt: Number(runAt), timezone, requestId }));
   }
 
-  async moveTo(conn: Connection, ids: number[], runAt: number, timezone: string | null, now: number): Promise<void> {
-    if (ids.length > 0) await conn.query(SQL.moveTo, [new Date(runAt), timezone, new Date(now), ids]);
+  /** Moves the pending ones among `ids` (locked by the caller); answers how many. */
+  async moveTo(conn: Connection, ids: number[], runAt: number, timezone: string | null, now: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    return (await conn.query<Result>(SQL.moveTo, [new Date(runAt), timezone, new Date(now), ids]))[0].affectedRows;
   }
 
-  async shiftBy(conn: Connection, ids: number[], shiftMs: number, requestId: string, now: number): Promise<void> {
-    if (ids.length > 0) await conn.query(SQL.shiftBy, [shiftMs * 1000, requestId, new Date(now), ids]);
+  /** Shifts the pending ones among `ids` (locked by the caller); answers how many. */
+  async shiftBy(conn: Connection, ids: number[], shiftMs: number, requestId: string, now: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    return (await conn.query<Result>(SQL.shiftBy, [shiftMs * 1000, requestId, new Date(now), ids]))[0].affectedRows;
   }
 
   async lockMisfired(conn: Connection, ids: number[], before: number): Promise<Task[]> {
@@ -386,25 +434,31 @@ export class TaskStore {
     return rows.map(fromRow);
   }
 
-  async markSkipped(conn: Connection, ids: number[], reason: string, now: number): Promise<void> {
-    if (ids.length === 0) return;
+  /** The pending ones among `ids` (locked by the caller) skipped; answers how many. */
+  async markSkipped(conn: Connection, ids: number[], reason: string, now: number): Promise<number> {
+    if (ids.length === 0) return 0;
     const at = new Date(now);
-    await conn.query(SQL.markSkipped, [at, at, reason, ids]);
+    return (await conn.query<Result>(SQL.markSkipped, [at, at, reason, ids]))[0].affectedRows;
   }
 
-  async lockExpiredLeases(conn: Connection, now: number): Promise<Task[]> {
-    const [rows] = await conn.query<TaskRow[]>(SQL.lockExpiredLeases, [new Date(now)]);
+  /** Locks the running tasks among `ids` whose lease ran out before `now`. */
+  async lockExpiredLeases(conn: Connection, ids: number[], now: number): Promise<Task[]> {
+    if (ids.length === 0) return [];
+    const [rows] = await conn.query<TaskRow[]>(SQL.lockExpiredLeases, [ids, new Date(now)]);
     return rows.map(fromRow);
   }
 
-  async failExpiredLeases(conn: Connection, ids: number[], now: number): Promise<void> {
-    if (ids.length === 0) return;
+  /** The locked ones among `ids` whose lease still ran out before `now` failed for good; answers how many. */
+  async failExpiredLeases(conn: Connection, ids: number[], now: number): Promise<number> {
+    if (ids.length === 0) return 0;
     const at = new Date(now);
-    await conn.query(SQL.failExpiredLeases, [at, at, ids]);
+    return (await conn.query<Result>(SQL.failExpiredLeases, [at, at, ids, at]))[0].affectedRows;
   }
 
-  async releaseExpiredLeases(conn: Connection, ids: number[], now: number): Promise<void> {
-    if (ids.length === 0) return;
-    await conn.query(SQL.releaseExpiredLeases, [new Date(now), ids]);
+  /** The locked ones among `ids` whose lease still ran out before `now` pending again; answers how many. */
+  async releaseExpiredLeases(conn: Connection, ids: number[], now: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const at = new Date(now);
+    return (await conn.query<Result>(SQL.releaseExpiredLeases, [at, ids, at]))[0].affectedRows;
   }
 }

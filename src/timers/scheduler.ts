@@ -4,7 +4,9 @@
  *
  * - Boot: skip the misfired tasks that asked for it, recover those whose lease ran out (they were
  *   running, not missed; both are lifecycle transitions), then read the pending tasks due within
- *   the horizon page by page and arm them.
+ *   the horizon page by page and arm them. With shards (SHARDING=on), every repair reaches the
+ *   shards this process owns or just acquired, and no others: what it recovers it arms itself, and
+ *   it never locks (or waits for) a row of a shard another process is working on.
  * - Refill, every REFILL_INTERVAL_MS: arm the tasks that came within the horizon since the last
  *   refill (a range of the (status, run_at) index) and rows someone inserted straight into the
  *   table (ids above the last one seen). Both cost what is new, not what is armed.
@@ -87,9 +89,11 @@ export class Scheduler {
   async boot(): Promise<void> {
     const { store, lifecycle, arming, clock, log, horizonMs, misfireGraceMs } = this.#options;
     const started = clock.now();
+    // Sharded, it owns no shard yet: the repairs wait for the shards it acquires (armShards).
+    const shards = this.#options.shards?.();
     // Skip before recovering: a task that was mid-run when the process died did not misfire.
-    const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs);
-    const leases = await lifecycle.recoverExpiredLeases();
+    const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs, shards);
+    const leases = await lifecycle.recoverExpiredLeases(shards);
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
     this.#lastId = await store.maxId();
@@ -124,14 +128,15 @@ export class Scheduler {
     await this.#armLateCommits(now);
   }
 
-  /** The safety net: recover expired leases and arm every pending task within the horizon. */
+  /** The safety net: recover expired leases and arm every pending task within the horizon (of the shards owned). */
   async reconcile(): Promise<void> {
     const { lifecycle, clock, log } = this.#options;
     const started = clock.now();
-    const leases = await lifecycle.recoverExpiredLeases();
+    const shards = this.#options.shards?.();
+    const leases = await lifecycle.recoverExpiredLeases(shards);
     if (leases.recovered + leases.failed > 0) log.warn(leases, 'recovered tasks whose lease ran out');
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
-    const seen = await this.#armDue(undefined, this.#options.arming.coveredUntil);
+    const seen = await this.#armDue(undefined, this.#options.arming.coveredUntil, shards);
     this.#lastReconcile = started;
     this.#options.onReconcile?.();
     log.debug({ pending: seen, armed: this.armed, ms: clock.now() - started }, 'reconciled');
@@ -139,15 +144,16 @@ export class Scheduler {
 
   /**
    * Shards this process just acquired (SHARDING=on): what their last owner left is repaired (the
-   * misfired tasks that asked to be skipped, the outside runs whose lease ran out: both conditional
-   * statements, safe whoever else runs them), then their pending tasks within the horizon armed.
+   * misfired tasks that asked to be skipped, the outside runs whose lease ran out), in those shards
+   * only, then their pending tasks within the horizon armed. The recovered tasks are armed here,
+   * by their new owner; another shard's rows are neither read for repair nor locked.
    */
   async armShards(shards: readonly number[]): Promise<void> {
     if (!this.#booted || this.#stopped || shards.length === 0) return;
     const { lifecycle, clock, log, misfireGraceMs } = this.#options;
     const started = clock.now();
-    const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs);
-    const leases = await lifecycle.recoverExpiredLeases();
+    const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs, shards);
+    const leases = await lifecycle.recoverExpiredLeases(shards);
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     const armed = await this.#armDue(undefined, this.#options.arming.coveredUntil, shards);
     log.debug({ shards: shards.length, armed, skipped, recovered: leases.recovered, ms: clock.now() - started }, 'acquired shards armed');

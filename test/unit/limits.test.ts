@@ -50,7 +50,7 @@ describe('type admission', () => {
       expect(limits.admit(task, Date.now())).toBeUndefined();
       expect(limits.hold(task)).toBe(true);
     }
-    expect(limits.waitingOf('alpha')).toBe(3);
+    expect(limits.states().get('alpha')?.waiting).toBe(3);
     limits.apply([control('alpha', { updatedAt: 2 })]);
     expect(handed).toEqual([[2, 3, 1]]);
     expect(limits.waited(2)).toBe(true);
@@ -110,7 +110,7 @@ describe('type admission', () => {
     const { limits } = admission([control('alpha', { paused: true })], 2);
     expect([1, 2, 3].map((id) => limits.hold(aTask({ id })))).toEqual([true, true, false]);
     expect(limits.hold(aTask({ id: 4, type: 'beta' }))).toBe(true);
-    expect(limits.waitingOf('alpha')).toBe(2);
+    expect(limits.states().get('alpha')?.waiting).toBe(2);
   });
 
   it('wakes nothing once stopped, and forgets its waiting tasks and timers', () => {
@@ -121,7 +121,7 @@ describe('type admission', () => {
     vi.advanceTimersByTime(5000);
     limits.apply([]);
     expect(handed).toEqual([]);
-    expect(limits.waitingOf('alpha')).toBe(0);
+    expect(limits.states().get('alpha')?.waiting).toBe(0);
   });
 });
 

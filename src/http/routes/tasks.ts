@@ -31,8 +31,6 @@ import {
   Summary,
   TaskJson,
 } from '../../contract/tasks.js';
-
-export { MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH } from '../create-input.js';
 /**
  * A list page is bounded in bytes too: eight clients asking for 1000 tasks of 60 KB each would
  * otherwise hold half a gigabyte and stall every timer; a small page also keeps each step of its
