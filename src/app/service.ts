@@ -25,22 +25,25 @@ import { buildApp } from '../http/app.js';
 import { securityOptions } from '../http/security.js';
 import { createLogger } from '../observability/log.js';
 import { Metrics } from '../observability/metrics.js';
+import { RecentRuns } from '../observability/recent-runs.js';
+import { registerServiceGauges } from './service-gauges.js';
 import { Lifecycle } from '../lifecycle/lifecycle.js';
 import { Arming } from '../timers/arming.js';
 import { Retention } from '../maintenance/retention.js';
 import { DbClock } from '../time/db-clock.js';
-import { StepWatch } from '../time/step-watch.js';
+import { StepWatch, StepWatchMetrics } from '../time/step-watch.js';
 import { Dispatcher } from '../dispatch/dispatcher.js';
+import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeLimits } from '../dispatch/limits.js';
 import { TypeControlStore } from '../store/type-controls.js';
-import { Scheduler } from '../timers/scheduler.js';
+import { Scheduler, SchedulerMetrics } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
 import { Summary } from '../store/summary.js';
 import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
-import { LeaseKeeper } from '../cluster/lease-keeper.js';
+import { LeaseKeeper, ShardMetrics } from '../cluster/lease-keeper.js';
 import { readCluster } from '../cluster/view.js';
 
 export interface ServiceOptions {
@@ -68,7 +71,12 @@ export class Service {
   readonly stepWatch: StepWatch;
   readonly app: FastifyInstance;
   readonly log: Logger;
-  readonly metrics: Metrics;
+  /** The registry every part registers its metrics on (GET /metrics). */
+  readonly metrics = new Metrics();
+  /** The last hour of runs, for the dashboard's charts. */
+  readonly recent = new RecentRuns();
+  /** Runs by outcome, lateness, handler time: what the dispatcher records. */
+  readonly runMetrics: DispatchMetrics;
   readonly retention: Retention;
   readonly dbClock: DbClock;
   readonly limits: TypeLimits;
@@ -86,32 +94,35 @@ export class Service {
   ) {
     const clock = options.clock ?? systemClock;
     this.log = options.logger ?? createLogger(config.logLevel);
-    this.database = Database.fromConfig(config, (from, to) =>
-      this.log.warn({ from, to }, 'database host did not answer; new connections go to the next host'),
+    const metricRegistry = this.metrics.registry;
+    this.database = Database.fromConfig(
+      config,
+      (from, to) => this.log.warn({ from, to }, 'database host did not answer; new connections go to the next host'),
+      metricRegistry,
     );
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config);
     const controls = new TypeControlStore(this.database);
-    this.limits = new TypeLimits(controls, clock, this.log);
-    this.metrics = new Metrics({
-      types: () => this.limits.states(),
-      armed: () => this.timers.size,
-      pool: () => this.database.usage,
+    this.limits = new TypeLimits(controls, clock, this.log, metricRegistry);
+    registerServiceGauges(metricRegistry, {
       pendingByType: () => this.store.countPendingByType(),
       overdue: (before) => upcoming.countDueBefore(before),
       ready: async () => this.scheduler.booted && (await this.database.ping()),
     });
-    this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: this.metrics.registry });
+    this.runMetrics = new DispatchMetrics(metricRegistry, this.recent);
+    // Registered with SHARDING off too: its gauges then say 0.
+    const shardMetrics = new ShardMetrics(metricRegistry);
+    this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: metricRegistry });
     const queue = new DueQueue();
-    this.timers = new Timers(clock, (id) => queue.push(id));
+    this.timers = new Timers(clock, (id) => queue.push(id), metricRegistry);
     this.keeper = config.sharding
       ? new LeaseKeeper({
           database: this.database,
           owner: this.owner,
           leaseMs: config.leaseMs,
           log: this.log,
-          metrics: this.metrics,
+          metrics: shardMetrics,
           // Called from start() on, when the scheduler is built.
           onAcquire: (shards) => this.scheduler.armShards(shards),
           onLose: (shards) => void arming.disarmShards(shards),
@@ -135,7 +146,7 @@ export class Service {
       refillIntervalMs: config.refillIntervalMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
       misfireGraceMs: config.misfireGraceMs,
-      metrics: this.metrics,
+      metrics: new SchedulerMetrics(metricRegistry),
       onReconcile: () => {
         void this.dbClock.measure();
         // Another process may have paused, resumed or limited a type.
@@ -155,7 +166,7 @@ export class Service {
       concurrency: config.concurrency,
       batchSize: config.batchSize,
       owner: this.owner,
-      metrics: this.metrics,
+      metrics: this.runMetrics,
       limits: this.limits,
       misfireGraceMs: config.misfireGraceMs,
       mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
@@ -164,14 +175,20 @@ export class Service {
       database: this.database,
       clock,
       log: this.log,
-      registry: this.metrics.registry,
+      registry: metricRegistry,
       retentionMs: config.retentionMs,
       failedRetentionMs: config.failedRetentionMs,
       intervalMs: config.retentionIntervalMs,
       batchSize: config.retentionBatchSize,
       pauseMs: config.retentionPauseMs,
     });
-    this.stepWatch = new StepWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler: this.scheduler });
+    this.stepWatch = new StepWatch({
+      clock,
+      log: this.log,
+      metrics: new StepWatchMetrics(metricRegistry),
+      timers: this.timers,
+      scheduler: this.scheduler,
+    });
     this.app = buildApp({
       logger: this.log,
       apiToken: config.apiToken,
@@ -194,7 +211,7 @@ export class Service {
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
       },
-      charts: { clock, upcoming, recent: this.metrics.recent },
+      charts: { clock, upcoming, recent: this.recent },
       types: { controls, limits: this.limits, registry: this.registry, clock },
       cluster: { read: () => readCluster(this.database, this.owner, config.sharding, config.leaseMs) },
     });

@@ -33,12 +33,11 @@ import type { HandlerRegistry } from '../handlers/registry.js';
 import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
 import { unrunnable } from '../lifecycle/run.js';
-import type { Metrics } from '../observability/metrics.js';
 import type { Ticket, TypeLimits } from './limits.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { Fifo, sleep } from '../util/async.js';
 import type { DueQueue } from '../timers/due-queue.js';
-import { Outcomes } from './outcomes.js';
+import { Outcomes, type DispatchMetrics } from './outcomes.js';
 import { HandlerOverran, HandlerThrew, InsideExecutor, type InsideRun } from './run-inside.js';
 import { LEASE_MARGIN_MS, OutsideExecutor } from './run-outside.js';
 
@@ -66,7 +65,7 @@ export interface DispatcherOptions {
    * prove it); the others among fired ids are left alone. Undefined: every task.
    */
   mayClaim?: (id: number) => boolean;
-  metrics?: Metrics;
+  metrics?: DispatchMetrics;
 }
 
 /** How many times a batch is tried after a deadlock or lock-wait timeout before splitting it. */

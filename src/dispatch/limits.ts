@@ -20,6 +20,7 @@
  * settings at boot, after a change made through it, and at each reconcile.
  */
 import type { Logger } from 'pino';
+import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import { loggable } from '../db/errors.js';
 import type { Task } from '../store/task-store.js';
@@ -67,11 +68,15 @@ export class TypeLimits {
   #onReady: (ids: number[]) => void = () => undefined;
   #stopped = false;
 
+  /** `registry`: where the per-type gauges (paused, running, waiting) go. */
   constructor(
     private readonly store: TypeControlStore,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+    registry?: Registry,
+  ) {
+    if (registry !== undefined) registerTypeGauges(registry, () => this.states());
+  }
 
   /** Where woken ids go (the dispatcher), in the order they should run. */
   consume(onReady: (ids: number[]) => void): void {
@@ -307,4 +312,32 @@ export function fitsWindow(starts: readonly number[], now: number, rate: number)
 function fractionFits(starts: readonly number[], now: number, rate: number): boolean {
   const gap = WINDOW_MS / rate;
   return starts.every((at) => Math.abs(now - at) >= gap);
+}
+
+/** Each type's pause and this process's runs and waiting tasks, read at scrape time. */
+function registerTypeGauges(registry: Registry, states: () => Map<string, TypeState>): void {
+  const typeGauge = (name: string, help: string, value: (state: TypeState) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['type'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [type, state] of states()) this.set({ type }, value(state));
+      },
+    });
+  typeGauge('punctual_type_paused', '1 when the type is paused (its due tasks wait, none starts), else 0.', (state) =>
+    state.control?.paused ? 1 : 0,
+  );
+  typeGauge(
+    'punctual_type_running',
+    'Runs of the type in this process now (its concurrency limit counts these).',
+    (state) => state.running,
+  );
+  typeGauge(
+    'punctual_type_waiting',
+    'Due tasks of the type held back in this process by its pause or its limits (pending, no attempt used).',
+    (state) => state.waiting,
+  );
 }
