@@ -93,16 +93,16 @@ export class Service {
     options: ServiceOptions = {},
   ) {
     const clock = options.clock ?? systemClock;
-    this.log = options.logger ?? createLogger(config.logLevel);
+    this.log = options.logger ?? createLogger(config.service.logLevel);
     const metricRegistry = this.metrics.registry;
     this.database = Database.fromConfig(
-      config,
+      config.database,
       (from, to) => this.log.warn({ from, to }, 'database host did not answer; new connections go to the next host'),
       metricRegistry,
     );
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
-    this.registry = options.registry ?? createRegistry(config);
+    this.registry = options.registry ?? createRegistry(config.webhook);
     const controls = new TypeControlStore(this.database);
     this.limits = new TypeLimits(controls, clock, this.log, metricRegistry);
     registerServiceGauges(metricRegistry, {
@@ -116,11 +116,11 @@ export class Service {
     this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: metricRegistry });
     const queue = new DueQueue();
     this.timers = new Timers(clock, (id) => queue.push(id), metricRegistry);
-    this.keeper = config.sharding
+    this.keeper = config.cluster.sharding
       ? new LeaseKeeper({
           database: this.database,
           owner: this.owner,
-          leaseMs: config.leaseMs,
+          leaseMs: config.cluster.leaseMs,
           log: this.log,
           metrics: shardMetrics,
           // Called from start() on, when the scheduler is built.
@@ -133,7 +133,7 @@ export class Service {
       database: this.database,
       store: this.store,
       clock,
-      retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+      retry: config.retry,
       effects: arming,
     });
     this.scheduler = new Scheduler({
@@ -142,10 +142,7 @@ export class Service {
       clock,
       log: this.log,
       arming,
-      horizonMs: config.horizonMs,
-      refillIntervalMs: config.refillIntervalMs,
-      reconcileIntervalMs: config.reconcileIntervalMs,
-      misfireGraceMs: config.misfireGraceMs,
+      ...config.scheduler,
       metrics: new SchedulerMetrics(metricRegistry),
       onReconcile: () => {
         void this.dbClock.measure();
@@ -163,12 +160,11 @@ export class Service {
       effects: arming,
       clock,
       log: this.log,
-      concurrency: config.concurrency,
-      batchSize: config.batchSize,
+      ...config.dispatcher,
       owner: this.owner,
       metrics: this.runMetrics,
       limits: this.limits,
-      misfireGraceMs: config.misfireGraceMs,
+      misfireGraceMs: config.scheduler.misfireGraceMs,
       mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
     });
     this.retention = new Retention({
@@ -176,11 +172,7 @@ export class Service {
       clock,
       log: this.log,
       registry: metricRegistry,
-      retentionMs: config.retentionMs,
-      failedRetentionMs: config.failedRetentionMs,
-      intervalMs: config.retentionIntervalMs,
-      batchSize: config.retentionBatchSize,
-      pauseMs: config.retentionPauseMs,
+      ...config.retention,
     });
     this.stepWatch = new StepWatch({
       clock,
@@ -191,8 +183,8 @@ export class Service {
     });
     this.app = buildApp({
       logger: this.log,
-      apiToken: config.apiToken,
-      roleTokens: config.roleTokens,
+      apiToken: config.http.apiToken,
+      roleTokens: config.roles,
       metrics: this.metrics,
       tasks: {
         store: this.store,
@@ -200,10 +192,9 @@ export class Service {
         registry: this.registry,
         summary: new Summary(this.store, clock, () => this.timers.size),
         clock,
-        timezone: config.timezone,
-        maxAttempts: config.maxAttempts,
+        ...config.tasks,
       },
-      security: securityOptions(config),
+      security: securityOptions(config.http),
       health: {
         booted: () => this.scheduler.booted,
         databaseUp: () => this.database.ping(),
@@ -213,7 +204,7 @@ export class Service {
       },
       charts: { clock, upcoming, recent: this.recent },
       types: { controls, limits: this.limits, registry: this.registry, clock },
-      cluster: { read: () => readCluster(this.database, this.owner, config.sharding, config.leaseMs) },
+      cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
     });
   }
 
@@ -224,10 +215,10 @@ export class Service {
 
   /** Creates the database if missing, migrates, loads and arms the pending tasks. */
   async boot(): Promise<void> {
-    const { config } = this;
-    await ensureDatabase(config.databaseUrl, config.databaseName);
+    const { url, name } = this.config.database;
+    await ensureDatabase(url, name);
     if (this.stopping) return;
-    await migrateDatabase(config.databaseUrl, config.databaseName);
+    await migrateDatabase(url, name);
     if (this.stopping) return;
     await this.limits.load(); // before any timer fires: a paused type stays paused through a restart
     this.stepWatch.start(); // from the boot load on: a step re-arms what is armed so far
@@ -257,8 +248,8 @@ export class Service {
       throw error;
     }
     if (this.stopping) throw new StoppedWhileStarting();
-    const address = await this.app.listen({ host: this.config.host, port: this.config.port });
-    this.log.info({ address, timezone: this.config.timezone, horizonMs: this.config.horizonMs }, 'punctual is ready');
+    const address = await this.app.listen({ host: this.config.http.host, port: this.config.http.port });
+    this.log.info({ address, timezone: this.config.tasks.timezone, horizonMs: this.config.scheduler.horizonMs }, 'punctual is ready');
     return address;
   }
 
@@ -276,7 +267,7 @@ export class Service {
   async #closeHttp(): Promise<void> {
     const server = this.app.server;
     const reaper = setInterval(() => server.closeIdleConnections(), 100);
-    const cutter = setTimeout(() => server.closeAllConnections(), this.config.stopTimeoutMs);
+    const cutter = setTimeout(() => server.closeAllConnections(), this.config.service.stopTimeoutMs);
     try {
       await this.app.close();
     } finally {
@@ -295,7 +286,7 @@ export class Service {
         () => undefined,
       );
       await this.scheduler.stop();
-      await Promise.race([booting, sleep(this.config.stopTimeoutMs)]);
+      await Promise.race([booting, sleep(this.config.service.stopTimeoutMs)]);
     }
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
@@ -304,7 +295,7 @@ export class Service {
     // Handover: the leases are released at once, so the others take the shards over now.
     await this.keeper?.stop();
     this.log.debug('stop: refill and retention stopped, timers disarmed');
-    const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);
+    const finished = await this.dispatcher.stop(this.config.service.stopTimeoutMs);
     this.log.debug({ finished }, 'stop: running handlers are done');
     await this.database.close();
     this.log.info({ ms: Date.now() - started, handlersFinished: finished }, 'punctual stopped');

@@ -9,7 +9,6 @@
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql from 'mysql2/promise';
 import { Gauge, type Registry } from 'prom-client';
-import type { Config } from '../app/config.js';
 import { TimeoutError, withTimeout } from '../util/async.js';
 import { isConnectionError, isNodeNotReady } from './errors.js';
 import { HostRotation, parseDatabaseUrl } from './hosts.js';
@@ -184,11 +183,16 @@ export class Database {
     new Gauge({ name: 'punctual_db_pool_open', help: 'Database connections open.', registers, collect: usage('total') });
   }
 
-  static fromConfig(config: Config, onHostSwitch?: DatabaseOptions['onHostSwitch'], registry?: Registry): Database {
+  /** The pool the configuration's database settings ask for. */
+  static fromConfig(
+    settings: Pick<DatabaseOptions, 'url' | 'poolSize' | 'lockWaitTimeoutS'>,
+    onHostSwitch?: DatabaseOptions['onHostSwitch'],
+    registry?: Registry,
+  ): Database {
     return new Database({
-      url: config.databaseUrl,
-      poolSize: config.dbPoolSize,
-      lockWaitTimeoutS: config.lockWaitTimeoutS,
+      url: settings.url,
+      poolSize: settings.poolSize,
+      lockWaitTimeoutS: settings.lockWaitTimeoutS,
       onHostSwitch,
       registry,
     });
