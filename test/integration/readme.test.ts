@@ -1,6 +1,7 @@
 /**
  * The README's examples stay in step with the API: every route a curl example calls is in the
- * OpenAPI document, every PHP client method an example calls exists, and every setting the service reads is in the configuration table.
+ * OpenAPI document, and every PHP client method an example calls exists. (The settings are
+ * checked against docs/configuration.md, generated from the code: test/unit/config-docs.test.ts.)
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,12 +48,5 @@ describe('the README', () => {
     const calls = [...`${readme}\n${phpReadme}`.matchAll(/\$punctual->(\w+)\(/g)].map(([, name]) => name!);
     expect(calls.length).toBeGreaterThanOrEqual(10);
     for (const name of calls) expect(methods, name).toContain(name);
-  });
-
-  it('lists every setting the service reads', () => {
-    const source = readFileSync(new URL('../../src/app/config.ts', import.meta.url), 'utf8');
-    const settings = new Set([...source.matchAll(/(?:integer|text)\(env, '([A-Z_]+)'/g)].map(([, name]) => name!));
-    expect(settings.size).toBeGreaterThan(15);
-    for (const name of settings) expect(readme, name).toContain(`| \`${name}\` |`);
   });
 });
