@@ -34,7 +34,7 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 
 /** The demo's tables, created if missing; someone else's tables of the same names are left alone. */
 async function prepareShop(db: mysql.Pool, orders: number): Promise<{ orderSn: string; items: { goods_id: number; num: number }[] }[]> {
-  const [tables] = await db.query<mysql.RowDataPacket[]>(
+  const [tables] = await db.query<(mysql.RowDataPacket & { name: string; comment: string })[]>(
     "SELECT TABLE_NAME AS name, TABLE_COMMENT AS comment FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('orders', 'goods')",
   );
   const foreign = tables.filter((table) => table.comment !== DEMO_COMMENT);

@@ -1,6 +1,8 @@
 /**
  * The entry point: read the configuration, start the service, stop cleanly on SIGTERM/SIGINT
- * (exit 0). A second signal while stopping forces the exit.
+ * (exit 0). A second signal while stopping forces the exit. `npm start` and the `punctual`
+ * command reach it through bin/punctual.mjs, which first makes sure this file is built from the
+ * current sources, in the same process, so the signal a supervisor sends arrives here.
  */
 import { ConfigError, loadConfig } from './config.js';
 import { loggable } from '../db/errors.js';

@@ -25,23 +25,26 @@ import { buildApp } from '../http/app.js';
 import { securityOptions } from '../http/security.js';
 import { createLogger } from '../observability/log.js';
 import { Metrics } from '../observability/metrics.js';
+import { RecentRuns } from '../observability/recent-runs.js';
+import { registerServiceGauges } from './service-gauges.js';
 import { Lifecycle } from '../lifecycle/lifecycle.js';
 import { Arming } from '../timers/arming.js';
 import { Retention } from '../maintenance/retention.js';
 import { DbClock } from '../time/db-clock.js';
-import { StepWatch } from '../time/step-watch.js';
+import { StepWatch, StepWatchMetrics } from '../time/step-watch.js';
 import { Dispatcher } from '../dispatch/dispatcher.js';
+import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
 import { TypeControls } from '../dispatch/type-controls.js';
 import { TypeControlStore } from '../store/type-controls.js';
-import { Scheduler } from '../timers/scheduler.js';
+import { Scheduler, SchedulerMetrics } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
 import { SummaryReader } from '../store/summary.js';
 import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
-import { LeaseKeeper } from '../cluster/lease-keeper.js';
+import { LeaseKeeper, ShardMetrics } from '../cluster/lease-keeper.js';
 import { readCluster } from '../cluster/view.js';
 
 export interface ServiceOptions {
@@ -69,7 +72,12 @@ export class Service {
   readonly stepWatch: StepWatch;
   readonly app: FastifyInstance;
   readonly log: Logger;
-  readonly metrics: Metrics;
+  /** The registry every part registers its metrics on (GET /metrics). */
+  readonly metrics = new Metrics();
+  /** The last hour of runs, for the dashboard's charts. */
+  readonly recent = new RecentRuns();
+  /** Runs by outcome, lateness, handler time: what the dispatcher records. */
+  readonly runMetrics: DispatchMetrics;
   readonly retention: Retention;
   readonly dbClock: DbClock;
   readonly limits: TypeAdmission;
@@ -88,33 +96,36 @@ export class Service {
     options: ServiceOptions = {},
   ) {
     const clock = options.clock ?? systemClock;
-    this.log = options.logger ?? createLogger(config.logLevel);
-    this.database = Database.fromConfig(config, (from, to) =>
-      this.log.warn({ from, to }, 'database host did not answer; new connections go to the next host'),
+    this.log = options.logger ?? createLogger(config.service.logLevel);
+    const metricRegistry = this.metrics.registry;
+    this.database = Database.fromConfig(
+      config.database,
+      (from, to) => this.log.warn({ from, to }, 'database host did not answer; new connections go to the next host'),
+      metricRegistry,
     );
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
-    this.registry = options.registry ?? createRegistry(config);
-    this.limits = new TypeAdmission(clock);
+    this.registry = options.registry ?? createRegistry(config.webhook);
+    this.limits = new TypeAdmission(clock, { registry: metricRegistry });
     this.typeControls = new TypeControls(new TypeControlStore(this.database), this.limits, clock, this.log);
-    this.metrics = new Metrics({
-      types: () => this.limits.states(),
-      armed: () => this.timers.size,
-      pool: () => this.database.usage,
+    registerServiceGauges(metricRegistry, {
       pendingByType: () => this.store.countPendingByType(),
       overdue: (before) => upcoming.countDueBefore(before),
       ready: async () => this.scheduler.booted && (await this.database.ping()),
     });
-    this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: this.metrics.registry });
+    this.runMetrics = new DispatchMetrics(metricRegistry, this.recent);
+    // Registered with SHARDING off too: its gauges then say 0.
+    const shardMetrics = new ShardMetrics(metricRegistry);
+    this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: metricRegistry });
     const queue = new DueQueue();
-    this.timers = new Timers(clock, (id) => queue.push(id));
-    this.keeper = config.sharding
+    this.timers = new Timers(clock, (id) => queue.push(id), metricRegistry);
+    this.keeper = config.cluster.sharding
       ? new LeaseKeeper({
           database: this.database,
           owner: this.owner,
-          leaseMs: config.leaseMs,
+          leaseMs: config.cluster.leaseMs,
           log: this.log,
-          metrics: this.metrics,
+          metrics: shardMetrics,
           // Called from start() on, when the scheduler is built.
           onAcquire: (shards) => this.scheduler.armShards(shards),
           onLose: (shards) => void arming.disarmShards(shards),
@@ -125,7 +136,7 @@ export class Service {
       database: this.database,
       store: this.store,
       clock,
-      retry: { baseMs: config.retryBaseMs, maxMs: config.retryMaxMs },
+      retry: config.retry,
       effects: arming,
     });
     this.scheduler = new Scheduler({
@@ -134,11 +145,8 @@ export class Service {
       clock,
       log: this.log,
       arming,
-      horizonMs: config.horizonMs,
-      refillIntervalMs: config.refillIntervalMs,
-      reconcileIntervalMs: config.reconcileIntervalMs,
-      misfireGraceMs: config.misfireGraceMs,
-      metrics: this.metrics,
+      ...config.scheduler,
+      metrics: new SchedulerMetrics(metricRegistry),
       onReconcile: () => {
         void this.dbClock.measure();
         // Another process may have paused, resumed or limited a type.
@@ -155,12 +163,11 @@ export class Service {
       effects: arming,
       clock,
       log: this.log,
-      concurrency: config.concurrency,
-      batchSize: config.batchSize,
+      ...config.dispatcher,
       owner: this.owner,
-      metrics: this.metrics,
+      metrics: this.runMetrics,
       limits: this.limits,
-      misfireGraceMs: config.misfireGraceMs,
+      misfireGraceMs: config.scheduler.misfireGraceMs,
       mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
       fence: this.keeper === undefined ? undefined : (ids) => this.keeper!.fence(ids),
     });
@@ -168,18 +175,20 @@ export class Service {
       store: this.store,
       clock,
       log: this.log,
-      registry: this.metrics.registry,
-      retentionMs: config.retentionMs,
-      failedRetentionMs: config.failedRetentionMs,
-      intervalMs: config.retentionIntervalMs,
-      batchSize: config.retentionBatchSize,
-      pauseMs: config.retentionPauseMs,
+      registry: metricRegistry,
+      ...config.retention,
     });
-    this.stepWatch = new StepWatch({ clock, log: this.log, metrics: this.metrics, timers: this.timers, scheduler: this.scheduler });
+    this.stepWatch = new StepWatch({
+      clock,
+      log: this.log,
+      metrics: new StepWatchMetrics(metricRegistry),
+      timers: this.timers,
+      scheduler: this.scheduler,
+    });
     this.app = buildApp({
       logger: this.log,
-      apiToken: config.apiToken,
-      roleTokens: config.roleTokens,
+      apiToken: config.http.apiToken,
+      roleTokens: config.roles,
       metrics: this.metrics,
       tasks: {
         store: this.store,
@@ -187,10 +196,9 @@ export class Service {
         registry: this.registry,
         summary: new SummaryReader(this.store, clock, () => this.timers.size),
         clock,
-        timezone: config.timezone,
-        maxAttempts: config.maxAttempts,
+        ...config.tasks,
       },
-      security: securityOptions(config),
+      security: securityOptions(config.http),
       health: {
         booted: () => this.scheduler.booted,
         databaseUp: () => this.database.ping(),
@@ -198,9 +206,9 @@ export class Service {
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
       },
-      charts: { clock, upcoming, recent: this.metrics.recent },
+      charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
-      cluster: { read: () => readCluster(this.database, this.owner, config.sharding, config.leaseMs) },
+      cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
     });
   }
 
@@ -211,10 +219,10 @@ export class Service {
 
   /** Creates the database if missing, migrates, loads and arms the pending tasks. */
   async boot(): Promise<void> {
-    const { config } = this;
-    await ensureDatabase(config.databaseUrl, config.databaseName);
+    const { url, name } = this.config.database;
+    await ensureDatabase(url, name);
     if (this.stopping) return;
-    await migrateDatabase(config.databaseUrl, config.databaseName);
+    await migrateDatabase(url, name);
     if (this.stopping) return;
     await this.typeControls.load(); // before any timer fires: a paused type stays paused through a restart
     this.stepWatch.start(); // from the boot load on: a step re-arms what is armed so far
@@ -244,8 +252,8 @@ export class Service {
       throw error;
     }
     if (this.stopping) throw new StoppedWhileStarting();
-    const address = await this.app.listen({ host: this.config.host, port: this.config.port });
-    this.log.info({ address, timezone: this.config.timezone, horizonMs: this.config.horizonMs }, 'punctual is ready');
+    const address = await this.app.listen({ host: this.config.http.host, port: this.config.http.port });
+    this.log.info({ address, timezone: this.config.tasks.timezone, horizonMs: this.config.scheduler.horizonMs }, 'punctual is ready');
     return address;
   }
 
@@ -263,7 +271,7 @@ export class Service {
   async #closeHttp(): Promise<void> {
     const server = this.app.server;
     const reaper = setInterval(() => server.closeIdleConnections(), 100);
-    const cutter = setTimeout(() => server.closeAllConnections(), this.config.stopTimeoutMs);
+    const cutter = setTimeout(() => server.closeAllConnections(), this.config.service.stopTimeoutMs);
     try {
       await this.app.close();
     } finally {
@@ -282,7 +290,7 @@ export class Service {
         () => undefined,
       );
       await this.scheduler.stop();
-      await Promise.race([booting, sleep(this.config.stopTimeoutMs)]);
+      await Promise.race([booting, sleep(this.config.service.stopTimeoutMs)]);
     }
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
@@ -291,7 +299,7 @@ export class Service {
     // Handover: the leases are released at once, so the others take the shards over now.
     await this.keeper?.stop();
     this.log.debug('stop: refill and retention stopped, timers disarmed');
-    const finished = await this.dispatcher.stop(this.config.stopTimeoutMs);
+    const finished = await this.dispatcher.stop(this.config.service.stopTimeoutMs);
     this.log.debug({ finished }, 'stop: running handlers are done');
     await this.database.close();
     this.log.info({ ms: Date.now() - started, handlersFinished: finished }, 'punctual stopped');

@@ -29,9 +29,9 @@
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';
 import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { isConnectionError, loggable } from '../db/errors.js';
 import { autocommit, onConnection, transaction, type RunOptions } from '../db/transaction.js';
-import type { Metrics } from '../observability/metrics.js';
 import { LeaseStore, type ClaimFence } from '../store/leases.js';
 import { shardsFor } from './rendezvous.js';
 import { SHARDS, shardOf } from './shards.js';
@@ -46,13 +46,54 @@ export interface LeaseConnector {
   failed(conn: mysql.Connection, error: unknown): void;
 }
 
+/**
+ * The keeper's gauges and counters. Registered whether or not SHARDING is on (the service builds
+ * them either way), so a dashboard reads 0 shards and 0 members from a process that does not share.
+ */
+export class ShardMetrics {
+  readonly shardsOwned: Gauge;
+  readonly members: Gauge;
+  readonly leaseRenewals: Counter;
+  readonly leaseLosses: Counter;
+  readonly shardHandovers: Counter;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.shardsOwned = new Gauge({
+      name: 'punctual_shards_owned',
+      help: `Shards (of ${SHARDS}) whose lease this process holds (SHARDING=on; 0 otherwise).`,
+      registers,
+    });
+    this.members = new Gauge({
+      name: 'punctual_members',
+      help: 'Live processes sharing the tasks, as the last lease renewal saw them (SHARDING=on; 0 otherwise).',
+      registers,
+    });
+    this.leaseRenewals = new Counter({
+      name: 'punctual_lease_renewals_total',
+      help: 'Shard lease renewal rounds that succeeded.',
+      registers,
+    });
+    this.leaseLosses = new Counter({
+      name: 'punctual_lease_losses_total',
+      help: 'Shards lost without giving them up: a lease not renewed in time (pause, cut network) or taken by another process.',
+      registers,
+    });
+    this.shardHandovers = new Counter({
+      name: 'punctual_shard_handovers_total',
+      help: 'Shards this process acquired or gave up (joins, leaves, failovers).',
+      registers,
+    });
+  }
+}
+
 export interface LeaseKeeperOptions {
   database: LeaseConnector;
   /** This process's name (the same as its lease_owner of running tasks). */
   owner: string;
   leaseMs: number;
   log: Logger;
-  metrics?: Metrics;
+  metrics?: ShardMetrics;
   /** Shards just taken: recover and arm their tasks. */
   onAcquire: (shards: number[]) => Promise<void>;
   /** Shards lost or given up: disarm their tasks. Called before a release is written. */

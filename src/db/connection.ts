@@ -10,7 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
 import mysql from 'mysql2/promise';
-import type { Config } from '../app/config.js';
+import { Gauge, type Registry } from 'prom-client';
 import { TimeoutError, withTimeout } from '../util/async.js';
 import { isConnectionError, isNodeNotReady } from './errors.js';
 import { HostRotation, parseDatabaseUrl } from './hosts.js';
@@ -54,6 +54,8 @@ export interface DatabaseOptions {
   deadlineMs?: number;
   /** Told when new connections move to another host of a multi-host DATABASE_URL. */
   onHostSwitch?: (from: string, to: string) => void;
+  /** Where the pool's gauges (connections open, in use, callers waiting) go. */
+  registry?: Registry;
 }
 
 const KEEP_ALIVE_INITIAL_DELAY_MS = 10_000;
@@ -169,14 +171,39 @@ export class Database implements ConnectionSource<Connection> {
     });
     this.pool.pool.on('acquire', (conn) => void this.#checkedOut.add(conn));
     this.pool.pool.on('release', (conn) => void this.#checkedOut.delete(conn));
+    if (options.registry !== undefined) this.#registerGauges(options.registry);
   }
 
-  static fromConfig(config: Config, onHostSwitch?: DatabaseOptions['onHostSwitch']): Database {
+  #registerGauges(registry: Registry): void {
+    const usage = (field: 'inUse' | 'waiting' | 'total') => {
+      const read = () => this.usage[field];
+      return function (this: Gauge) {
+        this.set(read());
+      };
+    };
+    const registers = [registry];
+    new Gauge({ name: 'punctual_db_pool_in_use', help: 'Database connections checked out.', registers, collect: usage('inUse') });
+    new Gauge({
+      name: 'punctual_db_pool_waiting',
+      help: 'Callers waiting for a database connection.',
+      registers,
+      collect: usage('waiting'),
+    });
+    new Gauge({ name: 'punctual_db_pool_open', help: 'Database connections open.', registers, collect: usage('total') });
+  }
+
+  /** The pool the configuration's database settings ask for. */
+  static fromConfig(
+    settings: Pick<DatabaseOptions, 'url' | 'poolSize' | 'lockWaitTimeoutS'>,
+    onHostSwitch?: DatabaseOptions['onHostSwitch'],
+    registry?: Registry,
+  ): Database {
     return new Database({
-      url: config.databaseUrl,
-      poolSize: config.dbPoolSize,
-      lockWaitTimeoutS: config.lockWaitTimeoutS,
+      url: settings.url,
+      poolSize: settings.poolSize,
+      lockWaitTimeoutS: settings.lockWaitTimeoutS,
       onHostSwitch,
+      registry,
     });
   }
 

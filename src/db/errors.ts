@@ -15,7 +15,7 @@ interface DriverError {
 function* chain(error: unknown): Generator<DriverError> {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && current !== null && typeof current === 'object'; depth++) {
-    yield current as DriverError;
+    yield current;
     current = (current as DriverError).cause;
   }
 }

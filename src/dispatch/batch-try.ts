@@ -7,7 +7,7 @@
  */
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { DispatchMetrics } from './outcomes.js';
 import type { Task } from '../store/task-store.js';
 import type { ClaimFence } from '../store/leases.js';
 import { planBatch, type BatchPlan } from './batch-plan.js';
@@ -33,7 +33,7 @@ export interface BatchParts {
   mayClaim?: (id: number) => boolean;
   /** SHARDING=on: the shards (at their epochs) a claim of these ids is decided under; the claim holds only while they do. */
   fence?: (ids: readonly number[]) => ClaimFence;
-  metrics?: Metrics;
+  metrics?: DispatchMetrics;
 }
 
 /** How the database handlers run: `fast` first, `careful` (a savepoint per task) after one threw. */

@@ -37,7 +37,6 @@ import { growingDelay, lockConflicts, retrying, untilStopped } from '../db/retry
 import type { HandlerRegistry } from '../handlers/registry.js';
 import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
-import type { Metrics } from '../observability/metrics.js';
 import type { ClaimFence } from '../store/leases.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { DueQueue } from '../timers/due-queue.js';
@@ -45,7 +44,7 @@ import { Fifo, sleep } from '../util/async.js';
 import { tryBatch, type BatchParts, type BatchResult, type RunMode } from './batch-try.js';
 import { batchErrorOf, type HandlerOverran } from './error-kind.js';
 import type { TypeAdmission } from './limits.js';
-import { Outcomes } from './outcomes.js';
+import { Outcomes, type DispatchMetrics } from './outcomes.js';
 import { OutsideSlots } from './outside-slots.js';
 import { settlementOf } from './settlement.js';
 import { nextBatch, type Line } from './pump-plan.js';
@@ -79,7 +78,7 @@ export interface DispatcherOptions {
   mayClaim?: (id: number) => boolean;
   /** SHARDING=on: the shards (at their epochs) a claim of these ids is decided under; the claim holds only while they do. */
   fence?: (ids: readonly number[]) => ClaimFence;
-  metrics?: Metrics;
+  metrics?: DispatchMetrics;
 }
 
 /** How many times a batch is tried after a deadlock or lock-wait timeout before splitting it. */

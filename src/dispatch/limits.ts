@@ -19,6 +19,7 @@
  * process's: with several processes each applies them to its own runs (N per process, not N in
  * all). The pause is stored and so holds for all.
  */
+import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { Task } from '../store/task-store.js';
 import type { TypeControl } from '../store/type-controls.js';
@@ -46,6 +47,8 @@ export interface TypeState {
 export interface TypeAdmissionOptions {
   /** How many due tasks one type may hold back in this process (waiting-room.ts). */
   waitingPerType?: number;
+  /** Where the per-type gauges (paused, running, waiting) go. */
+  registry?: Registry;
 }
 
 export class TypeAdmission {
@@ -62,6 +65,7 @@ export class TypeAdmission {
     options: TypeAdmissionOptions = {},
   ) {
     this.#room = new WaitingRoom(options.waitingPerType);
+    if (options.registry !== undefined) registerTypeGauges(options.registry, () => this.states());
   }
 
   /** Where woken ids go (the dispatcher), in the order they should run. */
@@ -206,4 +210,32 @@ export function keyOf(task: Pick<Task, 'type' | 'payload'>, control: Pick<TypeCo
   const value =
     typeof task.payload === 'object' && task.payload !== null ? (task.payload as Record<string, unknown>)[control.groupBy] : undefined;
   return `${task.type}\u0000${value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value)}`;
+}
+
+/** Each type's pause and this process's runs and waiting tasks, read at scrape time. */
+function registerTypeGauges(registry: Registry, states: () => Map<string, TypeState>): void {
+  const typeGauge = (name: string, help: string, value: (state: TypeState) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['type'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [type, state] of states()) this.set({ type }, value(state));
+      },
+    });
+  typeGauge('punctual_type_paused', '1 when the type is paused (its due tasks wait, none starts), else 0.', (state) =>
+    state.control?.paused ? 1 : 0,
+  );
+  typeGauge(
+    'punctual_type_running',
+    'Runs of the type in this process now (its concurrency limit counts these).',
+    (state) => state.running,
+  );
+  typeGauge(
+    'punctual_type_waiting',
+    'Due tasks of the type held back in this process by its pause or its limits (pending, no attempt used).',
+    (state) => state.waiting,
+  );
 }

@@ -1,15 +1,90 @@
 /**
  * What happened to a run, told once: a log line and the run metrics. Both executors report here,
- * so a done, retried or failed run reads the same whichever path ran it.
+ * so a done, retried or failed run reads the same whichever path ran it. The dispatch metrics
+ * (runs, lateness, handler time, retries, and the claims and database failures the dispatcher
+ * counts) are registered here, on the registry the service hands over.
  */
 import type { Logger } from 'pino';
-import type { Metrics } from '../observability/metrics.js';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { RecentRuns, RunOutcome } from '../observability/recent-runs.js';
 import type { Failure, Task } from '../store/task-store.js';
+
+/** Seconds, from 1 ms to 60 s. */
+const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export class DispatchMetrics {
+  readonly runs: Counter<'type' | 'outcome'>;
+  readonly lateness: Histogram<'type'>;
+  readonly duration: Histogram<'type'>;
+  readonly retries: Counter<'type'>;
+  readonly dispatchDbFailures: Counter;
+  readonly emptyClaims: Counter;
+  readonly fencedClaims: Counter;
+
+  /** `recent`: the dashboard's last hour of runs, fed with every run recorded here. */
+  constructor(
+    registry: Registry,
+    private readonly recent?: RecentRuns,
+  ) {
+    const registers = [registry];
+    this.runs = new Counter({
+      name: 'punctual_task_runs_total',
+      help: 'Task runs by type and outcome (done, retry: failed and will run again, failed: for good).',
+      labelNames: ['type', 'outcome'] as const,
+      registers,
+    });
+    this.lateness = new Histogram({
+      name: 'punctual_task_lateness_seconds',
+      help: 'How late a run started: run start − runAt.',
+      labelNames: ['type'] as const,
+      buckets: LATENESS_BUCKETS,
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'punctual_handler_duration_seconds',
+      help: 'How long a handler ran (for a batch, its time divided among its tasks).',
+      labelNames: ['type'] as const,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'punctual_task_retries_total',
+      help: 'Failed runs that will be tried again.',
+      labelNames: ['type'] as const,
+      registers,
+    });
+    this.dispatchDbFailures = new Counter({
+      name: 'punctual_dispatch_db_failures_total',
+      help: 'Database failures met while running a batch (a cut connection, a deadlock, a lock wait timeout): its tasks were put back on their timers and tried again, without using an attempt.',
+      registers,
+    });
+    this.emptyClaims = new Counter({
+      name: 'punctual_empty_claims_total',
+      help: 'Claims that locked none of their fired tasks (another process ran them, or they were changed meanwhile).',
+      registers,
+    });
+    this.fencedClaims = new Counter({
+      name: 'punctual_fenced_claims_total',
+      help: 'Fired tasks not claimed because this process could not prove it holds their shard.',
+      registers,
+    });
+  }
+
+  /** Records one run that started at `startedAt` for a task due at `runAt`. */
+  recordRun(type: string, outcome: RunOutcome, runAt: number, startedAt: number, durationMs: number): void {
+    this.runs.inc({ type, outcome });
+    this.lateness.observe({ type }, Math.max(0, startedAt - runAt) / 1000);
+    this.duration.observe({ type }, durationMs / 1000);
+    if (outcome === 'retry') this.retries.inc({ type });
+    this.recent?.record(outcome, startedAt - runAt, startedAt);
+  }
+}
 
 export class Outcomes {
   constructor(
     private readonly log: Logger,
-    private readonly metrics: Metrics | undefined,
+    private readonly metrics: DispatchMetrics | undefined,
   ) {}
 
   /** `startedAt` is when the run began (its lateness is measured from runAt to it). */

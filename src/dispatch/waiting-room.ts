@@ -35,7 +35,7 @@ export class WaitingRoom {
   enter(type: string, entry: Waiting): boolean {
     let waiting = this.#byType.get(type);
     if (waiting?.has(entry.id) !== true && (waiting?.size ?? 0) >= this.capacityPerType) return false;
-    if (waiting === undefined) this.#byType.set(type, (waiting = new Map()));
+    if (waiting === undefined) this.#byType.set(type, (waiting = new Map<number, Waiting>()));
     waiting.set(entry.id, entry);
     return true;
   }

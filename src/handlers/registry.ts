@@ -4,10 +4,9 @@
  */
 import { Compile, type Validator } from 'typebox/compile';
 import { describeErrors } from '../util/schema-errors.js';
-import type { Config } from '../app/config.js';
 import { closeOrder } from './close-order.js';
 import type { TaskHandler } from './handler.js';
-import { webhook } from './webhook.js';
+import { webhook, type WebhookOptions } from './webhook.js';
 
 interface Entry {
   handler: TaskHandler;
@@ -45,25 +44,13 @@ export class HandlerRegistry {
     const entry = this.#entries.get(type);
     if (entry === undefined) return `unknown task type ${JSON.stringify(type)}`;
     if (!entry.validator.Check(payload)) return describeErrors(entry.validator.Errors(payload), path);
-    const problem = entry.handler.check?.(payload as never);
+    const problem = entry.handler.check?.(payload);
     if (problem === undefined) return undefined;
     return problem.startsWith('/') ? `${path}${problem}` : `${path} ${problem}`;
   }
 }
 
-/** The handlers this configuration enables. */
-export function createRegistry(config: Config): HandlerRegistry {
-  const registry = new HandlerRegistry().register(closeOrder);
-  registry.register(
-    webhook({
-      secret: config.webhookSecret,
-      nextSecret: config.webhookSecretNext,
-      hostSecrets: config.webhookHostSecrets,
-      hostSecretsNext: config.webhookHostSecretsNext,
-      allowedHosts: config.webhookAllowedHosts,
-      trustedHosts: config.webhookTrustedHosts,
-      timeoutMs: config.webhookTimeoutMs,
-    }),
-  );
-  return registry;
+/** The handlers punctual ships, the webhook with the configuration's webhook settings. */
+export function createRegistry(webhookSettings: WebhookOptions): HandlerRegistry {
+  return new HandlerRegistry().register(closeOrder).register(webhook(webhookSettings));
 }

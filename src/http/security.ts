@@ -18,7 +18,6 @@
  */
 import helmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { Config } from '../app/config.js';
 import { HttpError } from './errors.js';
 
 export interface SecurityOptions {
@@ -34,16 +33,17 @@ export interface SecurityOptions {
   maxConnections: number;
 }
 
-export function securityOptions(config: Config): SecurityOptions {
+/** The configuration's HTTP settings, as the security options need them. */
+export function securityOptions(http: Omit<SecurityOptions, 'tokenSet'> & { apiToken: string | undefined }): SecurityOptions {
   return {
-    host: config.host,
-    tokenSet: config.apiToken !== undefined,
-    allowedHostNames: config.allowedHostNames,
-    authFailuresPerMinute: config.authFailuresPerMinute,
-    requestTimeoutMs: config.requestTimeoutMs,
-    headersTimeoutMs: config.headersTimeoutMs,
-    keepAliveTimeoutMs: config.keepAliveTimeoutMs,
-    maxConnections: config.maxConnections,
+    host: http.host,
+    tokenSet: http.apiToken !== undefined,
+    allowedHostNames: http.allowedHostNames,
+    authFailuresPerMinute: http.authFailuresPerMinute,
+    requestTimeoutMs: http.requestTimeoutMs,
+    headersTimeoutMs: http.headersTimeoutMs,
+    keepAliveTimeoutMs: http.keepAliveTimeoutMs,
+    maxConnections: http.maxConnections,
   };
 }
 

@@ -10,7 +10,8 @@
  *
  * Several processes each keep their own ring: the dashboard shows the process it talks to.
  */
-import type { RunOutcome } from './metrics.js';
+/** Outcome of one run of a task. */
+export type RunOutcome = 'done' | 'retry' | 'failed';
 
 export const SLOT_MS = 10_000;
 export const SLOTS = 360;

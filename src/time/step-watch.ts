@@ -22,8 +22,8 @@
  * the thread was preempted between them, so a busy machine does not fake a step.
  */
 import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from './clock.js';
-import type { Metrics } from '../observability/metrics.js';
 
 /** How often the clocks are compared: a step is noticed within this long. */
 export const CHECK_INTERVAL_MS = 250;
@@ -34,10 +34,35 @@ export const WAKE_LATE_MS = 1000;
 /** Readings taken further apart than this (the thread was preempted) are taken again. */
 const MAX_READ_SPREAD_MS = 2;
 
+/** What the watch saw: steps, their last size, and late wake-ups. */
+export class StepWatchMetrics {
+  readonly clockSteps: Counter;
+  readonly lateWakeups: Counter;
+  readonly clockLastStep: Gauge;
+
+  constructor(registry: Registry) {
+    this.clockSteps = new Counter({
+      name: 'punctual_clock_steps_total',
+      help: `Steps of the wall clock noticed (its progress differed from the monotonic clock's by more than ${STEP_THRESHOLD_MS} ms); each re-armed the timers.`,
+      registers: [registry],
+    });
+    this.lateWakeups = new Counter({
+      name: 'punctual_clock_late_wakeups_total',
+      help: 'Times the process woke up late (it was frozen or its event loop blocked) and refilled at once.',
+      registers: [registry],
+    });
+    this.clockLastStep = new Gauge({
+      name: 'punctual_clock_last_step_seconds',
+      help: 'Size of the last wall-clock step: positive forward, negative backward (0 before any).',
+      registers: [registry],
+    });
+  }
+}
+
 export interface StepWatchOptions {
   clock: Clock;
   log: Logger;
-  metrics?: Metrics;
+  metrics?: StepWatchMetrics;
   /** Sets every armed timer again from its runAt; hands the overdue ones over. Answers how many were due. */
   timers: { rearmAll(): number };
   /** Moves the horizon to the new time at once; refills now. */

@@ -22,11 +22,11 @@
  * Which tasks get a timer, and the timers this process's own writes ask for, are arming.ts's.
  */
 import type { Logger } from 'pino';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import { loggable } from '../db/errors.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import type { RunAtCursor, TaskStore } from '../store/task-store.js';
-import type { Metrics } from '../observability/metrics.js';
 import type { Arming } from './arming.js';
 
 export interface SchedulerOptions {
@@ -39,7 +39,7 @@ export interface SchedulerOptions {
   refillIntervalMs: number;
   reconcileIntervalMs: number;
   misfireGraceMs: number;
-  metrics?: Metrics;
+  metrics?: SchedulerMetrics;
   /**
    * With several instances: the shards this process owns right now (their tasks alone are read
    * and armed). Undefined: every task.
@@ -47,6 +47,26 @@ export interface SchedulerOptions {
   shards?: () => readonly number[] | undefined;
   /** Called after every reconcile (the database clock check hangs here); must not throw. */
   onReconcile?: () => void;
+}
+
+/** The refill's time and the lease recoveries the boot, the reconcile and a shard takeover make. */
+export class SchedulerMetrics {
+  readonly leaseRecoveries: Counter;
+  readonly refillDuration: Histogram;
+
+  constructor(registry: Registry) {
+    this.leaseRecoveries = new Counter({
+      name: 'punctual_lease_recoveries_total',
+      help: 'Running tasks whose lease ran out (their process died) and were recovered. Should stay 0.',
+      registers: [registry],
+    });
+    this.refillDuration = new Histogram({
+      name: 'punctual_refill_duration_seconds',
+      help: 'How long one refill (arming newly near and newly inserted tasks) took.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
+  }
 }
 
 const PAGE = 10_000;

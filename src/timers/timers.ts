@@ -9,6 +9,7 @@
  *   the loop turn; either can wake a timer before `runAt` by the wall clock. When that happens the
  *   timer is re-armed for the rest: a task never starts early.
  */
+import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
@@ -23,10 +24,24 @@ export class Timers {
   readonly #armed = new Map<number, ArmedTimer>();
   readonly #onTimer = (id: number): void => this.#fire(id);
 
+  /** `registry`: where the armed-timers gauge goes (none in tests that do not scrape). */
   constructor(
     private readonly clock: Clock,
     private readonly onDue: DueCallback,
-  ) {}
+    registry?: Registry,
+  ) {
+    const armed = () => this.size;
+    if (registry !== undefined) {
+      new Gauge({
+        name: 'punctual_armed_timers',
+        help: 'Tasks with a timer in this process (those due within the horizon).',
+        registers: [registry],
+        collect() {
+          this.set(armed());
+        },
+      });
+    }
+  }
 
   /** Arms (or re-arms) task `id` for `runAt`. Arming again for the same time changes nothing. */
   arm(id: number, runAt: number): void {

@@ -30,8 +30,8 @@ export async function startTestService(
       done();
     },
   });
-  const logger = pino({ level: config.logLevel, redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } }, sink);
-  const registry = createRegistry(config);
+  const logger = pino({ level: config.service.logLevel, redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } }, sink);
+  const registry = createRegistry(config.webhook);
   for (const handler of options.handlers ?? []) registry.register(handler);
   const service = new Service(config, { logger, clock: options.clock, registry }) as TestService;
   service.logs = logs;

@@ -26,7 +26,7 @@ function nested(levels: number): unknown {
 const closeOrder = (extra: Record<string, unknown> = {}) => ({
   type: 'close_order',
   payload: { orderSn: 'SN000001' },
-  runAt: '2026-12-01T10:00:00+08:00',
+  runAt: '2035-12-01T10:00:00+08:00',
   ...extra,
 });
 
@@ -60,8 +60,8 @@ describe('POST /tasks', () => {
       type: 'close_order',
       payload: { orderSn: 'SN000001' },
       status: 'pending',
-      runAt: '2026-12-01T02:00:00.000Z',
-      runAtLocal: '2026-12-01T10:00:00.000+08:00',
+      runAt: '2035-12-01T02:00:00.000Z',
+      runAtLocal: '2035-12-01T10:00:00.000+08:00',
       timezone: 'Asia/Shanghai',
       attempts: 0,
       maxAttempts: 4,
@@ -71,26 +71,26 @@ describe('POST /tasks', () => {
     });
     expect(Number.isInteger(body.id)).toBe(true);
     const rows = await db.query<any[]>('SELECT run_at, timezone, status, task_key FROM tasks WHERE id = ?', [body.id]);
-    expect(rows[0].run_at.toISOString()).toBe('2026-12-01T02:00:00.000Z');
+    expect(rows[0].run_at.toISOString()).toBe('2035-12-01T02:00:00.000Z');
     expect(rows[0]).toMatchObject({ timezone: 'Asia/Shanghai', status: 'pending', task_key: 'close_order:SN000001' });
   });
 
   it('reads a naive runAt in the request zone, else in TIMEZONE', async () => {
-    const inRequestZone = await call('POST', '/tasks', closeOrder({ runAt: '2026-12-01 10:00:00', timezone: 'America/New_York' }));
+    const inRequestZone = await call('POST', '/tasks', closeOrder({ runAt: '2035-12-01 10:00:00', timezone: 'America/New_York' }));
     expect(inRequestZone.body).toMatchObject({
-      runAt: '2026-12-01T15:00:00.000Z',
-      runAtLocal: '2026-12-01T10:00:00.000-05:00',
+      runAt: '2035-12-01T15:00:00.000Z',
+      runAtLocal: '2035-12-01T10:00:00.000-05:00',
       timezone: 'America/New_York',
     });
-    const inServiceZone = await call('POST', '/tasks', closeOrder({ runAt: '2026-12-01 10:00:00' }));
-    expect(inServiceZone.body).toMatchObject({ runAt: '2026-12-01T02:00:00.000Z', timezone: 'Asia/Shanghai' });
+    const inServiceZone = await call('POST', '/tasks', closeOrder({ runAt: '2035-12-01 10:00:00' }));
+    expect(inServiceZone.body).toMatchObject({ runAt: '2035-12-01T02:00:00.000Z', timezone: 'Asia/Shanghai' });
   });
 
   it('takes epoch milliseconds and delayMs, and echoes the zone for every form', async () => {
-    const epoch = await call('POST', '/tasks', closeOrder({ runAt: Date.parse('2026-12-01T02:00:00Z'), timezone: 'Europe/Paris' }));
+    const epoch = await call('POST', '/tasks', closeOrder({ runAt: Date.parse('2035-12-01T02:00:00Z'), timezone: 'Europe/Paris' }));
     expect(epoch.body).toMatchObject({
-      runAt: '2026-12-01T02:00:00.000Z',
-      runAtLocal: '2026-12-01T03:00:00.000+01:00',
+      runAt: '2035-12-01T02:00:00.000Z',
+      runAtLocal: '2035-12-01T03:00:00.000+01:00',
       timezone: 'Europe/Paris',
     });
     const before = Date.now();
@@ -121,7 +121,7 @@ describe('POST /tasks', () => {
       // The same content, with the payload's keys in another order and the instant in another form.
       const again = await call('POST', '/tasks', {
         ...closeOrder({ key: 'k-same' }),
-        runAt: '2026-12-01T02:00:00Z',
+        runAt: '2035-12-01T02:00:00Z',
         payload: { orderSn: 'SN000001' },
       });
       expect(first.status).toBe(201);
@@ -141,7 +141,7 @@ describe('POST /tasks', () => {
 
     it.each([
       ['payload', { payload: { orderSn: 'SN-other' } }],
-      ['runAt', { runAt: '2026-12-01T10:00:01+08:00' }],
+      ['runAt', { runAt: '2035-12-01T10:00:01+08:00' }],
       ['type', { type: 'webhook', payload: { url: 'https://hooks.example.com/x' } }],
     ])('answers 409 with the existing task when the %s differs', async (_, change) => {
       const first = await call('POST', '/tasks', closeOrder({ key: 'k-409' }));
@@ -309,7 +309,7 @@ describe('GET /tasks/pending', () => {
     const created: number[] = [];
     for (let i = 0; i < 25; i++) {
       // Pairs share an instant, so the id breaks the tie.
-      const runAt = Date.parse('2026-12-01T00:00:00Z') + Math.floor((24 - i) / 2) * 1000;
+      const runAt = Date.parse('2035-12-01T00:00:00Z') + Math.floor((24 - i) / 2) * 1000;
       created.push((await call('POST', '/tasks', closeOrder({ runAt, payload: { orderSn: `SN${i}` } }))).body.id);
     }
     const cancelled = created[3]!;
@@ -452,11 +452,11 @@ describe('one task: read, cancel, reschedule, by id and by key', () => {
 
   it('shows a row someone inserted with a zone that is not one in UTC, instead of failing', async () => {
     const result = await db.execute(
-      "INSERT INTO tasks (type, payload, run_at, timezone) VALUES ('close_order', '{\"orderSn\":\"x\"}', '2026-12-01 02:00:00', 'Mars/Base')",
+      "INSERT INTO tasks (type, payload, run_at, timezone) VALUES ('close_order', '{\"orderSn\":\"x\"}', '2035-12-01 02:00:00', 'Mars/Base')",
     );
     const { status, body } = await call('GET', `/tasks/${result.insertId}`);
     expect(status).toBe(200);
-    expect(body).toMatchObject({ timezone: 'Mars/Base', runAt: '2026-12-01T02:00:00.000Z', runAtLocal: '2026-12-01T02:00:00.000+00:00' });
+    expect(body).toMatchObject({ timezone: 'Mars/Base', runAt: '2035-12-01T02:00:00.000Z', runAtLocal: '2035-12-01T02:00:00.000+00:00' });
   });
 
   it('arms a task beyond the horizon only when it comes near', async () => {

@@ -98,9 +98,9 @@ describe('GET /charts/upcoming', () => {
 describe('GET /charts/recent', () => {
   it('gives the last hour of runs per 10 s slot, as recorded', async () => {
     // now is 02:17:31: these start in the 02:17:30 slot, 10, 20 and 30 ms late.
-    service.metrics.recordRun('close_order', 'done', now - 600, now - 590, 5);
-    service.metrics.recordRun('close_order', 'retry', now - 600, now - 580, 5);
-    service.metrics.recordRun('webhook', 'failed', now - 600, now - 570, 5);
+    service.runMetrics.recordRun('close_order', 'done', now - 600, now - 590, 5);
+    service.runMetrics.recordRun('close_order', 'retry', now - 600, now - 580, 5);
+    service.runMetrics.recordRun('webhook', 'failed', now - 600, now - 570, 5);
     const { status, body } = await service.call('GET', '/charts/recent');
     expect(status).toBe(200);
     expect(body.slotMs).toBe(10_000);

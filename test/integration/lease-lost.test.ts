@@ -49,7 +49,7 @@ async function runsCounted(type: string): Promise<number> {
 }
 
 function ringCounts(): { done: number; retries: number; failures: number } {
-  const snapshot = service!.metrics.recent.snapshot(Date.now());
+  const snapshot = service!.recent.snapshot(Date.now());
   const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
   return { done: sum(snapshot.done), retries: sum(snapshot.retries), failures: sum(snapshot.failures) };
 }

@@ -184,7 +184,7 @@ describe('the token settings', () => {
 
   it('turn auth on by themselves: a read token alone may listen beyond loopback', () => {
     const config = loadConfig({ HOST: '0.0.0.0', API_TOKENS_READ: TOKENS.read });
-    expect(config.roleTokens).toEqual({ read: [TOKENS.read], write: [], admin: [] });
-    expect(config.apiToken).toBeUndefined();
+    expect(config.roles).toEqual({ read: [TOKENS.read], write: [], admin: [] });
+    expect(config.http.apiToken).toBeUndefined();
   });
 });

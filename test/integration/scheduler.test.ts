@@ -270,7 +270,7 @@ describe('two processes on one database', () => {
     await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 15_000, 'every task to run');
     // Each ran some (its own run counter), and together each task once (one ledger row each).
     const ranBy = async (service: TestService) =>
-      (await service.metrics.runs.get()).values.find((v) => v.labels.type === 'close_order' && v.labels.outcome === 'done')?.value ?? 0;
+      (await service.runMetrics.runs.get()).values.find((v) => v.labels.type === 'close_order' && v.labels.outcome === 'done')?.value ?? 0;
     expect(await ranBy(a)).toBeGreaterThan(0);
     expect(await ranBy(b)).toBeGreaterThan(0);
     expect(await runsOf(db, ids)).toEqual(new Map(ids.map((id) => [id, 1])));

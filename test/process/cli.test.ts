@@ -21,22 +21,6 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe('the package', () => {
-  it('exports the typed client by its name', () => {
-    const result = spawnSync(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        "const { PunctualClient, PunctualError } = await import('punctual'); console.log(typeof PunctualClient, typeof PunctualError)",
-      ],
-      { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8' },
-    );
-    expect(result.stderr).toBe('');
-    expect(result.stdout.trim()).toBe('function function');
-  });
-});
-
 describe('start-up', () => {
   it.each([
     [{ PORT: 'abc' }, 'punctual: bad configuration: PORT must be an integer between 0 and 65535, got "abc"'],

@@ -34,7 +34,7 @@ function tokens(file: string): Token[] {
 }
 
 function walk(list: Token[], visit: (token: Token) => void): void {
-  marked.walkTokens(list, visit);
+  void marked.walkTokens(list, visit);
 }
 
 /** A heading's text as GitHub shows it: the inline markup gone, code spans' text kept. */

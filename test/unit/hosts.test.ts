@@ -37,7 +37,7 @@ describe('a DATABASE_URL with several hosts', () => {
 
   it('is read by the configuration, which names the database and prints no password', () => {
     const config = loadConfig({ DATABASE_URL: 'mysql://app:secret@db1:3306,db2:3306,db3:3306/shop' });
-    expect(config.databaseName).toBe('shop');
+    expect(config.database.name).toBe('shop');
     expect(() => loadConfig({ DATABASE_URL: 'mysql://app:secret@db1:3306,db2:x/shop' })).toThrow(
       'DATABASE_URL has a host that is not host or host:port: "db2:x", in "mysql://app:***@db1:3306,db2:x/shop"',
     );

@@ -263,7 +263,7 @@ export class PunctualClient {
     });
     const text = await response.text();
     if (as === 'text' && response.ok) return { status: response.status, body: text as T };
-    const parsed = text === '' ? undefined : JSON.parse(text);
+    const parsed: unknown = text === '' ? undefined : JSON.parse(text);
     if (!response.ok) {
       const error = (parsed ?? {}) as { code?: string; message?: string; task?: Task };
       throw new PunctualError(

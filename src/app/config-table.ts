@@ -1,0 +1,376 @@
+/**
+ * Every environment variable punctual reads, as one table: its name, the slice of the service it
+ * configures (each part is handed its own slice, never the whole configuration), the field it
+ * fills there, its kind, its default and what it means. config.ts reads the environment by this
+ * table, the Config type is derived from it, and docs/configuration.md is generated from it
+ * (`npm run docs:config`; a test fails when the file lags behind). A new variable is one entry here.
+ *
+ * Checks that tie several variables together (a pool larger than the concurrency, …) are the
+ * RULES at the end, after every variable has been read.
+ */
+import { isIP } from 'node:net';
+import { ROLES } from '../contract/auth.js';
+import {
+  type Kind,
+  databaseUrl,
+  hostKeys,
+  hostNames,
+  hosts,
+  integer,
+  milliseconds,
+  onOff,
+  oneOf,
+  secret,
+  text,
+  tokens,
+  zone,
+} from './config-kinds.js';
+
+/** The slices, in the order the docs show them. */
+export const SLICES = {
+  database: 'Database',
+  http: 'HTTP and security',
+  roles: 'Tokens with one role',
+  tasks: 'Task defaults',
+  scheduler: 'Scheduler',
+  dispatcher: 'Dispatcher',
+  retry: 'Retries',
+  webhook: 'Webhooks',
+  retention: 'Retention',
+  cluster: 'Several instances',
+  service: 'The process',
+} as const;
+
+export type SliceName = keyof typeof SLICES;
+
+/** A default computed from another variable's value, as the docs say it. */
+export interface Derived<T> {
+  readonly from: string;
+  readonly compute: (value: never) => T;
+  readonly shown: string;
+}
+
+export interface Variable<S extends SliceName = SliceName, K extends string = string, T = unknown, Required extends boolean = boolean> {
+  readonly slice: S;
+  readonly key: K;
+  readonly kind: Kind<T>;
+  /** Undefined for a variable without a default: its value is then undefined. */
+  readonly default: T | Derived<T> | undefined;
+  readonly meaning: string;
+  /** Phantom: whether the value is always there. */
+  readonly required?: Required;
+}
+
+/** A variable with a default (or a default computed from another one). */
+function setting<S extends SliceName, K extends string, T>(
+  slice: S,
+  key: K,
+  kind: Kind<T>,
+  fallback: NoInfer<T> | Derived<NoInfer<T>>,
+  meaning: string,
+): Variable<S, K, T, true> {
+  return { slice, key, kind, default: fallback, meaning };
+}
+
+/** A variable whose value is undefined when it is not set. */
+function optional<S extends SliceName, K extends string, T>(slice: S, key: K, kind: Kind<T>, meaning: string): Variable<S, K, T, false> {
+  return { slice, key, kind, default: undefined, meaning };
+}
+
+/** A default computed from the value of variable `from`. */
+function after<U, T>(from: string, compute: (value: U) => T, shown: string): Derived<T> {
+  return { from, compute: compute, shown };
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const DAY_MS = 24 * 3600_000;
+const CENTURY_MS = 100 * 365 * DAY_MS;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const VARIABLES = {
+  DATABASE_URL: setting(
+    'database',
+    'url',
+    databaseUrl,
+    'mysql://root@127.0.0.1:3306/punctual',
+    'MySQL 8 / MariaDB 10.6+; the database is created if missing. Several hosts, comma-separated, for a Galera cluster or stand-bys: `mysql://user:password@db1:3306,db2:3306,db3:3306/punctual`',
+  ),
+  DB_POOL_SIZE: setting(
+    'database',
+    'poolSize',
+    integer(2, 1000),
+    after('CONCURRENCY', (concurrency: number) => concurrency + 6, '`CONCURRENCY + 6`'),
+    'MySQL connections; must exceed `CONCURRENCY`',
+  ),
+  LOCK_WAIT_TIMEOUT_S: setting(
+    'database',
+    'lockWaitTimeoutS',
+    integer(1, 3600),
+    5,
+    "`innodb_lock_wait_timeout` of punctual's connections, in seconds",
+  ),
+  HOST: setting('http', 'host', text, '127.0.0.1', 'listen address; anything but loopback requires `API_TOKEN` (or a scoped token)'),
+  PORT: setting('http', 'port', integer(0, 65535), 3000, 'listen port (`0`: any free port)'),
+  API_TOKEN: optional(
+    'http',
+    'apiToken',
+    secret(16),
+    'bearer token for every task route; without it (and without scoped tokens) the API asks for no token and answers only to the loopback names, `HOST` and `ALLOWED_HOST_NAMES`',
+  ),
+  ALLOWED_HOST_NAMES: setting(
+    'http',
+    'allowedHostNames',
+    hostNames,
+    [],
+    'comma-separated names the API answers to in the `Host` header when `API_TOKEN` is not set, besides `localhost`, `127.0.0.1`, `[::1]` and `HOST` (against DNS rebinding)',
+  ),
+  AUTH_FAILURES_PER_MINUTE: setting(
+    'http',
+    'authFailuresPerMinute',
+    integer(1, 1_000_000),
+    30,
+    'requests with a missing or wrong token one client address may make per minute; then 429 until the minute is over',
+  ),
+  REQUEST_TIMEOUT_MS: setting(
+    'http',
+    'requestTimeoutMs',
+    milliseconds(1000, 3600_000),
+    30_000,
+    'a request (headers and body) must arrive whole within this, or its connection is closed',
+  ),
+  HEADERS_TIMEOUT_MS: setting(
+    'http',
+    'headersTimeoutMs',
+    milliseconds(500, 3600_000),
+    after('REQUEST_TIMEOUT_MS', (request: number) => Math.min(10_000, request), '`10000` (at most `REQUEST_TIMEOUT_MS`)'),
+    "a request's headers must arrive within this",
+  ),
+  KEEP_ALIVE_TIMEOUT_MS: setting(
+    'http',
+    'keepAliveTimeoutMs',
+    milliseconds(100, 3600_000),
+    72_000,
+    'an idle keep-alive connection is closed after this',
+  ),
+  MAX_CONNECTIONS: setting('http', 'maxConnections', integer(1, 1_000_000), 1024, 'open connections at most; more are dropped at once'),
+  API_TOKENS_READ: setting('roles', 'read', tokens, [], 'comma-separated tokens with the `read` role (lists, summary, metrics)'),
+  API_TOKENS_WRITE: setting(
+    'roles',
+    'write',
+    tokens,
+    [],
+    'comma-separated tokens with the `write` role (also create, cancel, reschedule, retry)',
+  ),
+  API_TOKENS_ADMIN: setting(
+    'roles',
+    'admin',
+    tokens,
+    [],
+    'comma-separated tokens with the `admin` role (also bulk changes, pauses, limits)',
+  ),
+  TIMEZONE: setting('tasks', 'timezone', zone, 'UTC', 'IANA zone for a naive `runAt` when the request names none'),
+  MAX_ATTEMPTS: setting('tasks', 'maxAttempts', integer(1, 1000), 4, 'attempts of a task that does not say'),
+  HORIZON_MS: setting(
+    'scheduler',
+    'horizonMs',
+    milliseconds(1000, MAX_TIMER_MS),
+    10 * 60_000,
+    'tasks due within this are armed; the rest wait in the table',
+  ),
+  REFILL_INTERVAL_MS: setting(
+    'scheduler',
+    'refillIntervalMs',
+    milliseconds(10, 60_000),
+    1000,
+    'how often newly near and directly inserted tasks are armed',
+  ),
+  RECONCILE_INTERVAL_MS: setting(
+    'scheduler',
+    'reconcileIntervalMs',
+    milliseconds(100, DAY_MS),
+    60_000,
+    'how often the full safety-net pass runs',
+  ),
+  MISFIRE_GRACE_MS: setting(
+    'scheduler',
+    'misfireGraceMs',
+    milliseconds(0, MAX_TIMER_MS),
+    60_000,
+    'a task at most this late at boot is not a misfire (`skip` still runs it)',
+  ),
+  CONCURRENCY: setting(
+    'dispatcher',
+    'concurrency',
+    integer(1, 256),
+    4,
+    'database batches (and, separately, outside calls) running at once',
+  ),
+  BATCH_SIZE: setting('dispatcher', 'batchSize', integer(1, 1000), 50, 'most tasks claimed and completed in one transaction'),
+  RETRY_BASE_MS: setting('retry', 'baseMs', milliseconds(1, MAX_TIMER_MS), 2000, 'first retry delay; doubles per attempt'),
+  RETRY_MAX_MS: setting(
+    'retry',
+    'maxMs',
+    milliseconds(1, MAX_TIMER_MS),
+    3600_000,
+    'longest retry delay (never shorter than `RETRY_BASE_MS`)',
+  ),
+  WEBHOOK_SECRET: optional('webhook', 'secret', secret(), 'HMAC key for webhook signatures; webhooks are off until it is set'),
+  WEBHOOK_SECRET_NEXT: optional(
+    'webhook',
+    'nextSecret',
+    secret(),
+    'during a key rotation, the key that will replace `WEBHOOK_SECRET`: calls carry a signature with each',
+  ),
+  WEBHOOK_ALLOWED_HOSTS: setting(
+    'webhook',
+    'allowedHosts',
+    hosts,
+    [],
+    'comma-separated `host` (any port) or `host:port` a webhook may call; an internal address only if listed as an address, and then only on the listed port if the entry has one',
+  ),
+  WEBHOOK_TIMEOUT_MS: setting('webhook', 'timeoutMs', milliseconds(100, 600_000), 10_000, 'time limit of one webhook call'),
+  WEBHOOK_HOST_SECRETS: setting(
+    'webhook',
+    'hostSecrets',
+    hostKeys,
+    new Map(),
+    "comma-separated `host=key` or `host:port=key`: a host's own signing key, used for it instead of `WEBHOOK_SECRET`; webhooks to it work even without `WEBHOOK_SECRET`",
+  ),
+  WEBHOOK_HOST_SECRETS_NEXT: setting(
+    'webhook',
+    'hostSecretsNext',
+    hostKeys,
+    new Map(),
+    "the same form: during a rotation, the key that will replace a host's key",
+  ),
+  WEBHOOK_TRUSTED_HOSTS: setting(
+    'webhook',
+    'trustedHosts',
+    hosts,
+    [],
+    "`host` or `host:port` whose error answers may be quoted (200 characters) in `lastError`; any other host's give status and size only",
+  ),
+  RETENTION_MS: setting(
+    'retention',
+    'retentionMs',
+    milliseconds(0, CENTURY_MS),
+    7 * DAY_MS,
+    '`done`, `cancelled` and `skipped` tasks are deleted this long after they finished; `0` keeps them',
+  ),
+  FAILED_RETENTION_MS: setting(
+    'retention',
+    'failedRetentionMs',
+    milliseconds(0, CENTURY_MS),
+    30 * DAY_MS,
+    '`failed` tasks are deleted this long after they failed; `0` keeps them',
+  ),
+  RETENTION_INTERVAL_MS: setting('retention', 'intervalMs', milliseconds(1000, DAY_MS), 10 * 60_000, 'how often the retention sweep runs'),
+  RETENTION_BATCH_SIZE: setting('retention', 'batchSize', integer(1, 10_000), 500, 'most rows one retention `DELETE` removes'),
+  RETENTION_PAUSE_MS: setting('retention', 'pauseMs', milliseconds(0, 60_000), 200, 'pause between two retention `DELETE`s'),
+  SHARDING: setting(
+    'cluster',
+    'sharding',
+    onOff,
+    false,
+    '`on`: several processes share the tasks by shard leases, each arming and claiming only its own; `off`: every process arms every pending task within the horizon',
+  ),
+  LEASE_MS: setting(
+    'cluster',
+    'leaseMs',
+    milliseconds(300, 600_000),
+    5000,
+    'with `SHARDING=on`: how long a shard lease lasts; renewed every third of it; a process that dies is replaced after about this long',
+  ),
+  STOP_TIMEOUT_MS: setting(
+    'service',
+    'stopTimeoutMs',
+    milliseconds(0, 3600_000),
+    10_000,
+    'on SIGTERM, how long running handlers may take to finish',
+  ),
+  LOG_LEVEL: setting('service', 'logLevel', oneOf(LOG_LEVELS), 'info', 'how much the JSON log says'),
+} as const satisfies Record<string, Variable>;
+
+export type VariableName = keyof typeof VARIABLES;
+type Entry = (typeof VARIABLES)[VariableName];
+type ValueOf<E> = E extends Variable<SliceName, string, infer T, infer Required> ? (Required extends true ? T : T | undefined) : never;
+
+/** What the table reads: one object per slice, a field per variable. */
+export type Settings = {
+  [S in SliceName]: { [E in Entry as E extends { slice: S } ? E['key'] : never]: ValueOf<E> };
+};
+
+/** A check across variables, run once all are read: a message when it fails. */
+export interface Rule {
+  /** What it checks, for the docs. */
+  readonly says: string;
+  readonly check: (settings: Settings) => string | undefined;
+}
+
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (isIP(bare) === 4) return bare.startsWith('127.');
+  if (isIP(bare) === 6) return bare === '::1';
+  return false;
+}
+
+export const RULES: readonly Rule[] = [
+  {
+    says: 'each token in `API_TOKEN` and `API_TOKENS_*` appears once (one token, one role)',
+    check({ http, roles }) {
+      const seen = new Set(http.apiToken === undefined ? [] : [http.apiToken]);
+      for (const role of ROLES) {
+        for (const token of roles[role]) {
+          if (seen.has(token)) return `a token in API_TOKENS_${role.toUpperCase()} is also given elsewhere: each token may appear once`;
+          seen.add(token);
+        }
+      }
+      return undefined;
+    },
+  },
+  {
+    says: '`HOST` other than loopback needs `API_TOKEN` or a scoped token',
+    check: ({ http, roles }) =>
+      http.apiToken === undefined && ROLES.every((role) => roles[role].length === 0) && !isLoopback(http.host)
+        ? `HOST ${http.host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`
+        : undefined,
+  },
+  {
+    says: '`DB_POOL_SIZE` is greater than `CONCURRENCY`',
+    check: ({ database, dispatcher }) =>
+      database.poolSize <= dispatcher.concurrency
+        ? `DB_POOL_SIZE (${database.poolSize}) must be greater than CONCURRENCY (${dispatcher.concurrency}): requests and the refill need connections too`
+        : undefined,
+  },
+  {
+    says: '`HORIZON_MS` is longer than `REFILL_INTERVAL_MS`',
+    check: ({ scheduler }) =>
+      scheduler.horizonMs <= scheduler.refillIntervalMs
+        ? `HORIZON_MS (${scheduler.horizonMs}) must be longer than REFILL_INTERVAL_MS (${scheduler.refillIntervalMs})`
+        : undefined,
+  },
+  {
+    says: '`WEBHOOK_SECRET_NEXT` comes with `WEBHOOK_SECRET`',
+    check: ({ webhook }) =>
+      webhook.nextSecret !== undefined && webhook.secret === undefined
+        ? 'WEBHOOK_SECRET_NEXT is the key that will replace WEBHOOK_SECRET: set WEBHOOK_SECRET too'
+        : undefined,
+  },
+  {
+    says: 'every host in `WEBHOOK_HOST_SECRETS_NEXT` has a key in `WEBHOOK_HOST_SECRETS`',
+    check({ webhook }) {
+      const orphan = [...webhook.hostSecretsNext.keys()].find((host) => !webhook.hostSecrets.has(host));
+      return orphan === undefined
+        ? undefined
+        : `WEBHOOK_HOST_SECRETS_NEXT names ${orphan}, which has no key in WEBHOOK_HOST_SECRETS to replace`;
+    },
+  },
+  {
+    says: '`HEADERS_TIMEOUT_MS` is not longer than `REQUEST_TIMEOUT_MS`',
+    check: ({ http }) =>
+      http.headersTimeoutMs > http.requestTimeoutMs
+        ? `HEADERS_TIMEOUT_MS (${http.headersTimeoutMs}) must not be longer than REQUEST_TIMEOUT_MS (${http.requestTimeoutMs})`
+        : undefined,
+  },
+];
