@@ -1,30 +1,10 @@
 /**
- * The lease keeper (SHARDING=on): this process's membership and its shard leases.
- *
- * Every LEASE_MS/3, on a connection of its own (never the pool: a busy pool must not starve the
- * renewals; with several hosts in DATABASE_URL it goes to the pool's host and moves on with it,
- * within the round when its connection breaks), it writes its heartbeat, reads the live members
- * (heartbeat within LEASE_MS), works out by rendezvous hashing which shards it should own, gives
- * up those it should no longer own (disarming them first), and renews or takes the others: a shard
- * is taken only when it is free, its lease ran out, or it is this process's already. Every time is the database's
- * (UTC_TIMESTAMP(3)): processes on several machines never compare their own clocks.
- *
- * Fencing: a lease is proven by a renewal round that succeeded; the process holds its shards only
- * while less than LEASE_MS − margin has passed, on the monotonic clock, since that round began
- * (the lease it wrote ends LEASE_MS after the statement ran, so after that instant). A process that
- * was paused (GC, SIGSTOP) or cut off stops claiming at once, before it learns whether it lost
- * anything. Safety does not rest on the leases alone: every claim and completion is conditional
- * on the row's status (and lease owner), so the worst a stale owner can do is try in vain.
- *
- * Epochs: the keeper knows the epoch of each shard it holds (shard_leases.epoch goes up whenever
- * a shard changes hands). `fence(ids)` names the shards of a claim at those epochs, and the claim
- * goes ahead only for the shards still held at them (store/leases.ts): a decision taken before
- * a loss cannot be used after the shard came back, even to this process. A held shard whose epoch
- * moved between two rounds (it was lost and taken back in between) counts as lost and acquired.
- *
- * The statements are store/leases.ts's, run through the transaction runner on the keeper's own
- * connection: a renewal's take and its read of the held shards are one transaction, so the epochs
- * read are those the take left, and a deadlock or a Galera conflict runs the pair again.
+ * The lease keeper (SHARDING=on): this process's membership and its shard leases. Every LEASE_MS/3,
+ * on a connection of its own, it writes its heartbeat, reads the live members, works out by
+ * rendezvous which shards it should own, gives up the others (disarming them first) and renews or
+ * takes its own; `fence(ids)` names a claim's shards at the epochs it holds them. Invariant 9:
+ * ownership is the efficiency, the conditional claim, fenced by epoch, is the safety.
+ * See docs/architecture.md#the-lease-keeper and docs/architecture.md#fencing-and-epochs.
  */
 import { performance } from 'node:perf_hooks';
 import mysql from 'mysql2/promise';

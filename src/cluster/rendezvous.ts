@@ -1,9 +1,9 @@
 /**
- * Which live member should own each shard: rendezvous (highest-random-weight) hashing. Every
- * member scores every shard with a hash of (member, shard) and the highest score owns it, so each
- * process computes the same assignment from the same list of members, with no coordinator; a
- * member that joins takes about SHARDS/N shards from the others and one that leaves hands its
- * shards out among the rest, while every other shard stays where it was.
+ * Which live member should own each shard: rendezvous (highest-random-weight) hashing. Every member
+ * scores every shard with a hash of (member, shard) and the highest score owns it, so each process
+ * computes the same assignment from the same members, with no coordinator; a member that joins or
+ * leaves moves about SHARDS/N shards.
+ * See docs/architecture.md#several-processes.
  */
 import { createHash } from 'node:crypto';
 import { SHARDS } from './shards.js';

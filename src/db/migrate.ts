@@ -1,15 +1,9 @@
 /**
- * Applies the migrations in drizzle/ at boot. A named lock (GET_LOCK) makes two processes that
- * boot at once take turns: the second finds the work done and applies nothing.
- *
- * On a Galera cluster GET_LOCK holds on one node only: two processes booting at once through two
- * nodes may both start a migration. Galera runs DDL in the same order on every node, so the
- * second meets "table exists" (or "duplicate column/key") at the first statement the first
- * process already ran; the transaction runner then waits and starts again on a fresh connection
- * (retry.ts, ranElsewhere), until it finds the migrations recorded. Every table has a primary key
- * (Galera replicates only those rows safely) and nothing uses LOCK TABLES.
- *
- * The work is autocommit: DDL commits by itself, and drizzle's migrator brackets its own writes.
+ * Applies the migrations in drizzle/ at boot, under a named lock (GET_LOCK), so two processes that
+ * boot at once take turns. On Galera the lock holds on one node only: the second process meets
+ * "table exists" at a statement the first already ran, and the transaction runner waits and starts
+ * again (retry.ts, ranElsewhere) until it finds the migrations recorded. The work is autocommit.
+ * See docs/architecture.md#migrations.
  */
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/mysql2';

@@ -1,17 +1,10 @@
 /**
- * The one retry helper for database work. Three policies cover every case:
- *
- * - `lockConflicts(n)`: a deadlock or a lock-wait timeout rolled the statement (or transaction)
- *   back, so running it again is safe; a few quick tries with jitter, then the error goes up.
- * - `growingDelay`: the database failed (lost connection, server away): the dispatcher puts the
- *   tasks back on their timers after this delay, growing with each failure in a row.
- * - `untilStopped(signal)`: the work is done and only its record is missing (a handler's
- *   result); try until it is written or the process stops, with the same growing delay.
- * - `ranElsewhere(ms)`: a migration met the work of another process booting at once through
- *   another Galera node (see migrate.ts); wait and start again, for up to `ms`.
- *
- * Callers say what they retry and how often; the loop exists once, and the transaction runner
- * (transaction.ts) is the one that runs database work with it.
+ * The one retry helper for database work; the loop exists once, and the transaction runner
+ * (transaction.ts) runs database work with it. Policies: `lockConflicts(n)` (a deadlock or a
+ * lock-wait timeout: a few quick tries), `growingDelay` (the database failed: tasks back on their
+ * timers), `untilStopped(signal)` (the work is done, only its record is missing) and
+ * `ranElsewhere(ms)` (a migration met another process's through another Galera node).
+ * See docs/architecture.md#retries.
  */
 import { sleep } from '../util/async.js';
 import { isLockConflict, isRanElsewhere } from './errors.js';

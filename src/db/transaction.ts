@@ -1,17 +1,10 @@
 /**
- * The one transaction runner: how every piece of database work of punctual runs, whoever holds
- * the connection (the pool, the lease keeper's own connection, a migration's fresh one).
- *
- * - `transaction`: BEGIN … COMMIT around the work. Any error rolls it back before it goes up
- *   (a connection whose ROLLBACK fails is destroyed, never reused).
- * - `autocommit`: the same without BEGIN, for one statement (which commits itself) or DDL (which
- *   commits on its own whatever is open).
- *
- * Either is run again from the start while the retry policy calls its error worth another try:
- * by default a deadlock, a lock-wait timeout or a Galera certification conflict, up to
- * DEFAULT_TRIES in all; the server rolled the whole transaction back, so running it again is
- * safe. Any other error goes up at once. The work must therefore keep its state inside the
- * callback: a second try starts from nothing.
+ * The one transaction runner, whoever holds the connection: `transaction` is BEGIN … COMMIT (any
+ * error rolls back before it goes up; a connection whose ROLLBACK fails is destroyed), `autocommit`
+ * the same without BEGIN. Either runs again from the start while the retry policy calls the error
+ * worth it (by default a deadlock, a lock-wait timeout or a Galera certification conflict,
+ * DEFAULT_TRIES in all), so the work keeps its state inside the callback.
+ * See docs/architecture.md#the-transaction-runner.
  */
 import { lockConflicts, retrying, type RetryPolicy } from './retry.js';
 import { DB } from './sql.js';

@@ -1,19 +1,10 @@
 /**
- * What becomes of each task a batch has locked, decided before anything runs. In (runAt, id)
- * order, each task is:
- *
- * - failed as unrunnable: no handler for its type, or a payload its handler refuses;
- * - deferred: an outside task with no free outside slot left in this batch; it is not leased (a
- *   lease must not tick while a task waits) and waits for a slot before it asks its type;
- * - skipped: it waited for its type past the misfire grace, and asked to be skipped;
- * - held: its type's pause or limits refuse it now; not claimed, it waits in the type limits;
- * - leased: an outside task admitted, to run after COMMIT;
- * - failed again: a database task whose handler threw in an earlier try of this batch (its error
- *   is recorded, the handler not run a second time);
- * - runnable: a database task admitted, grouped by its handler, to run in this transaction.
- *
- * Pure but for the two questions it asks the type limits (`waited` forgets once asked, `admit`
- * counts the run it admits): the same locked tasks and answers give the same plan.
+ * What becomes of each task a batch has locked, decided before anything runs, in (runAt, id) order:
+ * failed as unrunnable, deferred (no free outside slot: not leased), skipped (waited past the
+ * misfire grace), held (its type's pause or limits), leased (outside, to run after COMMIT), failed
+ * again (its handler threw in an earlier try), or runnable (database, grouped by its handler). Pure
+ * but for the two questions it asks the type limits (`waited`, `admit`).
+ * See docs/architecture.md#a-batchs-plan.
  */
 import type { DatabaseHandler, OutsideHandler, TaskHandler } from '../handlers/handler.js';
 import type { Failed } from '../lifecycle/run.js';

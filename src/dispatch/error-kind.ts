@@ -1,16 +1,9 @@
 /**
  * What kind of error stopped a batch, or a handler: the dispatcher acts on the kind, never on the
- * error's details (split-policy.ts decides what to do with a batch of each kind).
- *
- * - lost-connection: the database went away; the outcome is unknown and nothing was the tasks' fault.
- * - lock-conflict: a deadlock or a lock-wait timeout; rolled back, safe to try again, nobody's fault.
- * - handler / permanent: a handler threw (permanent: a PermanentError, which no retry can fix). The
- *   task's own failure: its attempt counts.
- * - overran: a handler ran past its time; its connection was killed and took the transaction along.
- * - row-failure: a statement failed for a reason of its rows (a shop's trigger, a constraint): one
- *   task's row, but which one the batch cannot tell.
- *
- * A lost connection is checked first: a connection killed mid-lock-wait reports both.
+ * error's details (split-policy.ts decides what to do with a batch of each kind): lost-connection,
+ * lock-conflict, handler / permanent (the task's own failure: its attempt counts), overran,
+ * row-failure. A lost connection is checked first: a connection killed mid-lock-wait reports both.
+ * See docs/architecture.md#when-a-batch-fails.
  */
 import { isConnectionError, isLockConflict } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';

@@ -1,14 +1,9 @@
 /**
- * The outside executor: runs an outside handler (`effect: 'outside'`, e.g. a webhook) for a task
- * the batch already claimed with a lease, outside any transaction, then records the result
- * through the lifecycle, conditional on the lease. The work is done by then and only its record
- * is missing, so the record is tried until it is written or the process stops; then the lease
- * runs out and the task runs again (at least once). A record that finds the lease gone (another
- * process recovered the task and claimed it) writes nothing and counts nothing: the run is the
- * new owner's to count.
- *
- * With the result, the run's call is kept on the task (CallRecord): what it answered, as the
- * handler tells (`answered`), and how long the handler ran, timed here.
+ * The outside executor: runs an outside handler for a task the batch leased, outside any
+ * transaction, then records the result and the run's call (CallRecord) through the lifecycle,
+ * conditional on the lease (invariant 13). The record is tried until it is written or the process
+ * stops (invariant 4: at least once); one that finds the lease gone writes and counts nothing.
+ * See docs/architecture.md#the-executors.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../time/clock.js';

@@ -1,18 +1,10 @@
 /**
  * What to do with a batch whose transaction failed, by the kind of error (error-kind.ts) and how
- * many tasks it held:
- *
- * - handler: run it again with a savepoint per task, so only the faulty task fails; the task that
- *   threw (when known) has its error recorded, and is not run a second time.
- * - overran: record the overrunning task's failure on its own, and run the rest again.
- * - lock-conflict or row-failure with several tasks: split it, one task per batch, so only the task
- *   it concerns waits, not every task batched with it.
- * - lock-conflict of one task: look at it again shortly; waiting for a lock someone else holds is
- *   not the task's failure, so no attempt is used.
- * - lost-connection, or row-failure of one task: back on the timers with a growing delay.
- *
- * Lock conflicts are first retried as a whole batch a few times (dispatcher.ts); this decides
- * what happens once those tries are used up.
+ * many tasks it held, once the dispatcher's whole-batch retries of lock conflicts are used up.
+ * handler: a savepoint per task; overran: that task failed alone, the rest run again; lock-conflict
+ * or row-failure of several: one task per batch; lock-conflict of one: looked at again shortly, no
+ * attempt used; lost-connection, or row-failure of one: back on the timers with a growing delay.
+ * See docs/architecture.md#when-a-batch-fails.
  */
 import type { BatchError, HandlerOverran } from './error-kind.js';
 

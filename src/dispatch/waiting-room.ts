@@ -1,15 +1,10 @@
 /**
  * The waiting room of the type limits: due tasks a pause or a limit holds back, pending in the
- * table with no attempt used, their ids still busy in the due queue.
- *
- * Fair: tasks leave in (runAt, id) order, whatever order they came in, so what was due first runs
- * first once its type may run again. Bounded: each type holds at most `capacityPerType` tasks (a
- * type paused over a large backlog must not grow the process without end, nor crowd out the other
- * types); one turned away is left to the table, where the scheduler's reconcile finds it again.
- * An entry keeps no payload, only what ordering and grouping need.
- *
- * The room also remembers which ids left it, until the dispatcher asks once: the misfire rule
- * applies to a task that waited here.
+ * table with no attempt used, their ids still busy in the due queue. Fair: they leave in (runAt,
+ * id) order. Bounded: at most `capacityPerType` per type; one turned away is left to the table,
+ * where the reconcile finds it again. No payloads. It remembers which ids left it until the
+ * dispatcher asks once, for the misfire rule.
+ * See docs/architecture.md#type-controls-and-the-waiting-room.
  */
 
 export type WaitReason = 'paused' | 'concurrency' | 'rate';

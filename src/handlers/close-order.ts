@@ -1,14 +1,9 @@
 /**
  * close_order: closes an unpaid order and puts its items back in stock, in the transaction that
- * marks the task done — the close and the completion commit together or not at all.
- *
- * The order row is locked (FOR UPDATE) before its status is read: checking first and locking
- * after would let a payment land in between and close a paid order. Goods rows are updated in
- * id order, so two closes that share goods queue up instead of deadlocking.
- *
- * The tables are the shop's, described here, never created by punctual's migrations:
- *   orders(order_sn UNIQUE, status 'unpaid'|'paid'|'closed', items JSON [{goods_id, num}], closed_at DATETIME(3))
- *   goods(id, stock)
+ * marks the task done (invariant 4: effect once). The order row is locked (FOR UPDATE) before its
+ * status is read, so a payment cannot land in between; goods rows are updated in id order, so two
+ * closes that share goods queue up instead of deadlocking. The tables are the shop's.
+ * See docs/architecture.md#handlers.
  */
 import type mysql from 'mysql2/promise';
 import { Type } from 'typebox';

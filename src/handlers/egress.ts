@@ -1,18 +1,10 @@
 /**
- * Where a webhook may go. A timer service that calls any URL it is given is an open door into
- * the shop's network, so:
- *
- * - the URL's host must be listed in WEBHOOK_ALLOWED_HOSTS (`host`, any port, or `host:port`);
- * - an internal address (anything but global unicast: private, loopback, link-local, and the
- *   IPv6 forms that carry an IPv4 address inside, such as NAT64, 6to4, Teredo or `::a.b.c.d`) is
- *   refused unless that address itself is listed, and then only on the listed port when the entry
- *   names one. A listed name that resolves to one (DNS rebinding, or a name pointed at the
- *   metadata service) is refused too.
- * - The check runs in the connector, on the (address, port) pair the socket is then opened to,
- *   so the answer cannot change between the check and the connect, and a `host:port` entry never
- *   opens the address's other ports through another name.
- *
- * Ranges come from ipaddr.js, maintained with the IANA registries, rather than a list kept here.
+ * Where a webhook may go: a host listed in WEBHOOK_ALLOWED_HOSTS (`host`, any port, or
+ * `host:port`), and an internal address (anything but global unicast, IPv4 inside IPv6 included)
+ * only when that address itself is listed. The check runs in the connector, on the (address, port)
+ * pair the socket is then opened to, so the answer cannot change between the check and the connect.
+ * Ranges come from ipaddr.js.
+ * See docs/architecture.md#where-a-webhook-may-go.
  */
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP } from 'node:net';

@@ -1,17 +1,10 @@
 /**
- * Which headers a webhook payload may set. A receiver, or the proxy or CDN in front of it, takes
- * some headers as the network's word about a call: who the caller is (`X-Real-IP`,
- * `CF-Connecting-IP`, `X-Forwarded-For`, an auth proxy's `X-Remote-User`…), which method or URL
- * is meant (`X-HTTP-Method-Override`, `X-Original-URL`), how the connection and the body are
- * framed (`Host`, `Content-Length`, `Transfer-Encoding`, hop-by-hop headers), and punctual's own
- * (`X-Punctual-*`, `Idempotency-Key`, `User-Agent`). A payload setting one could pass for
- * another caller, method, URL or task, so it is refused.
- *
- * Two layers. A name is letters, digits and `-` only: an `_` or a `.` is a way around any list,
- * since a CGI-style receiver (PHP's `$_SERVER`, WSGI) reads `X_Real_IP` as `X-Real-IP`. Then a
- * list of names and prefixes, compared in lower case; a prefix stands for the headers a CDN or
- * platform sets on the calls it passes on (`CF-*`, `Fastly-*`, `X-Amzn-*`…), whose receivers
- * trust them all.
+ * Which headers a webhook payload may set: none that a receiver or its proxy takes as the network's
+ * word about a call (who the caller is, which method or URL is meant, the framing, punctual's own),
+ * since a payload setting one could pass for another caller, method, URL or task. Two layers: a
+ * name is letters, digits and `-` only (a CGI-style receiver reads `X_Real_IP` as `X-Real-IP`);
+ * then a list of names and prefixes, compared in lower case.
+ * See docs/architecture.md#headers-a-payload-may-not-set.
  */
 
 const NAME = /^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$/;

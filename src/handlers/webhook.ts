@@ -1,22 +1,10 @@
 /**
- * webhook: calls a URL when the task is due. At-least-once: a process that dies mid-call leaves
- * the task to run again when its lease runs out, so every call carries the same
- * `Idempotency-Key` for a task across all its attempts, and receivers drop repeats.
- *
- * Every request is signed: `X-Punctual-Signature: t=<epoch ms>,v2=<hex HMAC-SHA256>` over the
- * canonical string (see `canonicalString`): the time, the method, the full URL, the idempotency
- * key and the body's SHA-256, one per line. A signature is thus good for one call only: not for
- * another method, URL, task or body. The key is the host's own (WEBHOOK_HOST_SECRETS) when it has
- * one, else WEBHOOK_SECRET; a second `v2=` is added with the next key while a rotation is under
- * way. Only hosts listed in WEBHOOK_ALLOWED_HOSTS are called (see egress.ts), redirects are not
- * followed, the response body read is bounded, and only a host in WEBHOOK_TRUSTED_HOSTS has its
- * error answers quoted in lastError (anyone else's could be an internal page read back).
- *
- * A call identifies as `punctual/<version>` and carries only the headers set here and the
- * payload's own: it goes out through undici's `request`, not `fetch`, which would add a browser's
- * (`sec-fetch-mode`, `accept-language`). Headers that could speak for the network about the call
- * are refused (outgoing-headers.ts), at create and again when a task runs, since the dispatcher
- * checks the payload of a row written straight into the table.
+ * webhook: calls a URL when the task is due. Invariant 4: an outside effect is at-least-once, so
+ * every call carries the same `Idempotency-Key` for a task across all its attempts. Every call is
+ * signed (`X-Punctual-Signature` over `canonicalString`), goes only where egress.ts allows, follows
+ * no redirect, reads a bounded answer, and carries only punctual's headers and the payload's own
+ * (undici's `request`, not `fetch`; spoofing headers refused by outgoing-headers.ts).
+ * See docs/architecture.md#webhook-calls.
  */
 import { createHash, createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -1,17 +1,10 @@
 /**
- * Bulk changes: cancel or move every pending task with a tag, a key prefix or a type. They are
- * the same transitions as a single cancel or reschedule, done a chunk at a time so no lock is
- * held long on a busy table: BULK_CHUNK ids are picked with an index (read without locks, after
- * the previous chunk's cursor), then changed in one short transaction whose statements are
- * conditional on `status = 'pending'`. A task that fires meanwhile is simply not changed (it runs
- * once, or is cancelled; never both), and each chunk's timer effects are applied after its COMMIT.
- *
- * Repeating a request is harmless: a cancel finds nothing pending left; a move to an instant
- * leaves the tasks already there alone; a shift is stamped with its requestId on each task it
- * moved, and a task carrying that stamp is not moved again (so a repeat, or a resume after a
- * crash midway, moves nothing twice).
- *
- * The answer counts `matched` (pending tasks the selector found) and `changed`.
+ * Bulk changes: cancel or move every pending task with a tag, a key prefix or a type, by the same
+ * transitions as a single change, BULK_CHUNK ids at a time: picked without locks after a cursor,
+ * changed in one short transaction conditional on `status = 'pending'`, effects applied after its
+ * COMMIT. Invariant 13: a task that fires meanwhile is not changed. A shift stamps its requestId on
+ * each task it moves, so a repeat or a resume moves nothing twice.
+ * See docs/architecture.md#the-lifecycle.
  */
 import type { Selector, TaskStore } from '../store/task-store.js';
 import { arm, disarm, type TimerEffect } from './effects.js';

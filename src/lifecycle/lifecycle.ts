@@ -1,20 +1,10 @@
 /**
- * The lifecycle: the single owner of every state change of a task. Each transition lives in a
- * file named for its group and writes its rows through the store:
- *
- *   create ............ create.ts   (key dedup: 200 same request, 409 different)
- *   cancel, reschedule, retry ...... change.ts (cancel of a series too)
- *   claim, complete, fail .......... run.ts    (backoff in backoff.ts)
- *   skip (misfire), recover lease .. repair.ts (skip of a task that waited for its type too)
- *   next occurrence ................ recur.ts
- *   bulk cancel, bulk reschedule ... bulk.ts   (by tag, key prefix or type, in chunks)
- *
- * Every transition returns its timer effects (effects.ts) instead of arming; this class applies
- * them, in one place, after the rows are committed. Callers (routes, dispatcher, scheduler) never
- * arm or disarm a timer after a write.
- *
- * Transitions take sets where the statement allows (the store's cancel/reschedule/retry take ids),
- * so batch changes add a caller, not a new path.
+ * The lifecycle: the single owner of every state change of a task. Each transition lives in a file
+ * named for its group (create.ts, change.ts, run.ts, repair.ts, recur.ts, bulk.ts) and writes its
+ * rows through the store. Transitions return their timer effects (effects.ts) instead of arming;
+ * this class applies them, in one place, after the rows are committed, so no caller arms or disarms
+ * a timer after a write.
+ * See docs/architecture.md#the-lifecycle.
  */
 import type { Clock } from '../time/clock.js';
 import { inShards } from '../cluster/shards.js';

@@ -1,17 +1,10 @@
 /**
- * The scheduler's repairs, run at boot and by the reconcile:
- *
- * - skip (misfire): a pending task with `misfire: 'skip'` whose time passed while punctual was
- *   down becomes skipped; a skipped occurrence does not end its series.
- *   The same rule holds for a task that waited for its type (paused, or over a limit) past the
- *   grace: it is skipped when the dispatcher takes it again (skipWaited).
- * - recover an expired lease: a running task whose lease ran out (its process died mid-run) is
- *   pending again and armed, or failed for good when it used all its attempts.
- *
- * With `shards` (SHARDING=on) a repair reaches the tasks of those shards only: the ones this
- * process owns or just acquired, so what it recovers it also arms, and it never waits for a row
- * of a shard another process is working on. Each repair reads its ids without locks first, then
- * locks those rows by id and writes them conditionally (expect.ts).
+ * The scheduler's repairs, at boot and by the reconcile: skip a misfired task that asked for it (or
+ * that waited for its type past the grace: skipWaited), and recover an expired lease (pending again
+ * and armed, or failed for good), so nothing is lost (invariant 3). With `shards` a repair reaches
+ * only the shards this process owns or just acquired. Ids are read without locks, then locked by id
+ * and written conditionally (expect.ts; invariant 13: every settle is conditional).
+ * See docs/architecture.md#the-lifecycle.
  */
 import type { Connection } from '../db/connection.js';
 import type { Task, TaskStore } from '../store/task-store.js';

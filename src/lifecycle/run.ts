@@ -1,22 +1,10 @@
 /**
- * The transitions of a run: claim, complete, fail.
- *
- * - claim: lock the pending, due tasks among the fired ids (`FOR UPDATE SKIP LOCKED`: a row
- *   another transaction holds is being run there). A database handler's task stays locked for the
- *   rest of the transaction (its completion commits with the handler's writes); an outside
- *   handler's task is leased in the same transaction (running, lease_until), so one run is one
- *   claim, and a process that dies mid-call leaves the lease to run out.
- * - complete: done, and the next occurrence of a recurring task.
- * - fail: the error, and pending again with backoff, or failed for good (out of attempts, or a
- *   PermanentError) with the next occurrence of a recurring task.
- *
- * The in-transaction forms run on the caller's connection, on the rows the claim locked (a row not
- * as locked rolls the batch back: expect.ts). The others are a transaction of their own and hold
- * no lock beforehand, so each is conditional on the run it settles (DESIGN.md invariant 13): an
- * outside run's result on its lease and attempt, keeping the run's call (HTTP status, duration,
- * response size) in the same UPDATE; a failure recorded after its transaction was lost (failAlone)
- * on the task being pending as claimed. Whatever came first (a cancel, a reschedule, another
- * process's run) wins, and the late settle writes nothing.
+ * The transitions of a run: claim (the pending, due tasks among the fired ids, `FOR UPDATE SKIP
+ * LOCKED`; an outside task leased in the same transaction), complete and fail (backoff, or failed
+ * for good; the next occurrence of a recurring task). Invariant 13: every settle is conditional: on
+ * the rows the claim locked (expect.ts), or on the run it settles (lease and attempt, or pending as
+ * claimed), so a late settle writes nothing.
+ * See docs/architecture.md#the-lifecycle.
  */
 import type { Connection } from '../db/connection.js';
 import { rootMessage } from '../db/errors.js';

@@ -1,17 +1,9 @@
 /**
- * Retention: finished tasks do not pile up forever. Every RETENTION_INTERVAL_MS a sweep deletes
- * done, cancelled and skipped tasks that finished more than RETENTION_MS ago, and failed ones
- * after FAILED_RETENTION_MS (longer: a failure is what someone may still come to look at).
- *
- * Never one big DELETE: the sweep selects at most RETENTION_BATCH_SIZE ids through the
- * (status, finished_at) index, deletes them by primary key, pauses RETENTION_PAUSE_MS, and
- * repeats until a batch comes back short. The pause is abortable: stop() ends a sweep at once,
- * between two statements, and a statement is small enough to finish quickly.
- *
- * Every process runs it; the store's statements (expiredIds and deleteExpired in the tasks
- * catalogue, src/store/sql.ts) make that harmless: the DELETE checks the status and the age
- * again, and a second sweep at once finds the rows gone. The first sweep waits between half an
- * interval and one, so processes started together spread out.
+ * Retention: every RETENTION_INTERVAL_MS a sweep deletes done, cancelled and skipped tasks after
+ * RETENTION_MS and failed ones after FAILED_RETENTION_MS, RETENTION_BATCH_SIZE ids at a time by
+ * primary key, with a pause between batches that stop() ends at once. Every process sweeps (the
+ * DELETE checks status and age again); the first sweep waits half an interval to one.
+ * See docs/architecture.md#retention.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';

@@ -1,14 +1,9 @@
 /**
- * The last hour of this process's runs, in 10 s slots, for the dashboard's charts: how many runs
- * started in each slot by outcome, and how late they started (p50, p99).
- *
- * Prometheus keeps the long history (its histogram has 15 fixed buckets, fine for rates and
- * alerts, too coarse for a p50 of 2 ms); this ring answers "is lateness climbing right now"
- * without a Prometheus. It is fixed in size: 360 slots, each a handful of counters and a sparse
- * histogram of lateness in buckets 5 % wide, so a quantile is at most 5 % high whatever the rate,
- * and memory does not grow with the number of runs.
- *
- * Several processes each keep their own ring: the dashboard shows the process it talks to.
+ * The last hour of this process's runs, in 10 s slots, for the dashboard's charts: runs started by
+ * outcome, and how late they started (p50, p99). A fixed ring of 360 slots, each a few counters and
+ * a sparse histogram of lateness in buckets 5 % wide, so a quantile is at most 5 % high and memory
+ * does not grow with the runs. Each process keeps its own ring.
+ * See docs/architecture.md#recent-runs.
  */
 /** Outcome of one run of a task. */
 export type RunOutcome = 'done' | 'retry' | 'failed';

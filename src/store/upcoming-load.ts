@@ -1,25 +1,10 @@
 /**
- * Upcoming load: how many pending tasks fall due in each minute of the next hour and each hour
- * of the next 7 days, by type, for the dashboard's charts; and the overdue count for /metrics.
- *
- * One grouped statement (SQL.upcomingLoad) reads the `(status, run_minute, type)` index over
- * the window alone, both ends bounded: pending tasks per minute and type (run_minute is run_at in
- * whole minutes, a virtual column), which come out of the index in its order, so the server
- * needs no temporary table and reads no row. The minutes fold here into the minute chart (the
- * next hour) and the hour chart (7 days from the current hour). Buckets are whole UTC minutes
- * and hours, so a task due at 10:00:30 is in the 10:00 bucket whatever moment the chart was
- * drawn.
- *
- * Its cost grows with the tasks due in the window, not with the table, but it does grow: InnoDB
- * keeps no counts in its B-tree, so an exact count reads every index entry in the range.
- * Counting range by range reads the same entries; the optimizer's range estimates are cheap but
- * were 2x off on a 5,000,000-row backlog. So the count is kept and served stale while a new one
- * runs (one at a time, at most every CACHE_MS): a dashboard never waits for it, whatever the
- * backlog, and ten open tabs cost one count. The answer says when it was counted and how long
- * that took.
- *
- * The overdue count (pending tasks already due) has no lower bound on run_at, so it is capped:
- * after a long outage it says "at least OVERDUE_CAP" instead of reading millions of entries.
+ * Upcoming load: pending tasks due per minute of the next hour and per hour of the next 7 days, by
+ * type (the dashboard's charts), and the overdue count (/metrics, capped at OVERDUE_CAP). One
+ * grouped statement over the `(status, run_minute, type)` index reads no row, but still grows with
+ * the tasks in the window, so the count is kept and served stale while a new one runs (one at a
+ * time, at most every CACHE_MS): a dashboard never waits for it.
+ * See docs/architecture.md#upcoming-load.
  */
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';

@@ -1,17 +1,10 @@
 /**
- * The database's clock against punctual's. A shop that enqueues with its own
- * `INSERT … run_at = UTC_TIMESTAMP(3)` (or NOW(3)) stamps the task by the database server's
- * clock, while punctual fires by its own (the Clock seam): if the two differ by d, such a task
- * runs d late or d early compared with what the shop meant. punctual cannot fix that, but it can
- * show it: the offset is measured at boot and after every reconcile, exported as
- * punctual_db_clock_offset_seconds (database − punctual, positive when the database is ahead),
- * logged as a warning past WARN_MS, and shown on /readyz. Readiness stays 200: a skewed clock
- * makes direct inserts fire off by the offset, it does not stop punctual from doing its work.
- *
- * One sample is `SELECT` of the server's UTC time between two readings of our clock; the server
- * read it somewhere in between, so the midpoint is the best guess and the error at most half the
- * round trip. Of three samples the one with the shortest round trip counts. The statement is the
- * db catalogue's (src/db/sql.ts).
+ * The database's clock against punctual's: a shop's own `INSERT … run_at = UTC_TIMESTAMP(3)` is
+ * stamped by the server's clock and fires off by the difference. The offset is measured at boot and
+ * after every reconcile (of three samples, the midpoint of the shortest round trip), exported as
+ * punctual_db_clock_offset_seconds, logged past WARN_MS and shown on /readyz; readiness stays 200.
+ * The statement is the db catalogue's (src/db/sql.ts).
+ * See docs/architecture.md#the-databases-clock.
  */
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';

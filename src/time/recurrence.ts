@@ -1,15 +1,10 @@
 /**
- * Recurring tasks: a cron expression read in the task's IANA zone. The expression is matched
- * against wall-clock times in that zone (croner does the matching), and each wall-clock time
- * becomes an instant by the same DST rule as a naive runAt: in a spring-forward gap it moves
- * forward by the length of the gap, in a fall-back overlap it is the earlier of the two. So in
- * America/New_York a daily 02:30 runs at 03:30 EDT on the day 02:30 does not exist, and a daily
- * 01:30 runs once, at 01:30 EDT, on the day 01:30 happens twice: no day skipped, none doubled.
- *
- * Checking an expression is on the request path, once per item of a batch, so it must cost
- * little whatever the expression: a day no month it names has is refused by reading the parsed
- * fields (no search), the search for a first match runs from now and stops at the ten years a
- * task may be ahead (MAX_YEARS_AHEAD), and the verdict is kept per (expression, zone).
+ * Recurring tasks: a cron expression read in the task's IANA zone. croner matches wall-clock times,
+ * each becomes an instant by the DST rule of a naive runAt, so no day is skipped and none doubled
+ * (invariant 7: host settings do not matter). The check is on the request path, so it costs little
+ * whatever the expression: impossible days refused from the parsed fields, the search bounded by
+ * MAX_YEARS_AHEAD, the verdict kept per (expression, zone).
+ * See docs/architecture.md#recurrence.
  */
 import { Cron, CronPattern } from 'croner';
 import { Temporal } from 'temporal-polyfill';

@@ -1,25 +1,10 @@
 /**
- * Watches for steps of the wall clock. Timers wait on the monotonic clock while `runAt` is a
- * wall-clock instant, so when the wall clock steps (an NTP step, a VM resumed or migrated, an
- * operator fixing the time) every armed timer is off by the step: forward, tasks would run late by
- * up to the step; backward, timers would wake early and sleep again (never early, but wasted).
- *
- * Every CHECK_INTERVAL_MS it compares how far the wall clock (through the Clock seam) and the
- * monotonic clock (performance.now) moved since the last check. A difference above
- * STEP_THRESHOLD_MS is a step: it is logged with its size, counted
- * (punctual_clock_steps_total, punctual_clock_last_step_seconds), every armed timer is set again
- * from its runAt against the new time (the overdue ones are handed to the dispatcher at once, in
- * runAt order) and the scheduler refills at once, so a forward step past the horizon arms what
- * came due without waiting for the next refill.
- *
- * A process that was frozen (SIGSTOP, a paused VM whose monotonic clock kept going) sees both
- * clocks move alike: that is no step, the timers are right and fire on wake-up; only the refill is
- * pulled forward, so what entered the horizon meanwhile is armed at once. A freeze during which
- * the monotonic clock stood still (a suspended VM) is a forward step and takes the path above.
- *
- * Slewing (NTP's gradual correction, at most 0.5 ms per second) stays far below the threshold;
- * the two clocks are read back to back, bracketed by two monotonic reads, and read again when
- * the thread was preempted between them, so a busy machine does not fake a step.
+ * Watches for steps of the wall clock (invariant 10: the wall clock may step). Every
+ * CHECK_INTERVAL_MS it compares how far the wall clock and the monotonic clock moved; a difference
+ * above STEP_THRESHOLD_MS is a step: logged and counted, every armed timer set again from its runAt
+ * (the overdue ones handed to the dispatcher at once), and a refill at once. A freeze moves both
+ * clocks alike: no step, only the refill is pulled forward.
+ * See docs/architecture.md#clock-steps.
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';

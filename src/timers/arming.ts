@@ -1,11 +1,10 @@
 /**
- * Arming: the one place that turns timer effects into timers (the lifecycle's EffectSink), and
- * the rule for which tasks get one: those due within the horizon the scheduler has covered. A
- * task beyond it is left to the refill, which arms it when it comes near.
- *
- * A task read from the table (boot load, refill) is armed only if the dispatcher does not have it
- * right now: the read may have raced its run. With several instances (SHARDING=on) a task is
- * armed only in the process that owns its shard (src/cluster/).
+ * Arming: the one place that turns timer effects into timers (the lifecycle's EffectSink), and the
+ * rule for which tasks get one: those due within the horizon the scheduler has covered (the refill
+ * arms the rest) and, with SHARDING=on, in a shard this process owns (invariant 9). A task read
+ * from the table is armed only if the dispatcher does not have it right now: the read may have
+ * raced its run.
+ * See docs/architecture.md#arming-and-the-horizon.
  */
 import { everything, type Ownership } from '../cluster/lease-keeper.js';
 import { shardOf } from '../cluster/shards.js';

@@ -1,25 +1,10 @@
 /**
- * The scheduler decides which tasks have a timer. Only tasks due within HORIZON_MS are armed,
- * so memory follows the horizon, not the backlog.
- *
- * - Boot: skip the misfired tasks that asked for it, recover those whose lease ran out (they were
- *   running, not missed; both are lifecycle transitions), then read the pending tasks due within
- *   the horizon page by page and arm them. With shards (SHARDING=on), every repair reaches the
- *   shards this process owns or just acquired, and no others: what it recovers it arms itself, and
- *   it never locks (or waits for) a row of a shard another process is working on.
- * - Refill, every REFILL_INTERVAL_MS: arm the tasks that came within the horizon since the last
- *   refill (a range of the (status, run_at) index) and rows someone inserted straight into the
- *   table (ids above the last one seen). Both cost what is new, not what is armed.
- * - Late commits: ids are not committed in order (a slow transaction; on a Galera cluster each
- *   node hands out its own ids, auto_increment_increment apart, and a row committed on another
- *   node may show up after higher ids). The refill keeps the ids it saw over the last minute; when
- *   that id range has gaps, one COUNT over it tells whether a row appeared in one, and only then
- *   are the range's ids read to find it. No gap (one writer, increment 1): no query at all.
- * - Reconcile, about every RECONCILE_INTERVAL_MS: the safety net. Reads every pending task within
- *   the horizon and arms what is missing or moved, e.g. a row whose insert committed after a
- *   higher id had been seen, or a task another process rescheduled.
- *
- * Which tasks get a timer, and the timers this process's own writes ask for, are arming.ts's.
+ * The scheduler decides which tasks have a timer: those due within HORIZON_MS (invariant 6: memory
+ * follows the horizon, not the backlog). Boot: the repairs (with shards, only in the shards this
+ * process owns or just acquired), then the pending tasks within the horizon, page by page. Refill,
+ * every REFILL_INTERVAL_MS: what entered the horizon and ids above the last one seen (a late commit
+ * found by a COUNT over id gaps). Reconcile, about every RECONCILE_INTERVAL_MS: the safety net.
+ * See docs/architecture.md#arming-and-the-horizon (repairs: docs/architecture.md#the-lifecycle).
  */
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';

@@ -1,13 +1,9 @@
 /**
- * One setTimeout per armed task, and nothing else per task: the timer carries the task's id as
- * its argument and its runAt as a property, so an armed task costs a Map entry and a Timeout.
- * Two traps are handled here:
- *
- * - setTimeout fires at once for delays above 2^31-1 ms (24.8 days), so the delay is clamped and
- *   a timer that wakes before its time simply sleeps again.
- * - Node timers run on a monotonic clock, and libuv measures from a time cached at the start of
- *   the loop turn; either can wake a timer before `runAt` by the wall clock. When that happens the
- *   timer is re-armed for the rest: a task never starts early.
+ * One setTimeout per armed task, and nothing else per task: the id is the timer's argument and its
+ * runAt a property. Invariants 2 and 5: a task never starts early, past 24.8 days too. The delay is
+ * clamped to 2^31-1 ms, and a timer that wakes before `runAt` by the wall clock (the clamp, the
+ * monotonic clock, libuv's cached loop time) is re-armed for the rest.
+ * See docs/architecture.md#timers.
  */
 import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
