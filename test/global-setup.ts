@@ -1,7 +1,9 @@
 /**
  * Once per `npm test`: make sure MariaDB/MySQL answers, drop test databases that crashed runs
- * left behind, and build dist/ (npm run build: the code and the dashboard's files) for the tests
- * that start the real server as a child process.
+ * left behind, and build dist/ (the code and the dashboard's files) for the tests that start the
+ * real server as a child process, when it is missing or older than src/. A dist/ that is up to
+ * date is left alone: a second run in the same checkout must not empty the dist/ a first run's
+ * servers are starting from.
  */
 import { execFileSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
@@ -28,5 +30,5 @@ export default async function setup(): Promise<void> {
   }
   // chromium, promtool and libfaketime: installed with apt when missing, so `npm test` passes on a fresh machine.
   execFileSync('scripts/ensure-test-tools.sh', { stdio: 'inherit' });
-  execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
 }
