@@ -1,6 +1,6 @@
 /**
  * Writes under a lock: a transition that locked its rows (the claim, a repair) writes them with
- * statements that still name the state they expect (DESIGN.md invariant 13), and expects every
+ * statements that still name the state they expect (invariant 13, docs/architecture.md#invariants), and expects every
  * row it locked to be written. A shortfall means the lock did not hold (an engine whose locking
  * reads do not lock, a cluster that certifies only at commit): the transaction must not commit,
  * and StateMoved rolls it back, a handler's writes with it. A write that holds no lock beforehand

@@ -98,7 +98,7 @@ export const SQL = {
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
 
   // Every write below that finishes, fails, retries or moves a task names the state it expects
-  // (DESIGN.md invariant 13), even under a lock the same transaction took: its affected rows
+  // (invariant 13, docs/architecture.md#invariants), even under a lock the same transaction took: its affected rows
   // (matched rows: mysql2 sets FOUND_ROWS) tell the caller whether the task was still in it.
 
   // ── bulk changes (a chunk of ids at a time, picked with an index, after a cursor) ─────────

@@ -1,5 +1,5 @@
 /**
- * Every settle is conditional (DESIGN.md invariant 13): a write that finishes, fails, retries or
+ * Every settle is conditional (invariant 13, docs/architecture.md#invariants): a write that finishes, fails, retries or
  * moves a task names the state it expects, so a cancel that won the row lock is never undone by a
  * run that lost it. Real MariaDB; effects are counted in a ledger, a row per run with a unique key.
  */
