@@ -3,8 +3,12 @@
  * boot at once take turns. On Galera the lock holds on one node only: the second process meets
  * "table exists" at a statement the first already ran, and the transaction runner waits and starts
  * again (retry.ts, ranElsewhere) until it finds the migrations recorded. The work is autocommit.
+ * On MySQL 8 the files run with MariaDB's NO PAD collation name replaced by MySQL's.
  * See docs/architecture.md#migrations.
  */
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/mysql2';
 import { migrate } from 'drizzle-orm/mysql2/migrator';
@@ -12,12 +16,38 @@ import type mysql from 'mysql2/promise';
 import { freshConnections } from './connection.js';
 import { ranElsewhere } from './retry.js';
 import { DB } from './sql.js';
+import { EXACT_COLLATION } from './schema.js';
 import { autocommit } from './transaction.js';
 
 /** drizzle/ sits two levels above this file both in src/db and in dist/db. */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 export const MIGRATIONS_TABLE = 'punctual_migrations';
 const LOCK_WAIT_S = 60;
+
+/** MySQL 8's name for a binary NO PAD utf8mb4 collation (MariaDB's is EXACT_COLLATION). */
+export const MYSQL_EXACT_COLLATION = 'utf8mb4_0900_bin';
+
+/** The binary NO PAD collation's name on the server that answered `version` to SELECT VERSION(). */
+export function exactCollationFor(version: string): string {
+  return /mariadb/i.test(version) ? EXACT_COLLATION : MYSQL_EXACT_COLLATION;
+}
+
+/**
+ * A folder of the migrations as `version`'s server must run them: drizzle/ itself on MariaDB, a
+ * copy with the collation's name replaced elsewhere (`done` removes the copy). The journal is
+ * the same, so both servers record the same migrations in the same order.
+ */
+export function migrationsFor(version: string, folder = MIGRATIONS_FOLDER): { folder: string; done: () => void } {
+  const collation = exactCollationFor(version);
+  if (collation === EXACT_COLLATION) return { folder, done: () => undefined };
+  const copy = mkdtempSync(join(tmpdir(), 'punctual-migrations-'));
+  cpSync(folder, copy, { recursive: true });
+  for (const file of readdirSync(copy).filter((name) => name.endsWith('.sql'))) {
+    const path = join(copy, file);
+    writeFileSync(path, readFileSync(path, 'utf8').replaceAll(EXACT_COLLATION, collation));
+  }
+  return { folder: copy, done: () => rmSync(copy, { recursive: true, force: true }) };
+}
 
 export async function migrateDatabase(url: string, databaseName: string): Promise<void> {
   const lockName = `punctual.migrate.${databaseName}`.slice(0, 64);
@@ -29,9 +59,12 @@ export async function migrateDatabase(url: string, databaseName: string): Promis
       if (rows[0]?.got !== 1) {
         throw new Error(`another process held the migration lock ${lockName} for ${LOCK_WAIT_S} s`);
       }
+      const [server] = await conn.query<mysql.RowDataPacket[]>(DB.version);
+      const migrations = migrationsFor(String(server[0]?.version));
       try {
-        await migrate(drizzle({ client: conn }), { migrationsFolder: MIGRATIONS_FOLDER, migrationsTable: MIGRATIONS_TABLE });
+        await migrate(drizzle({ client: conn }), { migrationsFolder: migrations.folder, migrationsTable: MIGRATIONS_TABLE });
       } finally {
+        migrations.done();
         await conn.query(DB.releaseLock, [lockName]);
       }
     },

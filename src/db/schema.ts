@@ -37,12 +37,25 @@ const jsonColumn = customType<{ data: unknown; driverData: string | object }>({
 
 const utcNow = sql`(UTC_TIMESTAMP(3))`;
 
+/**
+ * The collation of keys, tags and type names: binary (case-exact) and NO PAD (a trailing space
+ * counts), so `SALE` is not `sale` and `pad:1 ` is not `pad:1`, in the unique indexes and in
+ * every lookup. This is MariaDB's name; on MySQL 8 the migrator writes its equivalent,
+ * utf8mb4_0900_bin, in its place (migrate.ts, exactCollationFor).
+ */
+export const EXACT_COLLATION = 'utf8mb4_nopad_bin';
+
+/** A VARCHAR compared byte for byte, trailing spaces included (EXACT_COLLATION). */
+const exactVarchar = customType<{ data: string; driverData: string; config: { length: number } }>({
+  dataType: (config) => `varchar(${config?.length ?? 255}) CHARACTER SET utf8mb4 COLLATE ${EXACT_COLLATION}`,
+});
+
 export const tasks = mysqlTable(
   'tasks',
   {
     id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
-    key: varchar('task_key', { length: MAX_KEY_LENGTH }).unique('tasks_task_key_unique'),
-    type: varchar('type', { length: MAX_TYPE_LENGTH }).notNull(),
+    key: exactVarchar('task_key', { length: MAX_KEY_LENGTH }).unique('tasks_task_key_unique'),
+    type: exactVarchar('type', { length: MAX_TYPE_LENGTH }).notNull(),
     payload: jsonColumn('payload').notNull(),
     runAt: datetime('run_at', { mode: 'date', fsp: 3 }).notNull(),
     timezone: varchar('timezone', { length: MAX_ZONE_LENGTH }).notNull().default('UTC'),
@@ -102,7 +115,7 @@ export const taskTags = mysqlTable(
   'task_tags',
   {
     taskId: bigint('task_id', { mode: 'number', unsigned: true }).notNull(),
-    tag: varchar('tag', { length: MAX_TAG_LENGTH }).notNull(),
+    tag: exactVarchar('tag', { length: MAX_TAG_LENGTH }).notNull(),
   },
   (table) => [
     primaryKey({ name: 'task_tags_pk', columns: [table.taskId, table.tag] }),
@@ -118,7 +131,7 @@ export const taskTags = mysqlTable(
  * host). A type without a row runs freely. Each process applies the limits to its own runs.
  */
 export const typeControls = mysqlTable('type_controls', {
-  type: varchar('type', { length: MAX_TYPE_LENGTH }).primaryKey(),
+  type: exactVarchar('type', { length: MAX_TYPE_LENGTH }).primaryKey(),
   paused: boolean('paused').notNull().default(false),
   maxConcurrency: int('max_concurrency', { unsigned: true }),
   ratePerSecond: decimal('rate_per_second', { precision: 10, scale: 3 }),

@@ -22,6 +22,8 @@ export const DB = {
 
   // ── the server ─────────────────────────────────────────────────────────────────────────────
   ping: 'SELECT 1',
+  /** Which server this is (the migrator picks the exact collation's name by it). */
+  version: 'SELECT VERSION() AS version',
   /** What tells the ids of a multi-row INSERT (Database.insertIds). */
   insertIdTraits: 'SELECT VERSION() AS version, @@innodb_autoinc_lock_mode AS mode, @@auto_increment_increment AS step',
   /** Microseconds since the epoch by the server's clock, whatever the session's time_zone. */

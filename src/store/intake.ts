@@ -8,11 +8,19 @@
  * transaction, and a repeated key answers the existing task (`created: false`) for the caller to
  * compare. Each write runs through the transaction runner, which runs it again after a deadlock
  * (two batches racing on the same keys in opposite orders) up to BATCH_TRIES in all.
+ *
+ * A group is many callers' creates: one that the database refuses (for any reason but a lost
+ * transaction) must fail its own caller only. So a multi-row INSERT that fails for any such
+ * reason falls back to one statement per row, and there each create (its task row and its tag
+ * rows) runs inside a savepoint: a refused create is undone whole and the others commit. A
+ * duplicate entry is a taken key only when the key's unique index says so; any other duplicate
+ * (a tag row) is the create's own failure, never an answer of "the key is taken".
  */
 import type mysql from 'mysql2/promise';
 import type { Connection, Database } from '../db/connection.js';
-import { isDuplicateKey } from '../db/errors.js';
+import { isConnectionError, isDuplicateKey, isLockConflict, rootMessage } from '../db/errors.js';
 import { lockConflicts } from '../db/retry.js';
+import { DB } from '../db/sql.js';
 import { autocommit, transaction } from '../db/transaction.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 import { created, insertValues, type NewTask, type Task } from './rows.js';
@@ -28,6 +36,18 @@ const INSERT_BATCHES_RUNNING = 4;
 const BATCH_TRIES = 3;
 
 type Item = { task: NewTask; now: number };
+
+/** The unique index of task_key (schema.ts): a duplicate entry in it, and only in it, is a taken key. */
+const KEY_INDEX = 'tasks_task_key_unique';
+
+function isTakenKey(error: unknown): boolean {
+  return isDuplicateKey(error) && rootMessage(error).includes(KEY_INDEX);
+}
+
+/** The transaction itself is gone (rolled back, or its connection): nothing of it can go on. */
+function isLostTransaction(error: unknown): boolean {
+  return isLockConflict(error) || isConnectionError(error);
+}
 
 export class Intake {
   readonly #database: Database;
@@ -72,7 +92,7 @@ export class Intake {
       const items = todo.map((i) => ({ task: tasks[i]!, now }));
       if (ids === 'one-by-one' || round >= BATCH_TRIES) {
         // Keys taken again and again by racing creates: one statement per row sorts them out.
-        const outcomes = await this.#insertOneByOne(items);
+        const outcomes = await this.#insertOneByOne(items, true);
         for (const [j, outcome] of outcomes.entries()) {
           if (!outcome.ok) throw outcome.error;
           results[todo[j]!] = outcome.value;
@@ -84,7 +104,7 @@ export class Intake {
         for (const [j, outcome] of outcomes.entries()) if (outcome.ok) results[todo[j]!] = outcome.value;
         todo = [];
       } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
+        if (!isTakenKey(error)) throw error;
         // Nothing was written. The keys already taken answer their tasks; the rest try again.
         const keys = todo.map((i) => tasks[i]!.key).filter((key): key is string => key !== null);
         const existing = new Map((await this.#byKeys(keys)).map((task) => [task.key!, task]));
@@ -105,8 +125,9 @@ export class Intake {
       try {
         return await this.#insertAll(items, ids);
       } catch (error) {
-        // A key already taken fails the whole statement: then one statement per row sorts it out.
-        if (!isDuplicateKey(error)) throw error;
+        // A key already taken, or any create the database refuses, fails the whole statement:
+        // then one statement per row sorts it out, failing only the refused create.
+        if (isLostTransaction(error)) throw error;
       }
     }
     return this.#insertOneByOne(items);
@@ -142,32 +163,42 @@ export class Intake {
     return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: created(task, idOf(result, i), now) } }));
   }
 
-  /** One statement per row in one transaction: a taken key fails its own row only. */
-  async #insertOneByOne(items: Item[]): Promise<Outcome<InsertResult>[]> {
-    let duplicates: number[] = [];
+  /**
+   * One statement per row in one transaction, each create in a savepoint: a taken key, or a create
+   * the database refuses, is undone whole (task row and tag rows) and fails its own item only.
+   * `allOrNone` (a batch request): a refused create fails them all instead; a taken key still
+   * answers its task.
+   */
+  async #insertOneByOne(items: Item[], allOrNone = false): Promise<Outcome<InsertResult>[]> {
+    let taken: number[] = [];
     const outcomes = await transaction(
       this.#database,
       async (conn) => {
-        duplicates = []; // a second try starts over
+        taken = []; // a second try starts over
         const written: Outcome<InsertResult>[] = [];
         for (const [i, { task, now }] of items.entries()) {
+          await conn.query(DB.savepoint);
           try {
             const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), insertValues(task, now));
             const tags = task.tags ?? [];
             if (tags.length > 0) await conn.query(SQL.insertTags(tags.length), tagPairs(result.insertId, tags));
+            await conn.query(DB.releaseSavepoint);
             written.push({ ok: true, value: { created: true, task: created(task, result.insertId, now) } });
           } catch (error) {
-            // A duplicate key fails its own statement only: the transaction goes on without it.
-            if (task.key === null || !isDuplicateKey(error)) throw error;
+            if (isLostTransaction(error)) throw error;
+            const keyTaken = task.key !== null && isTakenKey(error);
+            if (allOrNone && !keyTaken) throw error;
+            // Undone whole, so no task row stays without its tags; the transaction goes on.
+            await conn.query(DB.rollbackToSavepoint);
             written.push({ ok: false, error });
-            duplicates.push(i);
+            if (keyTaken) taken.push(i);
           }
         }
         return written;
       },
       { retry: lockConflicts(BATCH_TRIES) },
     );
-    for (const i of duplicates) {
+    for (const i of taken) {
       const existing = await this.#byKey(items[i]!.task.key!);
       if (existing !== undefined) outcomes[i] = { ok: true, value: { created: false, task: existing } };
     }
