@@ -120,7 +120,7 @@ export const VARIABLES = {
     'sslMode',
     oneOf(SSL_MODES),
     'disabled',
-    "TLS to the database, as MySQL's client names the modes: `required` encrypts but verifies nothing (any certificate is taken: a man in the middle is not detected); `verify-ca` also checks the server's certificate against `DATABASE_SSL_CA` (or the system's CAs); `verify-identity` also checks that it names the host of `DATABASE_URL`. The same for every host of a multi-host URL",
+    "TLS to the database, as MySQL's client names the modes: `required` encrypts but verifies nothing (any certificate is taken: a man in the middle is not detected); `verify-ca` also checks the server's certificate against `DATABASE_SSL_CA` (or the system's CAs); `verify-identity` also checks that it names the host of `DATABASE_URL`. The same for every host of a multi-host URL (see [security](security.md))",
   ),
   DATABASE_SSL_CA: optional('database', 'sslCa', file, 'PEM file of the CA(s) the server certificate must be signed by'),
   DATABASE_SSL_CERT: optional('database', 'sslCert', file, 'PEM file of a client certificate, for a user that is `REQUIRE X509`'),

@@ -264,8 +264,9 @@ export class Service {
   }
 
   async #start(): Promise<string> {
+    this.log.debug('booting');
     const address = await this.app.listen({ host: this.config.http.host, port: this.config.http.port });
-    this.log.debug({ address }, 'listening; booting');
+    this.log.debug({ address }, 'listening; requests wait for the boot');
     try {
       if (this.stopping) throw new StoppedWhileStarting();
       await this.boot();

@@ -27,7 +27,7 @@ interface Link {
 
 function* chain(error: unknown): Generator<Link> {
   for (let link = error, depth = 0; typeof link === 'object' && link !== null && depth < 8; depth++) {
-    yield link as Link;
+    yield link;
     link = (link as Link).cause;
   }
 }

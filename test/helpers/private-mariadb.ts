@@ -162,7 +162,8 @@ export async function preparePrivateMariaDb(): Promise<PrivateMariaDb> {
           await query('SELECT 1');
           return;
         } catch (error) {
-          if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the private MariaDB did not start: ${String(error)}`);
+          if (child.exitCode !== null || Date.now() > deadline)
+            throw new Error(`the private MariaDB did not start: ${String(error)}`, { cause: error });
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       }
