@@ -17,13 +17,20 @@ function shownDefault(variable: Variable): string {
   return variable.kind.show(fallback);
 }
 
+function fromFile(name: string, variable: Variable): string {
+  return variable.fromFile === true ? `; or \`${name}_FILE\`: the path of a file holding it (not both)` : '';
+}
+
 /** The generated part, markers excluded. */
 export function renderConfigTables(): string {
   const variables = Object.entries(VARIABLES) as [string, Variable][];
   const sections = Object.entries(SLICES).map(([slice, title]) => {
     const rows = variables
       .filter(([, variable]) => variable.slice === slice)
-      .map(([name, variable]) => `| \`${name}\` | ${variable.kind.type} | ${shownDefault(variable)} | ${variable.meaning} |`);
+      .map(
+        ([name, variable]) =>
+          `| \`${name}\` | ${variable.kind.type} | ${shownDefault(variable)} | ${variable.meaning}${fromFile(name, variable)} |`,
+      );
     return [`### ${title}`, '', '| variable | type | default | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
   });
   const rules = ['### Checked together', '', ...RULES.map((rule) => `- ${rule.says}`)].join('\n');

@@ -6,6 +6,7 @@
  * (tokens, keys) never puts the text in its message; the others quote it, so the operator sees
  * what was read.
  */
+import { readFileSync } from 'node:fs';
 import { Type, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { parseDatabaseUrl, DatabaseUrlError } from '../db/hosts.js';
@@ -90,6 +91,27 @@ export function secret(minLength = 1): Kind<string> {
     show: () => '—',
   };
 }
+
+/** What reading `path` failed with, as one line: the error code (ENOENT, EACCES, …) and what it means. */
+export function unreadable(name: string, path: string, error: unknown): ConfigError {
+  const code = (error as { code?: string }).code ?? 'error';
+  const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'a directory' : code;
+  return new ConfigError(`${name}: cannot read ${JSON.stringify(path)} (${why})`);
+}
+
+/** The path of a file, read at start: its content is the value (a PEM file, say). */
+export const file: Kind<{ path: string; content: Buffer }> = {
+  type: 'file path',
+  schema: Type.Object({ path: Type.String() }),
+  read(path, name) {
+    try {
+      return { path, content: readFileSync(path) };
+    } catch (error) {
+      throw unreadable(name, path, error);
+    }
+  },
+  show: () => '—',
+};
 
 /** One of a few words, in any case. */
 export function oneOf<const Word extends string>(words: readonly Word[]): Kind<Word> {

@@ -13,6 +13,7 @@ import { ROLES } from '../contract/auth.js';
 import {
   type Kind,
   databaseUrl,
+  file,
   hostKeys,
   hostNames,
   hosts,
@@ -59,6 +60,8 @@ export interface Variable<S extends SliceName = SliceName, K extends string = st
   readonly meaning: string;
   /** Phantom: whether the value is always there. */
   readonly required?: Required;
+  /** A secret that may come from a file instead: `<NAME>_FILE` names the file (its content, trailing newline trimmed). */
+  readonly fromFile?: boolean;
 }
 
 /** A variable with a default (or a default computed from another one). */
@@ -77,6 +80,14 @@ function optional<S extends SliceName, K extends string, T>(slice: S, key: K, ki
   return { slice, key, kind, default: undefined, meaning };
 }
 
+/**
+ * A secret that may also be given as `<NAME>_FILE`, the path of a file holding it: the container
+ * and Kubernetes convention, which keeps the secret out of the environment (and out of `ps e`).
+ */
+function orFile<V extends Variable>(variable: V): V {
+  return { ...variable, fromFile: true };
+}
+
 /** A default computed from the value of variable `from`. */
 function after<U, T>(from: string, compute: (value: U) => T, shown: string): Derived<T> {
   return { from, compute: compute, shown };
@@ -85,6 +96,7 @@ function after<U, T>(from: string, compute: (value: U) => T, shown: string): Der
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const DAY_MS = 24 * 3600_000;
 const CENTURY_MS = 100 * 365 * DAY_MS;
+const SSL_MODES = ['disabled', 'required', 'verify-ca', 'verify-identity'] as const;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const VARIABLES = {
@@ -94,6 +106,31 @@ export const VARIABLES = {
     databaseUrl,
     'mysql://root@127.0.0.1:3306/punctual',
     'MySQL 8 / MariaDB 10.6+; the database is created if missing. Several hosts, comma-separated, for a Galera cluster or stand-bys: `mysql://user:password@db1:3306,db2:3306,db3:3306/punctual`',
+  ),
+  DATABASE_PASSWORD: orFile(
+    optional(
+      'database',
+      'password',
+      secret(),
+      "the password of `DATABASE_URL`'s user, kept out of the URL; when set it is used instead of the URL's",
+    ),
+  ),
+  DATABASE_SSL_MODE: setting(
+    'database',
+    'sslMode',
+    oneOf(SSL_MODES),
+    'disabled',
+    "TLS to the database, as MySQL's client names the modes: `required` encrypts but verifies nothing (any certificate is taken: a man in the middle is not detected); `verify-ca` also checks the server's certificate against `DATABASE_SSL_CA` (or the system's CAs); `verify-identity` also checks that it names the host of `DATABASE_URL`. The same for every host of a multi-host URL (see [security](security.md))",
+  ),
+  DATABASE_SSL_CA: optional('database', 'sslCa', file, 'PEM file of the CA(s) the server certificate must be signed by'),
+  DATABASE_SSL_CERT: optional('database', 'sslCert', file, 'PEM file of a client certificate, for a user that is `REQUIRE X509`'),
+  DATABASE_SSL_KEY: optional('database', 'sslKey', file, 'PEM file of the key of `DATABASE_SSL_CERT`'),
+  DB_WAIT_MS: setting(
+    'database',
+    'waitMs',
+    milliseconds(0, 3600_000),
+    30_000,
+    'at start, how long to wait for a database that does not answer yet (a container started before its database), saying so every few seconds; then exit 1',
   ),
   DB_POOL_SIZE: setting(
     'database',
@@ -111,11 +148,13 @@ export const VARIABLES = {
   ),
   HOST: setting('http', 'host', text, '127.0.0.1', 'listen address; anything but loopback requires `API_TOKEN` (or a scoped token)'),
   PORT: setting('http', 'port', integer(0, 65535), 3000, 'listen port (`0`: any free port)'),
-  API_TOKEN: optional(
-    'http',
-    'apiToken',
-    secret(16),
-    'bearer token for every task route; without it (and without scoped tokens) the API asks for no token and answers only to the loopback names, `HOST` and `ALLOWED_HOST_NAMES`',
+  API_TOKEN: orFile(
+    optional(
+      'http',
+      'apiToken',
+      secret(16),
+      'bearer token for every task route; without it (and without scoped tokens) the API asks for no token and answers only to the loopback names, `HOST` and `ALLOWED_HOST_NAMES`',
+    ),
   ),
   ALLOWED_HOST_NAMES: setting(
     'http',
@@ -153,20 +192,12 @@ export const VARIABLES = {
     'an idle keep-alive connection is closed after this',
   ),
   MAX_CONNECTIONS: setting('http', 'maxConnections', integer(1, 1_000_000), 1024, 'open connections at most; more are dropped at once'),
-  API_TOKENS_READ: setting('roles', 'read', tokens, [], 'comma-separated tokens with the `read` role (lists, summary, metrics)'),
-  API_TOKENS_WRITE: setting(
-    'roles',
-    'write',
-    tokens,
-    [],
-    'comma-separated tokens with the `write` role (also create, cancel, reschedule, retry)',
+  API_TOKENS_READ: orFile(setting('roles', 'read', tokens, [], 'comma-separated tokens with the `read` role (lists, summary, metrics)')),
+  API_TOKENS_WRITE: orFile(
+    setting('roles', 'write', tokens, [], 'comma-separated tokens with the `write` role (also create, cancel, reschedule, retry)'),
   ),
-  API_TOKENS_ADMIN: setting(
-    'roles',
-    'admin',
-    tokens,
-    [],
-    'comma-separated tokens with the `admin` role (also bulk changes, pauses, limits)',
+  API_TOKENS_ADMIN: orFile(
+    setting('roles', 'admin', tokens, [], 'comma-separated tokens with the `admin` role (also bulk changes, pauses, limits)'),
   ),
   TIMEZONE: setting('tasks', 'timezone', zone, 'UTC', 'IANA zone for a naive `runAt` when the request names none'),
   MAX_ATTEMPTS: setting('tasks', 'maxAttempts', integer(1, 1000), 4, 'attempts of a task that does not say'),
@@ -214,12 +245,14 @@ export const VARIABLES = {
     3600_000,
     'longest retry delay (never shorter than `RETRY_BASE_MS`)',
   ),
-  WEBHOOK_SECRET: optional('webhook', 'secret', secret(), 'HMAC key for webhook signatures; webhooks are off until it is set'),
-  WEBHOOK_SECRET_NEXT: optional(
-    'webhook',
-    'nextSecret',
-    secret(),
-    'during a key rotation, the key that will replace `WEBHOOK_SECRET`: calls carry a signature with each',
+  WEBHOOK_SECRET: orFile(optional('webhook', 'secret', secret(), 'HMAC key for webhook signatures; webhooks are off until it is set')),
+  WEBHOOK_SECRET_NEXT: orFile(
+    optional(
+      'webhook',
+      'nextSecret',
+      secret(),
+      'during a key rotation, the key that will replace `WEBHOOK_SECRET`: calls carry a signature with each',
+    ),
   ),
   WEBHOOK_ALLOWED_HOSTS: setting(
     'webhook',
@@ -229,19 +262,17 @@ export const VARIABLES = {
     'comma-separated `host` (any port) or `host:port` a webhook may call; an internal address only if listed as an address, and then only on the listed port if the entry has one',
   ),
   WEBHOOK_TIMEOUT_MS: setting('webhook', 'timeoutMs', milliseconds(100, 600_000), 10_000, 'time limit of one webhook call'),
-  WEBHOOK_HOST_SECRETS: setting(
-    'webhook',
-    'hostSecrets',
-    hostKeys,
-    new Map(),
-    "comma-separated `host=key` or `host:port=key`: a host's own signing key, used for it instead of `WEBHOOK_SECRET`; webhooks to it work even without `WEBHOOK_SECRET`",
+  WEBHOOK_HOST_SECRETS: orFile(
+    setting(
+      'webhook',
+      'hostSecrets',
+      hostKeys,
+      new Map(),
+      "comma-separated `host=key` or `host:port=key`: a host's own signing key, used for it instead of `WEBHOOK_SECRET`; webhooks to it work even without `WEBHOOK_SECRET`",
+    ),
   ),
-  WEBHOOK_HOST_SECRETS_NEXT: setting(
-    'webhook',
-    'hostSecretsNext',
-    hostKeys,
-    new Map(),
-    "the same form: during a rotation, the key that will replace a host's key",
+  WEBHOOK_HOST_SECRETS_NEXT: orFile(
+    setting('webhook', 'hostSecretsNext', hostKeys, new Map(), "the same form: during a rotation, the key that will replace a host's key"),
   ),
   WEBHOOK_TRUSTED_HOSTS: setting(
     'webhook',
@@ -365,6 +396,20 @@ export const RULES: readonly Rule[] = [
         ? undefined
         : `WEBHOOK_HOST_SECRETS_NEXT names ${orphan}, which has no key in WEBHOOK_HOST_SECRETS to replace`;
     },
+  },
+  {
+    says: '`DATABASE_SSL_CA`, `DATABASE_SSL_CERT` and `DATABASE_SSL_KEY` need a `DATABASE_SSL_MODE` other than `disabled`',
+    check: ({ database }) =>
+      database.sslMode === 'disabled' && (database.sslCa ?? database.sslCert ?? database.sslKey) !== undefined
+        ? 'DATABASE_SSL_CA, DATABASE_SSL_CERT and DATABASE_SSL_KEY are for TLS: set DATABASE_SSL_MODE (required, verify-ca or verify-identity)'
+        : undefined,
+  },
+  {
+    says: '`DATABASE_SSL_CERT` and `DATABASE_SSL_KEY` come together',
+    check: ({ database }) =>
+      (database.sslCert === undefined) !== (database.sslKey === undefined)
+        ? 'DATABASE_SSL_CERT and DATABASE_SSL_KEY are a client certificate and its key: set both or neither'
+        : undefined,
   },
   {
     says: '`HEADERS_TIMEOUT_MS` is not longer than `REQUEST_TIMEOUT_MS`',

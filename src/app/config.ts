@@ -7,7 +7,8 @@
  * The result is one slice per part of the service (database, http, scheduler, …): each part is
  * handed its own slice and never sees the rest.
  */
-import { ConfigError, databaseNameOf } from './config-kinds.js';
+import { readFileSync } from 'node:fs';
+import { ConfigError, databaseNameOf, unreadable } from './config-kinds.js';
 import { RULES, VARIABLES, type Derived, type Settings, type SliceName, type Variable } from './config-table.js';
 
 export { ConfigError } from './config-kinds.js';
@@ -31,13 +32,32 @@ function textOf(env: Env, name: string): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
+/**
+ * The text of a secret that may come from a file: `<NAME>_FILE` names the file, whose content
+ * (one trailing newline trimmed) is the value. Both at once is an error: which one wins would be a guess.
+ */
+function secretText(env: Env, name: string): string | undefined {
+  const path = textOf(env, `${name}_FILE`);
+  if (path === undefined) return textOf(env, name);
+  if (textOf(env, name) !== undefined) throw new ConfigError(`${name} and ${name}_FILE are both set: set one of them`);
+  let content: string;
+  try {
+    content = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw unreadable(`${name}_FILE`, path, error);
+  }
+  const value = content.replace(/\r?\n$/, '');
+  if (value.trim() === '') throw new ConfigError(`${name}_FILE: ${JSON.stringify(path)} is empty`);
+  return value.trim();
+}
+
 /** Reads every variable of the table: its value, or its default when unset. */
 function readTable(env: Env): Settings {
   const values = new Map<string, unknown>();
   const derived: [string, Derived<unknown>][] = [];
   const variables = Object.entries(VARIABLES) as [string, Variable][];
   for (const [name, variable] of variables) {
-    const raw = textOf(env, name);
+    const raw = variable.fromFile === true ? secretText(env, name) : textOf(env, name);
     if (raw !== undefined) values.set(name, variable.kind.read(raw, name));
     else if (isDerived(variable.default)) derived.push([name, variable.default]);
     else values.set(name, variable.default);

@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { loggable } from '../db/errors.js';
 import { redactCredentials } from '../observability/redact.js';
 import { Service } from './service.js';
+import { describeStartError } from './start-errors.js';
 
 let config;
 try {
@@ -47,7 +48,11 @@ try {
 } catch (error) {
   // A signal while booting: the stop it started ends the process (exit 0).
   if (!service.stopping) {
-    service.log.fatal({ err: loggable(error) }, 'punctual could not start');
+    // One line naming the setting at fault; the stack only for whoever asked for it.
+    if (config.service.logLevel === 'debug' || config.service.logLevel === 'trace') {
+      service.log.fatal({ err: loggable(error) }, 'punctual could not start');
+    }
+    process.stderr.write(`punctual: cannot start: ${describeStartError(error, config)}\n`);
     await service.stop().catch(() => undefined);
     process.exit(1);
   }

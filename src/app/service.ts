@@ -2,11 +2,15 @@
  * The composition root: builds every part from the configuration and runs the boot and the
  * shutdown in the order that keeps tasks safe.
  *
- * Boot: database → migrations → pool → scheduler boot load → (SHARDING=on: join and take this
- * process's shards, arming their tasks) → database clock check → retention sweep started → listen.
+ * Boot: listen (every request but /healthz and /readyz answered 503 until booted) → wait for the
+ * database (up to DB_WAIT_MS) → migrations → pool → scheduler boot load → (SHARDING=on: join and
+ * take this process's shards, arming their tasks) → database clock check → retention sweep
+ * started → requests let in. Listening first finds a port in use before anything touches the
+ * database; holding the port from then on (rather than trying it and letting go) leaves no
+ * moment in which another process could take it between the check and the real listen.
  * Stop: stop accepting requests → stop the refill and the retention sweep, disarm the timers →
  * (SHARDING=on: release the shard leases, so the others take over at once) → let running handlers finish (up to STOP_TIMEOUT_MS) → close the pool. A stop during the boot
- * (a SIGTERM while starting) ends the boot at its next step, never listens, and then stops as usual.
+ * (a SIGTERM while starting) ends the boot at its next step, never lets requests in, and then stops as usual.
  *
  * The parts are built in an order without cycles: timers push into the dispatcher's queue,
  * arming turns the lifecycle's effects into timers, the scheduler and the dispatcher both work
@@ -46,6 +50,7 @@ import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
 import { LeaseKeeper, ShardMetrics } from '../cluster/lease-keeper.js';
 import { readCluster } from '../cluster/view.js';
+import { waitForDatabase } from './start-errors.js';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -89,6 +94,8 @@ export class Service {
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
   #starting: Promise<string> | undefined;
+  /** Whether the boot is done and requests are let in. */
+  #open = false;
 
   /** Builds the parts; touches no database until start(). */
   constructor(
@@ -210,6 +217,14 @@ export class Service {
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
     });
+    // Listening starts before the boot (see the header): until it is done, only the probes answer.
+    this.app.addHook('onRequest', async (request, reply) => {
+      if (this.#open || request.url === '/healthz' || request.url.startsWith('/readyz')) return;
+      await reply
+        .code(503)
+        .header('retry-after', '1')
+        .send({ statusCode: 503, code: 'PUNCTUAL_STARTING', error: 'Service Unavailable', message: 'punctual is starting' });
+    });
   }
 
   /** Whether stop() was called. */
@@ -219,10 +234,15 @@ export class Service {
 
   /** Creates the database if missing, migrates, loads and arms the pending tasks. */
   async boot(): Promise<void> {
-    const { url, name } = this.config.database;
-    await ensureDatabase(url, name);
+    const { url, name, waitMs } = this.config.database;
+    const access = this.config.database;
+    await waitForDatabase(() => ensureDatabase(url, name, access), {
+      waitMs,
+      stopped: () => this.stopping,
+      onWait: (waitedMs, reason) => this.log.warn({ waitedMs, waitMs, reason }, 'the database does not answer yet: waiting'),
+    });
     if (this.stopping) return;
-    await migrateDatabase(url, name);
+    await migrateDatabase(url, name, access);
     if (this.stopping) return;
     await this.typeControls.load(); // before any timer fires: a paused type stays paused through a restart
     this.stepWatch.start(); // from the boot load on: a step re-arms what is armed so far
@@ -235,8 +255,8 @@ export class Service {
   }
 
   /**
-   * boot(), then listen. Returns the address it listens on. When stop() is called meanwhile it
-   * never listens, and rejects with StoppedWhileStarting.
+   * Listen, boot(), then let requests in. Returns the address it listens on. When stop() is
+   * called meanwhile it never lets requests in, and rejects with StoppedWhileStarting.
    */
   start(): Promise<string> {
     this.#starting ??= this.#start();
@@ -245,14 +265,17 @@ export class Service {
 
   async #start(): Promise<string> {
     this.log.debug('booting');
+    const address = await this.app.listen({ host: this.config.http.host, port: this.config.http.port });
+    this.log.debug({ address }, 'listening; requests wait for the boot');
     try {
+      if (this.stopping) throw new StoppedWhileStarting();
       await this.boot();
     } catch (error) {
       if (this.stopping) throw new StoppedWhileStarting(); // the stop closed what the boot was using
       throw error;
     }
     if (this.stopping) throw new StoppedWhileStarting();
-    const address = await this.app.listen({ host: this.config.http.host, port: this.config.http.port });
+    this.#open = true;
     this.log.info({ address, timezone: this.config.tasks.timezone, horizonMs: this.config.scheduler.horizonMs }, 'punctual is ready');
     return address;
   }

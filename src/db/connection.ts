@@ -16,6 +16,7 @@ import { isConnectionError, isNodeNotReady } from './errors.js';
 import { HostRotation, parseDatabaseUrl } from './hosts.js';
 import * as schema from './schema.js';
 import { DB } from './sql.js';
+import { accessOptions, checkIdentity, checksIdentity, type DatabaseAccess } from './tls.js';
 import type { ConnectionSource } from './transaction.js';
 
 export type Db = MySql2Database<typeof schema>;
@@ -56,6 +57,8 @@ export interface DatabaseOptions {
   onHostSwitch?: (from: string, to: string) => void;
   /** Where the pool's gauges (connections open, in use, callers waiting) go. */
   registry?: Registry;
+  /** The password and TLS settings (DATABASE_PASSWORD, DATABASE_SSL_*). */
+  access?: DatabaseAccess;
 }
 
 const KEEP_ALIVE_INITIAL_DELAY_MS = 10_000;
@@ -69,13 +72,24 @@ function streamOf(conn: mysql.Connection): object | undefined {
  * A connection to the first host of DATABASE_URL that answers, in the order given (the only host
  * of a one-host URL). The last host's error goes up when none answers.
  */
-export async function connectFirst(url: string, options: mysql.ConnectionOptions = {}, path?: string): Promise<mysql.Connection> {
+export async function connectFirst(
+  url: string,
+  options: mysql.ConnectionOptions = {},
+  path?: string,
+  access?: DatabaseAccess,
+): Promise<mysql.Connection> {
   let last: unknown;
   for (const hostUrl of parseDatabaseUrl(url).urls) {
     const target = new URL(hostUrl);
     if (path !== undefined) target.pathname = path;
     try {
-      return await mysql.createConnection({ uri: target.toString(), connectTimeout: 10_000, ...options });
+      const conn = await mysql.createConnection({ uri: target.toString(), connectTimeout: 10_000, ...options, ...accessOptions(access) });
+      const refused = checksIdentity(access) ? checkIdentity(streamOf(conn), target.hostname) : undefined;
+      if (refused !== undefined) {
+        conn.destroy();
+        throw refused;
+      }
+      return conn;
     } catch (error) {
       last = error;
     }
@@ -87,10 +101,15 @@ export async function connectFirst(url: string, options: mysql.ConnectionOptions
  * A fresh connection for each piece of work, ended after it (outside the pool: a migration runs
  * before the pool is used, CREATE DATABASE before the database exists). `path` '/' selects no database.
  */
-export function freshConnections(url: string, options: mysql.ConnectionOptions = {}, path?: string): ConnectionSource<mysql.Connection> {
+export function freshConnections(
+  url: string,
+  options: mysql.ConnectionOptions = {},
+  path?: string,
+  access?: DatabaseAccess,
+): ConnectionSource<mysql.Connection> {
   return {
     async withConnection(fn) {
-      const conn = await connectFirst(url, options, path);
+      const conn = await connectFirst(url, options, path, access);
       try {
         return await fn(conn);
       } finally {
@@ -101,12 +120,12 @@ export function freshConnections(url: string, options: mysql.ConnectionOptions =
 }
 
 /** CREATE DATABASE IF NOT EXISTS for the database DATABASE_URL names. */
-export async function ensureDatabase(url: string, name: string): Promise<void> {
-  await freshConnections(url, {}, '/').withConnection((conn) => conn.query(DB.createDatabase, [name]));
+export async function ensureDatabase(url: string, name: string, access?: DatabaseAccess): Promise<void> {
+  await freshConnections(url, {}, '/', access).withConnection((conn) => conn.query(DB.createDatabase, [name]));
 }
 
-export async function dropDatabase(url: string, name: string): Promise<void> {
-  await freshConnections(url, {}, '/').withConnection((conn) => conn.query(DB.dropDatabase, [name]));
+export async function dropDatabase(url: string, name: string, access?: DatabaseAccess): Promise<void> {
+  await freshConnections(url, {}, '/', access).withConnection((conn) => conn.query(DB.dropDatabase, [name]));
 }
 
 export class Database implements ConnectionSource<Connection> {
@@ -126,6 +145,14 @@ export class Database implements ConnectionSource<Connection> {
   readonly #hosts: HostRotation | undefined;
   /** The first host's URL (the pool's and connectOwn's options; the rotation picks the host). */
   readonly #firstUrl: string;
+  /** The password and TLS options of every connection. */
+  readonly #access: mysql.ConnectionOptions;
+  /** verify-identity: the name is checked here (tls.ts), against the host each socket went to. */
+  readonly #checkNames: boolean;
+  /** The host of a one-host DATABASE_URL. */
+  readonly #onlyHost: string;
+  /** Pool connections refused by that check: destroyed, their error given to whoever asked for them. */
+  readonly #refused = new WeakMap<object, Error>();
 
   constructor(options: DatabaseOptions) {
     this.#poolSize = options.poolSize;
@@ -136,8 +163,12 @@ export class Database implements ConnectionSource<Connection> {
       hosts.length > 1 ? new HostRotation(hosts, (from, to) => options.onHostSwitch?.(hostName(from), hostName(to))) : undefined;
     const rotation = this.#hosts;
     this.#firstUrl = urls[0]!;
+    this.#checkNames = checksIdentity(options.access);
+    this.#access = accessOptions(options.access);
+    this.#onlyHost = hosts[0]!.host;
     this.pool = mysql.createPool({
       uri: this.#firstUrl,
+      ...this.#access,
       // Several hosts: each new connection opens its socket to the host the rotation names.
       ...(rotation !== undefined ? { stream: () => rotation.connect(KEEP_ALIVE_INITIAL_DELAY_MS) } : {}),
       connectionLimit: options.poolSize,
@@ -156,6 +187,12 @@ export class Database implements ConnectionSource<Connection> {
     });
     // Runs before anything else on the new connection: commands on a connection run in order.
     this.pool.pool.on('connection', (conn) => {
+      const refused = this.#identityError((conn as { stream?: object }).stream);
+      if (refused !== undefined) {
+        this.#refused.set(conn, refused);
+        conn.destroy();
+        return;
+      }
       conn.query(DB.poolSession, [options.lockWaitTimeoutS], () => undefined);
       conn.query(DB.readCommitted, () => undefined);
     });
@@ -172,6 +209,16 @@ export class Database implements ConnectionSource<Connection> {
     this.pool.pool.on('acquire', (conn) => void this.#checkedOut.add(conn));
     this.pool.pool.on('release', (conn) => void this.#checkedOut.delete(conn));
     if (options.registry !== undefined) this.#registerGauges(options.registry);
+  }
+
+  /** verify-identity: why the certificate on `stream` does not fit its host. */
+  #identityError(stream: unknown): Error | undefined {
+    const rotation = this.#hosts;
+    if (!this.#checkNames) return undefined;
+    if (rotation === undefined) return checkIdentity(stream, this.#onlyHost);
+    const index = rotation.hostOf(stream as object);
+    const host = index === undefined ? undefined : rotation.hosts[index]?.host;
+    return host === undefined ? new Error('the database connection was not opened by the host rotation') : checkIdentity(stream, host);
   }
 
   #registerGauges(registry: Registry): void {
@@ -194,7 +241,7 @@ export class Database implements ConnectionSource<Connection> {
 
   /** The pool the configuration's database settings ask for. */
   static fromConfig(
-    settings: Pick<DatabaseOptions, 'url' | 'poolSize' | 'lockWaitTimeoutS'>,
+    settings: Pick<DatabaseOptions, 'url' | 'poolSize' | 'lockWaitTimeoutS'> & DatabaseAccess,
     onHostSwitch?: DatabaseOptions['onHostSwitch'],
     registry?: Registry,
   ): Database {
@@ -204,6 +251,7 @@ export class Database implements ConnectionSource<Connection> {
       lockWaitTimeoutS: settings.lockWaitTimeoutS,
       onHostSwitch,
       registry,
+      access: settings,
     });
   }
 
@@ -217,6 +265,7 @@ export class Database implements ConnectionSource<Connection> {
     const rotation = this.#hosts;
     const conn = await mysql.createConnection({
       uri: this.#firstUrl,
+      ...this.#access,
       ...(rotation !== undefined ? { stream: () => rotation.connect(KEEP_ALIVE_INITIAL_DELAY_MS) } : {}),
       timezone: 'Z',
       connectTimeout: connectTimeoutMs,
@@ -224,6 +273,11 @@ export class Database implements ConnectionSource<Connection> {
       keepAliveInitialDelay: KEEP_ALIVE_INITIAL_DELAY_MS,
     });
     rotation?.ready(streamOf(conn));
+    const refused = this.#identityError(streamOf(conn));
+    if (refused !== undefined) {
+      conn.destroy();
+      throw refused;
+    }
     try {
       await conn.query({ sql: DB.utcSession, timeout: statementTimeoutMs });
     } catch (error) {
@@ -296,6 +350,8 @@ export class Database implements ConnectionSource<Connection> {
       let conn: Connection;
       try {
         conn = await this.pool.getConnection().finally(() => this.#waiting--);
+        const refused = this.#refused.get(conn.connection);
+        if (refused !== undefined) throw refused;
       } catch (error) {
         // Several hosts: a host that did not answer moved the rotation on; each is tried once.
         if (this.#hosts !== undefined && isConnectionError(error) && ++refused < this.#hosts.hosts.length) continue;

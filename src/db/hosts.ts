@@ -66,6 +66,14 @@ function searchEnd(text: string): number {
 }
 
 /**
+ * The socket this rotation opened, under `socket`: a connection upgraded to TLS runs on a
+ * TLSSocket wrapped around it (Node keeps the wrapped socket as `_parent`).
+ */
+function rawSocketOf(socket: object): object {
+  return (socket as { _parent?: object | null })._parent ?? socket;
+}
+
+/**
  * Which host new connections go to. `connect` opens a socket to the current host; a socket that
  * closes before the pool saw its connection ready (refused, timed out, refused at handshake)
  * moves the next connections to the next host. So does `failed()` for a connection to a node
@@ -91,7 +99,7 @@ export class HostRotation {
 
   /** The index of the host `socket` was opened to (undefined for a socket not opened here). */
   hostOf(socket: object | undefined): number | undefined {
-    return socket === undefined ? undefined : this.#hostOf.get(socket);
+    return socket === undefined ? undefined : this.#hostOf.get(rawSocketOf(socket));
   }
 
   /** A socket to the current host, for mysql2's `stream` option. */
@@ -113,7 +121,7 @@ export class HostRotation {
 
   /** The pool made a connection on `socket`: the host answers. */
   ready(socket: object | undefined): void {
-    if (socket !== undefined) this.#ready.add(socket);
+    if (socket !== undefined) this.#ready.add(rawSocketOf(socket));
   }
 
   /** The connection on `socket` found its node unusable: new connections go elsewhere. */

@@ -14,6 +14,7 @@ import { drizzle } from 'drizzle-orm/mysql2';
 import { migrate } from 'drizzle-orm/mysql2/migrator';
 import type mysql from 'mysql2/promise';
 import { freshConnections } from './connection.js';
+import type { DatabaseAccess } from './tls.js';
 import { ranElsewhere } from './retry.js';
 import { DB } from './sql.js';
 import { EXACT_COLLATION } from './schema.js';
@@ -49,10 +50,10 @@ export function migrationsFor(version: string, folder = MIGRATIONS_FOLDER): { fo
   return { folder: copy, done: () => rmSync(copy, { recursive: true, force: true }) };
 }
 
-export async function migrateDatabase(url: string, databaseName: string): Promise<void> {
+export async function migrateDatabase(url: string, databaseName: string, access?: DatabaseAccess): Promise<void> {
   const lockName = `punctual.migrate.${databaseName}`.slice(0, 64);
   await autocommit(
-    freshConnections(url, { timezone: 'Z' }),
+    freshConnections(url, { timezone: 'Z' }, undefined, access),
     async (conn) => {
       await conn.query(DB.utcSession);
       const [rows] = await conn.query<mysql.RowDataPacket[]>(DB.getLock, [lockName, LOCK_WAIT_S]);
