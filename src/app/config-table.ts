@@ -168,7 +168,7 @@ export const VARIABLES = {
     'authFailuresPerMinute',
     integer(1, 1_000_000),
     30,
-    'requests with a missing or wrong token one client address may make per minute; then 429 until the minute is over',
+    'requests with a missing or wrong token one client address may make per minute (on any route); then every request from it, the right token too, gets 429 until the minute is over (the public routes excepted)',
   ),
   REQUEST_TIMEOUT_MS: setting(
     'http',

@@ -33,3 +33,6 @@ export const MAX_BATCH = 1000;
 
 export const MAX_CONCURRENCY = 10_000;
 export const MAX_RATE = 1_000_000;
+
+/** GET /types counts a type's due tasks up to this many: the answer is this number when there are as many or more. */
+export const DUE_COUNT_CAP = 10_000;

@@ -3,7 +3,7 @@
  * is the fleet's (stored, re-read by every process); the counts are the answering process's.
  */
 import { Type, type Static } from 'typebox';
-import { MAX_CONCURRENCY, MAX_RATE, MAX_TYPE_LENGTH } from './limits.js';
+import { DUE_COUNT_CAP, MAX_CONCURRENCY, MAX_RATE, MAX_TYPE_LENGTH } from './limits.js';
 import { Nullable } from './nullable.js';
 
 export const TypeParams = Type.Object({
@@ -19,7 +19,9 @@ export const TypeJson = Type.Object(
     groupBy: Nullable(Type.String({ description: 'a payload field: the limits apply per value of it' })),
     running: Type.Integer({ description: 'runs of the type in the process that answered, now' }),
     waiting: Type.Integer({ description: 'due tasks the pause or the limits hold back in the process that answered' }),
-    due: Type.Integer({ description: 'pending tasks of the type already due, in the whole table (all processes)' }),
+    due: Type.Integer({
+      description: `pending tasks of the type already due, in the whole table (all processes), counted up to ${DUE_COUNT_CAP} (${DUE_COUNT_CAP} means that many or more) and read at most 5 s ago`,
+    }),
     updatedAt: Nullable(Type.String({ description: 'when the pause or the limits last changed; null: never set' })),
   },
   {

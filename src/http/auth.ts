@@ -4,10 +4,19 @@
  * file reads the header, answers 401 for no or an unknown token and 403 for too small a role.
  * The scheme name is case-insensitive (RFC 7235); the token is not.
  *
- * A client address that keeps sending wrong tokens is slowed down: after AUTH_FAILURES_PER_MINUTE
- * refusals in a minute it gets 429 until the minute is over, so a token cannot be guessed at line
- * speed. Requests with a known token are never counted or held back, so a shop behind the same
- * address as a guesser keeps working.
+ * A client address that keeps sending wrong tokens is stopped: every 401 counts against the
+ * address (on any route, known or not, and any method), and once it has had
+ * AUTH_FAILURES_PER_MINUTE of them in the minute, every request from it gets 429 until the minute
+ * is over, **before the token is looked at**. The right token is held back too: were it let
+ * through, 200 against 429 would still tell each guess apart, and the guessing would go on at
+ * line speed. For the same reason an unknown route answers 401 to a wrong token (counted) and
+ * 404 only after a valid one.
+ *
+ * The public routes stay reachable from a limited address: they tell nothing about a token, and
+ * a liveness probe locked out by a guesser on the same address (a shared NAT, a sidecar) would
+ * have a healthy service restarted. Probes usually come from elsewhere; this keeps them working
+ * when they do not. Clients behind one address share its budget: docs/security.md says what a
+ * shop can do about it.
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -62,37 +71,43 @@ export function installAuth(app: FastifyInstance, { tokens, failuresPerMinute }:
   }
 
   const publicPath = (request: FastifyRequest) => isPublic(request.url.split('?', 1)[0] ?? '');
-  /** The token's role, read once per request (the limiter asks first, the check below reuses it). */
-  const roleOf = (request: FastifyRequest): Role | undefined => {
-    if (request.role === undefined) {
-      const given = bearerCredential(request.headers.authorization);
-      request.role = given === undefined ? undefined : tokens.roleOf(given);
-    }
-    return request.role;
-  };
-
-  // Registered before the routes, so its hook runs first: only refused requests are counted.
   void app.register(rateLimit, {
+    global: false,
     max: failuresPerMinute,
     timeWindow: 60_000,
-    keyGenerator: (request) => request.ip,
-    allowList: (request) => publicPath(request) || roleOf(request) !== undefined,
-    errorResponseBuilder: (_request, context) =>
-      new HttpError(429, 'PUNCTUAL_TOO_MANY_AUTH_FAILURES', `too many requests with a wrong token; try again in ${context.after}`),
   });
-
-  // preParsing: after the limiter's onRequest hook (route hooks run after the app's), before any body is read.
-  app.addHook('preParsing', async (request, reply) => {
-    if (publicPath(request)) return;
-    const role = roleOf(request);
-    if (role === undefined) {
-      reply.header('www-authenticate', 'Bearer realm="punctual"');
-      throw new HttpError(401, 'PUNCTUAL_UNAUTHORIZED', 'missing or wrong bearer token: send Authorization: Bearer <API_TOKEN>');
-    }
-    // An unknown route needs only a valid token, then answers 404.
-    const needed = request.routeOptions.url === undefined ? 'read' : (roleFor(request.method, request.routeOptions.url) ?? 'admin');
-    if (!allows(role, needed)) {
-      throw new HttpError(403, 'PUNCTUAL_FORBIDDEN', `this route needs a token with the ${needed} role; this token has the ${role} role`);
-    }
+  app.after(() => {
+    // The default key is the client address (an IPv6 address by its /56 subnet, as one host
+    // usually holds a whole block of them).
+    const failures = app.createRateLimit();
+    // onRequest: before the token is read, and for unknown routes and methods too (the 404 handler runs the app's hooks).
+    app.addHook('onRequest', async (request, reply) => {
+      if (publicPath(request)) return;
+      const spent = await failures(request, { increment: false });
+      if (!spent.isAllowed && spent.remaining === 0) {
+        reply.header('retry-after', String(spent.ttlInSeconds));
+        throw new HttpError(
+          429,
+          'PUNCTUAL_TOO_MANY_AUTH_FAILURES',
+          `too many requests with a wrong token from this address; every request from it is refused for ${spent.ttlInSeconds} s`,
+        );
+      }
+    });
+    app.addHook('preParsing', async (request, reply) => {
+      if (publicPath(request)) return;
+      const given = bearerCredential(request.headers.authorization);
+      const role = given === undefined ? undefined : tokens.roleOf(given);
+      request.role = role;
+      if (role === undefined) {
+        await failures(request);
+        reply.header('www-authenticate', 'Bearer realm="punctual"');
+        throw new HttpError(401, 'PUNCTUAL_UNAUTHORIZED', 'missing or wrong bearer token: send Authorization: Bearer <API_TOKEN>');
+      }
+      // An unknown route needs only a valid token, then answers 404.
+      const needed = request.routeOptions.url === undefined ? 'read' : (roleFor(request.method, request.routeOptions.url) ?? 'admin');
+      if (!allows(role, needed)) {
+        throw new HttpError(403, 'PUNCTUAL_FORBIDDEN', `this route needs a token with the ${needed} role; this token has the ${role} role`);
+      }
+    });
   });
 }

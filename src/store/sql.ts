@@ -186,7 +186,13 @@ export const SQL = {
 
   // ── the type controls' view of the tasks (type-controls.ts; their own table: sql/type-controls.ts)
   /** Pending tasks already due, by type: what waits (paused, over a limit, or simply behind). */
-  countDueByType: "SELECT type, COUNT(*) FROM tasks WHERE status = 'pending' AND run_at <= ? GROUP BY type",
+  /**
+   * Pending tasks of type ? due by ?, stopped at ? entries: read through the (type, status) index,
+   * so a count never walks more than the cap of one type's due tasks (store/type-due.ts).
+   */
+  countDueOfType: `SELECT COUNT(*) FROM (
+    SELECT 1 FROM tasks FORCE INDEX (tasks_type_status) WHERE type = ? AND status = 'pending' AND run_at <= ? LIMIT ?
+  ) AS due`,
 
   // ── retention (maintenance/retention.ts, through the store) ──────────────────────────────
   /**

@@ -2,7 +2,7 @@
  * The stored pause and limits of each task type (the type_controls table): read at boot, after a
  * change and at each reconcile (dispatch/limits.ts applies them), written by the type routes. A
  * type without a row is not paused and has no limits. Statements: sql/type-controls.ts (and the
- * tasks catalogue's countDueByType); each runs through the transaction runner.
+ * tasks catalogue's countDueOfType, one capped statement per type); each runs through the transaction runner.
  */
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';
@@ -50,13 +50,19 @@ export class TypeControlStore {
     });
   }
 
-  /** Pending tasks due by `now`, by type. */
-  async countDueByType(now: number): Promise<Map<string, number>> {
+  /** Pending tasks of each of `types` due by `now`, each counted up to `cap`. */
+  async countDueByType(types: readonly string[], now: number, cap: number): Promise<Map<string, number>> {
     return autocommit(this.database, async (conn) => {
-      const [rows] = await conn.query<[string, number][] & mysql.RowDataPacket[]>({ sql: SQL.countDueByType, rowsAsArray: true }, [
-        new Date(now),
-      ]);
-      return new Map(rows.map(([type, count]) => [type, Number(count)]));
+      const counts = new Map<string, number>();
+      for (const type of types) {
+        const [rows] = await conn.query<[number][] & mysql.RowDataPacket[]>({ sql: SQL.countDueOfType, rowsAsArray: true }, [
+          type,
+          new Date(now),
+          cap,
+        ]);
+        counts.set(type, Number(rows[0]?.[0] ?? 0));
+      }
+      return counts;
     });
   }
 

@@ -121,7 +121,15 @@ describe('a paused type', () => {
     const beta = [await create('beta'), await create('beta'), await create('beta')];
     // Other types keep firing; alpha's tasks came due and wait, pending, with no attempt used.
     await waitFor(async () => (await ledger('beta')).length === 3, 10_000, 'beta runs');
-    await waitFor(async () => (await typeOf('alpha')).waiting === 6, 10_000, 'alpha waiting');
+    // The due count is a reading kept a few seconds (store/type-due.ts): wait for the one that sees them.
+    await waitFor(
+      async () => {
+        const alpha = await typeOf('alpha');
+        return alpha.waiting === 6 && alpha.due === 6;
+      },
+      10_000,
+      'alpha waiting',
+    );
     expect(await ledger('alpha')).toEqual([]);
     expect(await typeOf('alpha')).toMatchObject({ paused: true, waiting: 6, due: 6 });
     const task = (await service!.call('GET', `/tasks/${alpha[0]}`, undefined, reader)).body;

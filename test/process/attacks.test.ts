@@ -199,9 +199,42 @@ describe('the bearer token', () => {
     expect(guesses).toEqual([401, 401, 401, 401, 401, 429, 429, 429]);
     // The limit holds for every route while it lasts.
     expect((await raw('GET', '/tasks/summary', { authorization: 'Bearer guess-9' })).status).toBe(429);
-    // A client with the right token is never held back.
-    expect((await raw('GET', '/tasks/pending', { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
     expect((await raw('GET', '/healthz')).status).toBe(200);
+  });
+
+  it('answers 429 to the right token too once the address is over its budget, on known and unknown routes', async () => {
+    await start({ API_TOKEN: TOKEN, AUTH_FAILURES_PER_MINUTE: '5' });
+    for (let i = 0; i < 5; i++) expect((await raw('GET', '/tasks/pending', { authorization: `Bearer guess-${i}` })).status).toBe(401);
+    // Were the right token let through, 200 against 429 would tell the guess that found it.
+    const right = { authorization: `Bearer ${TOKEN}` };
+    const answers = {
+      known: await raw('GET', '/tasks/pending', right),
+      unknown: await raw('GET', '/nope', right),
+      unknownMethod: await raw('PATCH', '/tasks/pending', right),
+      wrong: await raw('GET', '/tasks/pending', { authorization: 'Bearer guess-x' }),
+    };
+    for (const [which, answer] of Object.entries(answers)) {
+      expect(answer.status, which).toBe(429);
+      expect(answer.body.code, which).toBe('PUNCTUAL_TOO_MANY_AUTH_FAILURES');
+      expect(Number(answer.headers['retry-after']), which).toBeGreaterThan(0);
+    }
+    // The public routes stay reachable: a probe on the same address must not be locked out.
+    for (const path of ['/healthz', '/readyz', '/openapi.json', '/']) expect((await raw('GET', path)).status, path).toBe(200);
+  });
+
+  it('counts wrong tokens on unknown routes and methods: 30 guesses on /nope, then 429', async () => {
+    await start({ API_TOKEN: TOKEN, AUTH_FAILURES_PER_MINUTE: '30' });
+    // A valid token on an unknown route is told 404; a wrong one gets a 401 that counts.
+    expect((await raw('GET', '/nope', { authorization: `Bearer ${TOKEN}` })).status).toBe(404);
+    const guesses: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const [method, path] = i % 3 === 0 ? ['PROPFIND', '/tasks'] : i % 3 === 1 ? ['DELETE', '/healthz/x'] : ['GET', '/nope'];
+      guesses.push((await raw(method, path, { authorization: `Bearer guess-${i}` })).status);
+    }
+    expect(guesses).toEqual(Array.from({ length: 30 }, () => 401));
+    expect((await raw('GET', '/nope', { authorization: 'Bearer guess-30' })).status).toBe(429);
+    expect((await raw('GET', '/nope', { authorization: `Bearer ${TOKEN}` })).status).toBe(429);
+    expect((await raw('GET', '/tasks/pending', { authorization: `Bearer ${TOKEN}` })).status).toBe(429);
   });
 });
 

@@ -26,7 +26,8 @@ export const typeRoutes: FastifyPluginAsync<TypeRoutesOptions> = async (plain, o
   const known = (): string[] => [...new Set([...registry.types, ...controls.states().keys()])].sort();
 
   async function describe(types: string[]): Promise<TypeJson[]> {
-    const due = await controls.countDue();
+    // Cached a few seconds and capped (store/type-due.ts): polling /types must not load the database.
+    const due = await controls.countDue(known());
     const states = controls.states();
     return types.map((type) => {
       const state = states.get(type);
