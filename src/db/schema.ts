@@ -58,6 +58,12 @@ export const tasks = mysqlTable(
     type: exactVarchar('type', { length: MAX_TYPE_LENGTH }).notNull(),
     payload: jsonColumn('payload').notNull(),
     runAt: datetime('run_at', { mode: 'date', fsp: 3 }).notNull(),
+    /**
+     * The instant the shop asked for (at create, reschedule or retry), which a retry's backoff
+     * never moves: a repeated create is compared with it. Null on a row a shop inserted straight
+     * (its run_at is what it asked for, until the backoff moves it).
+     */
+    requestedRunAt: datetime('requested_run_at', { mode: 'date', fsp: 3 }),
     timezone: varchar('timezone', { length: MAX_ZONE_LENGTH }).notNull().default('UTC'),
     status: mysqlEnum('status', TASK_STATUSES).notNull().default('pending'),
     attempts: int('attempts', { unsigned: true }).notNull().default(0),

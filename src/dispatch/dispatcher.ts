@@ -37,6 +37,7 @@ import { growingDelay, lockConflicts, retrying, untilStopped } from '../db/retry
 import type { HandlerRegistry } from '../handlers/registry.js';
 import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
+import { RepeatedWarnings } from '../observability/repeated-warnings.js';
 import type { ClaimFence } from '../store/leases.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { DueQueue } from '../timers/due-queue.js';
@@ -49,8 +50,11 @@ import { OutsideSlots } from './outside-slots.js';
 import { settlementOf } from './settlement.js';
 import { nextBatch, type Line } from './pump-plan.js';
 import { DatabaseExecutor } from './run-database.js';
-import { OutsideExecutor } from './run-outside.js';
+import { OutsideExecutor, RECORD_FAILED } from './run-outside.js';
 import { nextStep } from './split-policy.js';
+
+/** The warning of a batch the database failed (summarised: repeated-warnings.ts). */
+const BATCH_FAILED = 'dispatcher: database failed, trying again';
 
 export interface DispatcherOptions {
   database: Database;
@@ -104,9 +108,12 @@ export class Dispatcher {
   #pumpScheduled = false;
   #stopping = false;
   #troubles = 0;
+  /** The warnings every failed batch and record retry gives: one line per interval in an outage. */
+  readonly #warnings: RepeatedWarnings;
 
   constructor(options: DispatcherOptions) {
     this.#options = options;
+    this.#warnings = new RepeatedWarnings(options.log);
     this.#outcomes = new Outcomes(options.log, options.metrics);
     this.#outsideSlots = new OutsideSlots(options.concurrency);
     this.#lines = { 'outside-waiting': this.#outsideWaiting, released: this.#released, due: options.queue };
@@ -127,6 +134,7 @@ export class Dispatcher {
       options.lifecycle,
       options.clock,
       options.log,
+      this.#warnings,
       this.#outcomes,
       options.owner,
       this.#abort.signal,
@@ -155,6 +163,7 @@ export class Dispatcher {
     const drained = Promise.allSettled([...this.#inFlight]).then(() => true);
     const finished = await Promise.race([drained, sleep(timeoutMs).then(() => false)]);
     if (!finished) this.#abort.abort(new Error('punctual is stopping'));
+    this.#warnings.flush();
     return finished;
   }
 
@@ -208,10 +217,10 @@ export class Dispatcher {
 
   /** Puts tasks back on their timers after a database failure, with a growing delay. */
   #later(ids: number[], error: unknown): void {
-    const { log, metrics, clock } = this.#options;
+    const { metrics, clock } = this.#options;
     const delay = growingDelay(++this.#troubles);
     const level = isConnectionError(error) ? 'warn' : 'error';
-    log[level]({ err: loggable(error), tasks: ids.length, retryInMs: delay }, 'dispatcher: database failed, trying again');
+    this.#warnings.warn(BATCH_FAILED, { err: loggable(error), tasks: ids.length, retryInMs: delay }, BATCH_FAILED, level);
     metrics?.dispatchDbFailures.inc();
     this.#putBack(ids, clock.now() + delay);
   }
@@ -322,14 +331,14 @@ export class Dispatcher {
 
   /** A handler overran and took its transaction with it: its failure is recorded on its own. */
   async #failOverran(error: HandlerOverran, now: number): Promise<void> {
-    const { lifecycle, clock, log, queue } = this.#options;
+    const { lifecycle, clock, queue } = this.#options;
     const failure = lifecycle.failureOf(error.task, error.task.attempts + 1, error, now);
     await lifecycle
       .failAlone(
         error.task,
         failure,
         untilStopped(this.#abort.signal, (cause, _round, delay) =>
-          log.warn({ err: loggable(cause), retryInMs: delay }, 'dispatcher: could not record a result, trying again'),
+          this.#warnings.warn(RECORD_FAILED, { err: loggable(cause), retryInMs: delay }, RECORD_FAILED),
         ),
       )
       .catch(() => undefined); // stopping with the database away: the task is pending, the next process runs it

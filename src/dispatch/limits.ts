@@ -19,6 +19,7 @@
  * process's: with several processes each applies them to its own runs (N per process, not N in
  * all). The pause is stored and so holds for all.
  */
+import { createHash } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { Task } from '../store/task-store.js';
@@ -49,12 +50,14 @@ export interface TypeAdmissionOptions {
   waitingPerType?: number;
   /** Where the per-type gauges (paused, running, waiting) go. */
   registry?: Registry;
+  /** How many groups the rate windows keep at most (rate-window.ts, MAX_GROUPS). */
+  maxGroups?: number;
 }
 
 export class TypeAdmission {
   readonly #settings = new SettingsCache();
   readonly #running = new RunCounts();
-  readonly #starts = new StartTimes();
+  readonly #starts: StartTimes;
   readonly #room: WaitingRoom;
   readonly #timers = new WakeTimers();
   #onReady: (ids: number[]) => void = () => undefined;
@@ -65,6 +68,7 @@ export class TypeAdmission {
     options: TypeAdmissionOptions = {},
   ) {
     this.#room = new WaitingRoom(options.waitingPerType);
+    this.#starts = new StartTimes(options.maxGroups);
     if (options.registry !== undefined) registerTypeGauges(options.registry, () => this.states());
   }
 
@@ -132,6 +136,11 @@ export class TypeAdmission {
     // Whatever freed meanwhile (a run finished between the refusal and now) is not missed.
     this.#wake(task.type);
     return true;
+  }
+
+  /** How many groups the rate windows keep starts for (bounded: rate-window.ts). */
+  get groupsTracked(): number {
+    return this.#starts.size;
   }
 
   /** Whether `id` waited here (once asked, forgotten: also for ids done with otherwise). */
@@ -204,12 +213,18 @@ export class TypeAdmission {
   }
 }
 
-/** A task's group under its type's limits: the type, or the type and the `groupBy` field's value. */
+/**
+ * A task's group under its type's limits: the type, or the type and a digest of the `groupBy`
+ * field's value. A digest, not the value: the value may be as large as the payload (64 KiB with
+ * `groupBy: "body"`), and every map of the limits holds the key. 128 bits of SHA-256: two values
+ * sharing a group by chance is not a concern.
+ */
 export function keyOf(task: Pick<Task, 'type' | 'payload'>, control: Pick<TypeControl, 'groupBy'> | undefined): string {
   if (control?.groupBy == null) return task.type;
   const value =
     typeof task.payload === 'object' && task.payload !== null ? (task.payload as Record<string, unknown>)[control.groupBy] : undefined;
-  return `${task.type}\u0000${value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value)}`;
+  const text = value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+  return `${task.type}\u0000${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
 }
 
 /** Each type's pause and this process's runs and waiting tasks, read at scrape time. */

@@ -70,41 +70,80 @@ export function nextRoomAt(starts: readonly number[], now: number, rate: number)
   return oldest === undefined ? now + 1 : oldest + span + 1;
 }
 
-/** The start times per group key, sorted, those too old to matter dropped as they are read. */
+/** How many group keys StartTimes keeps at most: past it, the one that started least recently goes. */
+export const MAX_GROUPS = 4096;
+
+interface Group {
+  /** Start times, sorted. */
+  starts: number[];
+  /** How long the starts matter (two spans of the group's rate), as of its latest record. */
+  keepMs: number;
+}
+
+/**
+ * The start times per group key, sorted, those too old to matter dropped. A group key is made
+ * per distinct `groupBy` value, so the keys are unbounded in number: a group whose starts all
+ * left their window is dropped (by a sweep at most once a window, not only when read again), and
+ * past `maxGroups` the group that started least recently is dropped. A dropped group forgets its
+ * starts: it could start up to its rate once more within the window, the price of a bounded map
+ * under a flood of distinct values.
+ */
 export class StartTimes {
-  readonly #starts = new Map<string, number[]>();
+  readonly #groups = new Map<string, Group>();
+  readonly #maxGroups: number;
+  #sweptAt = Number.NEGATIVE_INFINITY;
+
+  constructor(maxGroups = MAX_GROUPS) {
+    this.#maxGroups = maxGroups;
+  }
 
   /** The starts of `key` that still matter at `now` for `rate`: the last two spans' worth. */
   of(key: string, now: number, rate: number): readonly number[] {
-    const starts = this.#starts.get(key);
-    if (starts === undefined) return [];
+    const group = this.#groups.get(key);
+    if (group === undefined) return [];
+    const { starts } = group;
     const keep = 2 * spanOf(rate);
     let old = 0;
     while (old < starts.length && starts[old]! <= now - keep) old++;
     if (old > 0) starts.splice(0, old);
-    if (starts.length === 0) this.#starts.delete(key);
+    if (starts.length === 0) this.#groups.delete(key);
     return starts;
   }
 
   /** A start of `key` at `at`. */
   record(key: string, at: number, rate: number): void {
+    this.#sweep(at);
     this.of(key, at, rate);
-    let starts = this.#starts.get(key);
-    if (starts === undefined) this.#starts.set(key, (starts = []));
-    starts.splice(sortedIndex(starts, at), 0, at);
+    let group = this.#groups.get(key);
+    if (group === undefined) group = { starts: [], keepMs: 0 };
+    // Re-inserted, so the map's order is the order of the latest starts: the first is the stalest.
+    this.#groups.delete(key);
+    this.#groups.set(key, group);
+    group.keepMs = 2 * spanOf(rate);
+    group.starts.splice(sortedIndex(group.starts, at), 0, at);
+    while (this.#groups.size > this.#maxGroups) this.#groups.delete(this.#groups.keys().next().value!);
   }
 
   /** A start recorded at `at` that did not happen after all. */
   forget(key: string, at: number): void {
-    const starts = this.#starts.get(key);
-    const index = starts?.indexOf(at) ?? -1;
+    const group = this.#groups.get(key);
+    const index = group?.starts.indexOf(at) ?? -1;
     if (index < 0) return;
-    starts!.splice(index, 1);
-    if (starts!.length === 0) this.#starts.delete(key);
+    group!.starts.splice(index, 1);
+    if (group!.starts.length === 0) this.#groups.delete(key);
   }
 
   /** Keys with starts kept. */
   get size(): number {
-    return this.#starts.size;
+    return this.#groups.size;
+  }
+
+  /** Drops the groups whose latest start left their window: once a window at most, so O(1) a record on average. */
+  #sweep(now: number): void {
+    if (now - this.#sweptAt < WINDOW_MS) return;
+    this.#sweptAt = now;
+    for (const [key, { starts, keepMs }] of this.#groups) {
+      if (starts[starts.length - 1]! <= now - keepMs) this.#groups.delete(key);
+    }
   }
 }

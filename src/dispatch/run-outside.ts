@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../time/clock.js';
 import { loggable } from '../db/errors.js';
+import type { RepeatedWarnings } from '../observability/repeated-warnings.js';
 import { untilStopped } from '../db/retry.js';
 import type { CallAnswer, OutsideHandler } from '../handlers/handler.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
@@ -18,11 +19,15 @@ import type { Outcomes } from './outcomes.js';
 /** A lease outlives the handler's timeout by this much, so a live process never loses one. */
 export const LEASE_MARGIN_MS = 30_000;
 
+export const RECORD_FAILED = 'dispatcher: could not record a result, trying again';
+
 export class OutsideExecutor {
   constructor(
     private readonly lifecycle: Lifecycle,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** Where a failed record's retries warn: summarised, a database outage makes one a second. */
+    private readonly warnings: RepeatedWarnings,
     private readonly outcomes: Outcomes,
     /** This process's name in lease_owner. */
     private readonly owner: string,
@@ -69,7 +74,7 @@ export class OutsideExecutor {
       responseBytes: answer?.responseBytes ?? null,
     };
     const persist = untilStopped(this.abort, (error, _round, delay) =>
-      this.log.warn({ err: loggable(error), retryInMs: delay }, 'dispatcher: could not record a result, trying again'),
+      this.warnings.warn(RECORD_FAILED, { err: loggable(error), retryInMs: delay }, RECORD_FAILED),
     );
     try {
       // A record that wrote no row lost its lease: the task is another process's run now, and

@@ -2,8 +2,13 @@
  * Create, with key dedup: a create whose `key` is taken does not insert; the existing task is
  * compared with the request. The same type, payload (deep-equal), instant and cron is the same
  * request again (a client's retry): it gets the existing task, whatever its status now (200).
- * Anything else is a conflict (409) carrying the existing task. For `delayMs`, "the same instant"
- * is the same delay after the existing task's creation.
+ * Anything else is a conflict (409) carrying the existing task.
+ *
+ * "The same instant" is the one the shop asked for (requestedRunAt), not the task's runAt now: a
+ * failed attempt's backoff moves runAt, and a create retried after a timeout must still be
+ * recognised. A reschedule (or a bulk move, or a retry of a failed task) is the shop asking for
+ * another instant, so the old create is a conflict after it. For `delayMs`, "the same instant"
+ * is the same delay after the existing task's creation (createdAt + delayMs = the asked instant).
  *
  * A batch is many creates at once with the same rules: its tasks are written together (one
  * transaction, multi-row INSERTs, one query for the keys already taken; intake.ts), and each item
@@ -30,7 +35,7 @@ export function sameRequest(existing: Task, request: CreateRequest): boolean {
   const asked = request.delayMs !== undefined ? existing.createdAt + request.delayMs : task.runAt;
   return (
     existing.type === task.type &&
-    existing.runAt === asked &&
+    existing.requestedRunAt === asked &&
     existing.cron === task.cron &&
     isDeepStrictEqual(existing.tags, task.tags ?? []) &&
     isDeepStrictEqual(existing.payload, task.payload)

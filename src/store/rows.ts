@@ -15,6 +15,11 @@ export interface Task {
   payload: unknown;
   status: TaskStatus;
   runAt: number;
+  /**
+   * The instant the shop asked for: runAt as created, rescheduled or retried, never moved by a
+   * retry's backoff (what a repeated create is compared with); runAt on a row inserted straight.
+   */
+  requestedRunAt: number;
   timezone: string;
   attempts: number;
   maxAttempts: number;
@@ -74,6 +79,7 @@ export const TASK_COLUMNS = [
   'type',
   'payload',
   `${ms('run_at')} AS run_at`,
+  `${ms('COALESCE(requested_run_at, run_at)')} AS requested_run_at`,
   'timezone',
   'status',
   'attempts',
@@ -100,6 +106,7 @@ export interface TaskRow extends mysql.RowDataPacket {
   type: string;
   payload: unknown;
   run_at: number;
+  requested_run_at: number;
   timezone: string;
   status: TaskStatus;
   attempts: number;
@@ -130,6 +137,7 @@ export function fromRow(row: TaskRow): Task {
     payload: decodeJson(row.payload),
     status: row.status,
     runAt: Number(row.run_at),
+    requestedRunAt: Number(row.requested_run_at),
     timezone: row.timezone,
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
@@ -160,6 +168,7 @@ export function created(task: NewTask, id: number, now: number): Task {
     type: task.type,
     payload: task.payload,
     runAt: task.runAt,
+    requestedRunAt: task.runAt,
     timezone: task.timezone,
     maxAttempts: task.maxAttempts,
     misfire: task.misfire,
@@ -189,6 +198,7 @@ export function insertValues(task: NewTask, now: number): unknown[] {
     task.key,
     task.type,
     JSON.stringify(task.payload),
+    new Date(task.runAt),
     new Date(task.runAt),
     task.timezone,
     task.maxAttempts,

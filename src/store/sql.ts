@@ -82,8 +82,8 @@ export const SQL = {
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
   insertRows: (rows: number, returning: boolean) =>
-    'INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
+    'INSERT INTO tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
     (returning ? ' RETURNING id' : ''),
   /**
    * `rows` (task_id, tag) pairs of tasks just inserted, in their transaction. `again`: the
@@ -113,19 +113,23 @@ export const SQL = {
   /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
   lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
   /** The locked pending ones moved to one instant; the zone only when one is given. */
-  moveTo: "UPDATE tasks SET run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?) AND status = 'pending'",
+  moveTo:
+    "UPDATE tasks SET run_at = ?, requested_run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?) AND status = 'pending'",
   /** The locked pending ones moved by a duration, stamped with the request that moved them. */
   shiftBy:
-    "UPDATE tasks SET run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+    "UPDATE tasks SET requested_run_at = COALESCE(requested_run_at, run_at) + INTERVAL ? MICROSECOND, run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
 
   // ── the shop's changes ──────────────────────────────────────────────────────────────────
   /** pending → cancelled, for the ids among ? that are pending. */
   cancel: "UPDATE tasks SET status = 'cancelled', finished_at = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
-  /** A pending task moves to another instant (read in another zone). */
-  reschedule: "UPDATE tasks SET run_at = ?, timezone = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+  /**
+   * A pending task moves to another instant (read in another zone): the instant the shop asks for
+   * now, so a repeated create compares with it (requested_run_at, as moveTo and retry set it).
+   */
+  reschedule: "UPDATE tasks SET run_at = ?, requested_run_at = ?, timezone = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
   /** failed → pending with its attempts reset. */
   retry:
-    "UPDATE tasks SET status = 'pending', attempts = 0, run_at = ?, timezone = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
+    "UPDATE tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, timezone = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
 
   // ── claiming and finishing runs ─────────────────────────────────────────────────────────
   /** The due pending tasks among ?, locked in id order; rows another transaction holds are skipped. */

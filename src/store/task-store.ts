@@ -277,12 +277,12 @@ export class TaskStore {
 
   /** Moves the pending ones among `ids` to `runAt` (read in `timezone`); answers how many. */
   async reschedule(ids: number[], runAt: number, timezone: string, now: number): Promise<number> {
-    return (await this.#query<Result>(SQL.reschedule, [new Date(runAt), timezone, new Date(now), ids])).affectedRows;
+    return (await this.#query<Result>(SQL.reschedule, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids])).affectedRows;
   }
 
   /** failed → pending at `runAt` with attempts reset, for the failed ones among `ids`; answers how many. */
   async retry(ids: number[], runAt: number, timezone: string, now: number): Promise<number> {
-    return (await this.#query<Result>(SQL.retry, [new Date(runAt), timezone, new Date(now), ids])).affectedRows;
+    return (await this.#query<Result>(SQL.retry, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids])).affectedRows;
   }
 
   /** Ids of pending tasks with misfire 'skip' whose time passed before `before`; with `shards`, of those shards only. */
@@ -420,13 +420,13 @@ export class TaskStore {
   /** Moves the pending ones among `ids` (locked by the caller); answers how many. */
   async moveTo(conn: Connection, ids: number[], runAt: number, timezone: string | null, now: number): Promise<number> {
     if (ids.length === 0) return 0;
-    return (await conn.query<Result>(SQL.moveTo, [new Date(runAt), timezone, new Date(now), ids]))[0].affectedRows;
+    return (await conn.query<Result>(SQL.moveTo, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids]))[0].affectedRows;
   }
 
   /** Shifts the pending ones among `ids` (locked by the caller); answers how many. */
   async shiftBy(conn: Connection, ids: number[], shiftMs: number, requestId: string, now: number): Promise<number> {
     if (ids.length === 0) return 0;
-    return (await conn.query<Result>(SQL.shiftBy, [shiftMs * 1000, requestId, new Date(now), ids]))[0].affectedRows;
+    return (await conn.query<Result>(SQL.shiftBy, [shiftMs * 1000, shiftMs * 1000, requestId, new Date(now), ids]))[0].affectedRows;
   }
 
   async lockMisfired(conn: Connection, ids: number[], before: number): Promise<Task[]> {

@@ -8,6 +8,7 @@ export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {
     payload: {},
     status: 'pending',
     runAt: 0,
+    requestedRunAt: fields.runAt ?? 0,
     timezone: 'UTC',
     attempts: 0,
     maxAttempts: 4,

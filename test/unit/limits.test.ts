@@ -3,6 +3,7 @@
  * waiting tasks and when they are handed back. Fake timers fake only Date, setTimeout and
  * clearTimeout.
  */
+import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { keyOf, TypeAdmission } from '../../src/dispatch/limits.js';
 import type { TypeControl } from '../../src/store/type-controls.js';
@@ -126,11 +127,52 @@ describe('type admission', () => {
 });
 
 describe('the group key', () => {
-  it('is the type without groupBy, else the type and the field value (JSON for a non-string)', () => {
+  const digest = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 22);
+
+  it('is the type without groupBy, else the type and a digest of the field value (JSON for a non-string)', () => {
     expect(keyOf({ type: 'mail', payload: { shop: 'A' } }, undefined)).toBe('mail');
-    expect(keyOf({ type: 'mail', payload: { shop: 'A' } }, { groupBy: 'shop' })).toBe('mail\u0000A');
-    expect(keyOf({ type: 'mail', payload: { shop: 7 } }, { groupBy: 'shop' })).toBe('mail\u00007');
-    expect(keyOf({ type: 'mail', payload: {} }, { groupBy: 'shop' })).toBe('mail\u0000');
-    expect(keyOf({ type: 'mail', payload: null }, { groupBy: 'shop' })).toBe('mail\u0000');
+    expect(keyOf({ type: 'mail', payload: { shop: 'A' } }, { groupBy: 'shop' })).toBe(`mail\u0000${digest('A')}`);
+    expect(keyOf({ type: 'mail', payload: { shop: 7 } }, { groupBy: 'shop' })).toBe(`mail\u0000${digest('7')}`);
+    expect(keyOf({ type: 'mail', payload: {} }, { groupBy: 'shop' })).toBe(`mail\u0000${digest('')}`);
+    expect(keyOf({ type: 'mail', payload: null }, { groupBy: 'shop' })).toBe(`mail\u0000${digest('')}`);
+  });
+
+  it('stays short whatever the size of the value (a 64 KiB body)', () => {
+    const key = keyOf({ type: 'mail', payload: { body: 'x'.repeat(64 * 1024) } }, { groupBy: 'body' });
+    expect(key.length).toBe('mail'.length + 1 + 22);
+  });
+});
+
+describe('the groups kept for the rate windows', () => {
+  const task = (id: number) => aTask({ id, type: 'mail', payload: { body: `${id}:${'x'.repeat(1024)}` } });
+
+  it('drop a group once its starts left the window: 10,000 distinct values leave a handful', () => {
+    const { limits } = admission([control('mail', { ratePerSecond: 5, groupBy: 'body' })]);
+    let most = 0;
+    for (let id = 1; id <= 10_000; id++) {
+      const ticket = limits.admit(task(id), Date.now());
+      expect(ticket).toBeDefined();
+      limits.release(ticket!);
+      most = Math.max(most, limits.groupsTracked);
+      vi.advanceTimersByTime(10); // 100 distinct groups a second
+    }
+    // A group's starts matter for two windows (2 s): at most ~300 groups are kept at once.
+    expect(most).toBeLessThanOrEqual(400);
+    vi.advanceTimersByTime(5000);
+    limits.admit(task(10_001), Date.now());
+    expect(limits.groupsTracked).toBe(1);
+  });
+
+  it('keep at most maxGroups, dropping the least recent start, when the window is long (a slow rate)', () => {
+    const limits = new TypeAdmission(clock, { maxGroups: 1000 });
+    limits.apply([control('mail', { ratePerSecond: 0.001, groupBy: 'body' })]); // a window of 1000 s
+    for (let id = 1; id <= 10_000; id++) {
+      limits.release(limits.admit(task(id), Date.now())!);
+      vi.advanceTimersByTime(1);
+    }
+    expect(limits.groupsTracked).toBe(1000);
+    // The latest groups are the ones kept: the latest is still held by its rate, the first forgotten.
+    expect(limits.admit(task(10_000), Date.now())).toBeUndefined();
+    expect(limits.admit(task(1), Date.now())).toBeDefined();
   });
 });
