@@ -252,6 +252,7 @@ export class Service {
     await this.keeper?.start();
     await this.dbClock.measure();
     this.retention.start();
+    this.#open = !this.stopping; // booted: requests are let in
   }
 
   /**
@@ -275,7 +276,6 @@ export class Service {
       throw error;
     }
     if (this.stopping) throw new StoppedWhileStarting();
-    this.#open = true;
     this.log.info({ address, timezone: this.config.tasks.timezone, horizonMs: this.config.scheduler.horizonMs }, 'punctual is ready');
     return address;
   }
