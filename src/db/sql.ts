@@ -1,6 +1,6 @@
 /**
  * The server-level statements: those about a session, a transaction or the server itself, not
- * about one of punctual's tables (those are in src/store/sql.ts and src/store/sql/). Identifiers
+ * about one of punctual's tables (those are in src/store/sql/, a file per table). Identifiers
  * go in through `??` and values through `?`, so mysql2 escapes both: nothing is pasted in.
  */
 export const DB = {

@@ -24,7 +24,7 @@ import { DB } from '../db/sql.js';
 import { autocommit, transaction } from '../db/transaction.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 import { created, insertValues, type NewTask, type Task } from './rows.js';
-import { SQL } from './sql.js';
+import { SQL } from './sql/tasks.js';
 import { tagPairs } from './tags.js';
 
 export type InsertResult = { created: true; task: Task } | { created: false; task: Task };

@@ -1,5 +1,5 @@
 /**
- * The task store: runs the statements of sql.ts and maps their rows (rows.ts). It holds no
+ * The task store: runs the statements of sql/tasks.ts and maps their rows (rows.ts). It holds no
  * policy: no retry of a failed task, no recurrence, no dedup decision; those are the lifecycle's
  * (src/lifecycle/). Intake group commit is intake.ts.
  *
@@ -17,7 +17,7 @@ import { lockConflicts } from '../db/retry.js';
 import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
 import { Intake, type InsertResult } from './intake.js';
 import { fromRow, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
-import { SQL } from './sql.js';
+import { SQL } from './sql/tasks.js';
 import { tagPairs } from './tags.js';
 
 export type { InsertResult } from './intake.js';

@@ -7,7 +7,7 @@
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';
 import { autocommit, transaction } from '../db/transaction.js';
-import { SQL } from './sql.js';
+import { SQL } from './sql/tasks.js';
 import { TYPE_CONTROLS } from './sql/type-controls.js';
 
 export interface TypeLimitsSetting {

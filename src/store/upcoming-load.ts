@@ -9,7 +9,7 @@
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';
 import { autocommit } from '../db/transaction.js';
-import { SQL } from './sql.js';
+import { SQL } from './sql/tasks.js';
 
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;

@@ -13,7 +13,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Database } from '../../src/db/connection.js';
-import { SQL } from '../../src/store/sql.js';
+import { SQL } from '../../src/store/sql/tasks.js';
 import { UpcomingLoad, HOURS, HOUR_MS, MINUTE_MS } from '../../src/store/upcoming-load.js';
 import { createTestDatabase, SERVER_URL, type TestDatabase } from '../helpers/db.js';
 

@@ -5,9 +5,9 @@
  * milliseconds computed by the server (see rows.ts), so no statement depends on a time zone.
  *
  * To find a query, look for its name here; to see who runs it, look for the name in task-store.ts.
- * The other tables' statements are in sql/ (one file per table), the server's in src/db/sql.ts.
+ * The other tables' statements are beside it (one file per table), the server's in src/db/sql.ts.
  */
-import { ms, TASK_COLUMNS } from './rows.js';
+import { ms, TASK_COLUMNS } from '../rows.js';
 
 /** Only the tasks of the listed shards (`id MOD 256`, src/cluster/shards.ts): the id is in every
  * secondary index entry, so the filter is read from the index too. */
