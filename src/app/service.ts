@@ -217,9 +217,10 @@ export class Service {
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
     });
-    // Listening starts before the boot (see the header): until it is done, only the probes answer.
+    // start() listens before the boot (see the header): until the boot is done, only the probes
+    // answer. A service booted without start() (embedded, tests) has nothing to hold back.
     this.app.addHook('onRequest', async (request, reply) => {
-      if (this.#open || request.url === '/healthz' || request.url.startsWith('/readyz')) return;
+      if (this.#starting === undefined || this.#open || request.url === '/healthz' || request.url.startsWith('/readyz')) return;
       await reply
         .code(503)
         .header('retry-after', '1')

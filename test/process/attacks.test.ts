@@ -316,7 +316,8 @@ describe('a bad DATABASE_URL (finding 11)', () => {
     ];
     for (const url of urls) {
       const run = spawnSync(process.execPath, [MAIN], {
-        env: { PATH: process.env.PATH ?? '', PORT: '0', DATABASE_URL: url },
+        // DB_WAIT_MS 0: a database that does not answer is a failure at once, not a wait.
+        env: { PATH: process.env.PATH ?? '', PORT: '0', DATABASE_URL: url, DB_WAIT_MS: '0' },
         encoding: 'utf8',
         timeout: 30_000,
       });
