@@ -7,7 +7,7 @@
  * are masked, a password or key never appears.
  */
 import { redactCredentials } from '../observability/redact.js';
-import { rootMessage } from '../db/errors.js';
+import { causeChain, rootMessage } from '../db/errors.js';
 import type { Config } from './config.js';
 
 /** No database answered within DB_WAIT_MS. */
@@ -25,12 +25,7 @@ interface Link {
   cause?: unknown;
 }
 
-function* chain(error: unknown): Generator<Link> {
-  for (let link = error, depth = 0; typeof link === 'object' && link !== null && depth < 8; depth++) {
-    yield link;
-    link = (link as Link).cause;
-  }
-}
+const chain = (error: unknown) => causeChain<Link>(error);
 
 /** Certificate errors of the chain check: the CA does not vouch for the server's certificate. */
 const CHAIN_CODES = new Set([

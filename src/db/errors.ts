@@ -12,13 +12,16 @@ interface DriverError {
   cause?: unknown;
 }
 
-function* chain(error: unknown): Generator<DriverError> {
+/** An error and its causes, outermost first (at most 8 deep: a cycle of causes must end). */
+export function* causeChain<T extends { cause?: unknown } = DriverError>(error: unknown): Generator<T> {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && current !== null && typeof current === 'object'; depth++) {
-    yield current;
-    current = (current as DriverError).cause;
+    yield current as T;
+    current = (current as T).cause;
   }
 }
+
+const chain = (error: unknown) => causeChain<DriverError>(error);
 
 const CONNECTION_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST',

@@ -1,5 +1,6 @@
-/** A task as the store answers it, for unit tests of decisions that take tasks. */
+/** A task and a type's settings as the store answers them, for unit tests of decisions that take them. */
 import type { Task } from '../../src/store/task-store.js';
+import type { TypeControl } from '../../src/store/type-controls.js';
 
 export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {
   return {
@@ -28,4 +29,8 @@ export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {
     lastResponseBytes: null,
     ...fields,
   };
+}
+
+export function aControl(type: string, fields: Partial<TypeControl> = {}): TypeControl {
+  return { type, paused: false, maxConcurrency: null, ratePerSecond: null, groupBy: null, updatedAt: 1, ...fields };
 }

@@ -7,19 +7,9 @@ import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { keyOf, TypeAdmission } from '../../src/dispatch/limits.js';
 import type { TypeControl } from '../../src/store/type-controls.js';
-import { aTask } from '../helpers/tasks.js';
+import { aControl as control, aTask } from '../helpers/tasks.js';
 
 const clock = { now: () => Date.now() };
-
-const control = (type: string, fields: Partial<TypeControl> = {}): TypeControl => ({
-  type,
-  paused: false,
-  maxConcurrency: null,
-  ratePerSecond: null,
-  groupBy: null,
-  updatedAt: 1,
-  ...fields,
-});
 
 function admission(controls: TypeControl[], waitingPerType?: number) {
   const limits = new TypeAdmission(clock, { waitingPerType });

@@ -1,17 +1,7 @@
 /** The settings in force: replacing them answers which types a change touched, and only those. */
 import { describe, expect, it } from 'vitest';
 import { SettingsCache } from '../../src/dispatch/settings-cache.js';
-import type { TypeControl } from '../../src/store/type-controls.js';
-
-const control = (type: string, fields: Partial<TypeControl> = {}): TypeControl => ({
-  type,
-  paused: false,
-  maxConcurrency: null,
-  ratePerSecond: null,
-  groupBy: null,
-  updatedAt: 1,
-  ...fields,
-});
+import { aControl as control } from '../helpers/tasks.js';
 
 describe('the settings cache', () => {
   it('answers the types added, altered and removed, and not the ones left as they were', () => {
