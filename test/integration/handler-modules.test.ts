@@ -2,6 +2,7 @@
  * Handler definitions as plain objects, in the service in-process: checked at start, validated on
  * create, run in the completion transaction, a `permanent: true` error failing the task at once.
  */
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -42,6 +43,20 @@ describe('handler definitions', () => {
     const answer = await service.call('POST', '/tasks', { type: 'ledger_note', payload: { note: 'too long' }, delayMs: 0 });
     expect(answer.status).toBe(400);
     expect(answer.body.message).toContain('payload/note');
+  });
+
+  it('puts its payload schema in a valid OpenAPI document, in the union by type', async () => {
+    const document = (await service.app.inject({ url: '/openapi.json' })).json();
+    const result = await new Validator().validate(structuredClone(document));
+    expect(result.errors ?? []).toEqual([]);
+    const create = document.paths['/tasks'].post.requestBody.content['application/json'].schema;
+    expect(create.discriminator.propertyName).toBe('type');
+    expect(Object.keys(create.discriminator.mapping).sort()).toEqual(['close_order', 'ledger_note', 'webhook']);
+    expect(create.oneOf).toContainEqual({ $ref: '#/components/schemas/CreateTask.ledger_note' });
+    expect(document.components.schemas['CreateTask.ledger_note'].properties).toEqual({
+      type: { const: 'ledger_note' },
+      payload: handlers[0]!.payload,
+    });
   });
 
   it('writes in the completion transaction; a throw after the write leaves nothing', async () => {
