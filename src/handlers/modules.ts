@@ -174,7 +174,9 @@ function adapt(definition: Definition): TaskHandler {
       payload,
       timeoutMs,
       run: ({ conn, task, payload: value, log, now }) =>
-        permanentAware(() => definition.run({ tx: queryFunction(conn), payload: value, task: handlerTask(task, task.attempts + 1), log, now })),
+        permanentAware(() =>
+          definition.run({ tx: queryFunction(conn), payload: value, task: handlerTask(task, task.attempts + 1), log, now }),
+        ),
       runBatch:
         runBatch === undefined
           ? undefined
