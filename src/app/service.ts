@@ -2,8 +2,9 @@
  * The composition root: builds every part from the configuration and runs the boot and the
  * shutdown in the order that keeps tasks safe.
  *
- * Boot: listen (every request but /healthz and /readyz answered 503 until booted) → wait for the
- * database (up to DB_WAIT_MS) → migrations → pool → scheduler boot load → (SHARDING=on: join and
+ * Boot: the shop's handler modules (HANDLERS, createPunctual's handlers) → listen (every request
+ * but /healthz and /readyz answered 503 until booted) → wait for the database (up to DB_WAIT_MS)
+ * → migrations → the stored procedures of PROCEDURES read as task types → pool → scheduler boot load → (SHARDING=on: join and
  * take this process's shards, arming their tasks) → database clock check → retention sweep
  * started → requests let in. Listening first finds a port in use before anything touches the
  * database; holding the port from then on (rather than trying it and letting go) leaves no
