@@ -26,6 +26,7 @@ import {
   tokens,
   zone,
 } from './config-kinds.js';
+import { modulePaths, procedureList } from './config-handlers.js';
 
 /** The slices, in the order the docs show them. */
 export const SLICES = {
@@ -39,6 +40,7 @@ export const SLICES = {
   webhook: 'Webhooks',
   retention: 'Retention',
   cluster: 'Several instances',
+  handlers: 'Your own handlers',
   service: 'The process',
 } as const;
 
@@ -311,6 +313,20 @@ export const VARIABLES = {
     milliseconds(300, 600_000),
     5000,
     'with `SHARDING=on`: how long a shard lease lasts; renewed every third of it; a process that dies is replaced after about this long',
+  ),
+  HANDLERS: setting(
+    'handlers',
+    'modules',
+    modulePaths,
+    [],
+    "comma-separated paths of handler modules, loaded before listening: each one's default export is an array of handlers (docs/handlers.md)",
+  ),
+  PROCEDURES: setting(
+    'handlers',
+    'procedures',
+    procedureList,
+    [],
+    'comma-separated `type=procedure` or `type=schema.procedure`: each a task type whose run is `CALL procedure(…)` in the completion transaction; unqualified, the schema of `DATABASE_URL`',
   ),
   STOP_TIMEOUT_MS: setting(
     'service',

@@ -2,8 +2,9 @@
  * The composition root: builds every part from the configuration and runs the boot and the
  * shutdown in the order that keeps tasks safe.
  *
- * Boot: listen (every request but /healthz and /readyz answered 503 until booted) → wait for the
- * database (up to DB_WAIT_MS) → migrations → pool → scheduler boot load → (SHARDING=on: join and
+ * Boot: the shop's handler modules (HANDLERS, createPunctual's handlers) → listen (every request
+ * but /healthz and /readyz answered 503 until booted) → wait for the database (up to DB_WAIT_MS)
+ * → migrations → the stored procedures of PROCEDURES read as task types → pool → scheduler boot load → (SHARDING=on: join and
  * take this process's shards, arming their tasks) → database clock check → retention sweep
  * started → requests let in. Listening first finds a port in use before anything touches the
  * database; holding the port from then on (rather than trying it and letting go) leaves no
@@ -25,6 +26,8 @@ import type { Config } from './config.js';
 import { Database, ensureDatabase } from '../db/connection.js';
 import { migrateDatabase } from '../db/migrate.js';
 import { createRegistry, type HandlerRegistry } from '../handlers/registry.js';
+import { handlersFrom, loadHandlerModules } from '../handlers/modules.js';
+import { ProcedureError, procedureHandlers } from '../handlers/procedure.js';
 import { buildApp } from '../http/app.js';
 import { securityOptions } from '../http/security.js';
 import { createLogger } from '../observability/log.js';
@@ -56,7 +59,12 @@ export interface ServiceOptions {
   clock?: Clock;
   logger?: Logger;
   registry?: HandlerRegistry;
+  /** A shop's own handlers as plain objects (createPunctual's `handlers`), added at start. */
+  handlers?: readonly unknown[];
 }
+
+/** Where the handlers handed to createPunctual come from, in a start-up error. */
+export const LIBRARY_HANDLERS = 'createPunctual handlers';
 
 /** stop() was called before start() was done: not a failure, the stop ends the process. */
 export class StoppedWhileStarting extends Error {
@@ -96,11 +104,14 @@ export class Service {
   #starting: Promise<string> | undefined;
   /** Whether the boot is done and requests are let in. */
   #open = false;
+  /** The handler modules (HANDLERS) and the library's handlers, loaded once. */
+  #extended: Promise<void> | undefined;
+  #procedures = false;
 
   /** Builds the parts; touches no database until start(). */
   constructor(
     readonly config: Config,
-    options: ServiceOptions = {},
+    private readonly options: ServiceOptions = {},
   ) {
     const clock = options.clock ?? systemClock;
     this.log = options.logger ?? createLogger(config.service.logLevel);
@@ -233,8 +244,33 @@ export class Service {
     return this.#stopping !== undefined;
   }
 
+  /**
+   * The shop's own handlers, before anything listens: the modules of HANDLERS in order, then
+   * the library's list. A module that does not load, or a type twice, rejects (HandlerModuleError).
+   */
+  #extend(): Promise<void> {
+    this.#extended ??= (async () => {
+      for (const loaded of await loadHandlerModules(this.config.handlers.modules)) this.registry.registerFrom(loaded);
+      if (this.options.handlers !== undefined) this.registry.registerFrom(handlersFrom(LIBRARY_HANDLERS, this.options.handlers));
+    })();
+    return this.#extended;
+  }
+
+  /** PROCEDURES as task types, read from the database before any task can fire. */
+  async #addProcedures(): Promise<void> {
+    if (this.#procedures) return;
+    this.#procedures = true;
+    for (const handler of await procedureHandlers(this.database, this.config.handlers.procedures, this.config.database.name)) {
+      if (this.registry.get(handler.type) !== undefined) {
+        throw new ProcedureError(`PROCEDURES: ${handler.type} is already a task type (built in, or from a handler module)`);
+      }
+      this.registry.register(handler);
+    }
+  }
+
   /** Creates the database if missing, migrates, loads and arms the pending tasks. */
   async boot(): Promise<void> {
+    await this.#extend();
     const { url, name, waitMs } = this.config.database;
     const access = this.config.database;
     await waitForDatabase(() => ensureDatabase(url, name, access), {
@@ -245,6 +281,7 @@ export class Service {
     if (this.stopping) return;
     await migrateDatabase(url, name, access);
     if (this.stopping) return;
+    await this.#addProcedures();
     await this.typeControls.load(); // before any timer fires: a paused type stays paused through a restart
     this.stepWatch.start(); // from the boot load on: a step re-arms what is armed so far
     await this.scheduler.boot();
@@ -267,6 +304,7 @@ export class Service {
 
   async #start(): Promise<string> {
     this.log.debug('booting');
+    await this.#extend(); // before listening: a module that does not load stops the start here
     const address = await this.app.listen({ host: this.config.http.host, port: this.config.http.port });
     this.log.debug({ address }, 'listening; requests wait for the boot');
     try {

@@ -9,6 +9,8 @@
 import { redactCredentials } from '../observability/redact.js';
 import { causeChain, rootMessage } from '../db/errors.js';
 import type { Config } from './config.js';
+import { HandlerModuleError } from '../handlers/modules.js';
+import { ProcedureError } from '../handlers/procedure.js';
 
 /** No database answered within DB_WAIT_MS. */
 export class DatabaseNotUp extends Error {
@@ -59,6 +61,9 @@ export function describeStartError(error: unknown, config: Config): string {
   const tls = config.database.sslMode;
 
   if (error instanceof DatabaseNotUp) return `DATABASE_URL: ${error.message}`;
+  if (error instanceof HandlerModuleError)
+    return config.handlers.modules.includes(error.source) ? `HANDLERS: ${error.message}` : error.message;
+  if (error instanceof ProcedureError) return redactCredentials(error.message);
   const listen = find((link) => ['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes(link.code ?? '') && link.address !== undefined);
   if (listen?.code === 'EADDRINUSE') return `PORT ${port} on ${host} is already in use by another process: choose another PORT`;
   if (listen?.code === 'EACCES') return `PORT ${port} on ${host}: permission denied (a port below 1024 needs privileges)`;

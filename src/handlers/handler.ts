@@ -83,6 +83,9 @@ export interface OutsideHandler<S extends TSchema = TSchema> extends BaseHandler
 
 export type TaskHandler = DatabaseHandler | OutsideHandler;
 
+/** The effects a handler may declare: the one list a handler module is checked against. */
+export const HANDLER_EFFECTS = ['database', 'outside'] as const satisfies readonly TaskHandler['effect'][];
+
 /** An error a retry cannot fix (a malformed order, a refused URL): the task fails at once. */
 export class PermanentError extends Error {
   override name = 'PermanentError';

@@ -1,11 +1,12 @@
 /**
- * The handlers punctual knows, by task type. Adding a handler is one file in this folder and one
- * line in `createRegistry`.
+ * The handlers punctual knows, by task type: the ones it ships (`createRegistry`), then a shop's
+ * own from handler modules and stored procedures (modules.ts, procedure.ts), added at start.
  */
 import { Compile, type Validator } from 'typebox/compile';
 import { describeErrors } from '../util/schema-errors.js';
 import { closeOrder } from './close-order.js';
 import type { TaskHandler } from './handler.js';
+import { HandlerModuleError, type LoadedHandlers } from './modules.js';
 import { webhook, type WebhookOptions } from './webhook.js';
 
 interface Entry {
@@ -20,6 +21,25 @@ export class HandlerRegistry {
     if (this.#entries.has(handler.type)) throw new Error(`handler ${handler.type} is registered twice`);
     this.#entries.set(handler.type, { handler, validator: Compile(handler.payload) });
     return this;
+  }
+
+  /** A module's handlers: a type punctual already knows stops the start, naming the module. */
+  registerFrom({ source, handlers }: LoadedHandlers): this {
+    for (const handler of handlers) {
+      if (this.#entries.has(handler.type)) {
+        throw new HandlerModuleError(
+          source,
+          `type ${JSON.stringify(handler.type)} is already a task type (built in, or from another module)`,
+        );
+      }
+      this.register(handler);
+    }
+    return this;
+  }
+
+  /** Every type's payload schema, by type name (the OpenAPI document's union). */
+  payloadSchemas(): [type: string, schema: TaskHandler['payload']][] {
+    return [...this.#entries].map(([type, { handler }]) => [type, handler.payload]);
   }
 
   get(type: string): TaskHandler | undefined {

@@ -65,7 +65,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
       request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode }, 'request refused');
     }
   });
-  installOpenApi(app);
+  installOpenApi(app, () => options.tasks.registry.payloadSchemas());
   void app.register(healthRoutes, options.health);
   void app.register(taskRoutes, options.tasks);
   void app.register(batchRoutes, options.tasks);

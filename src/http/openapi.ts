@@ -9,8 +9,47 @@ import type { FastifyInstance } from 'fastify';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
-export function installOpenApi(app: FastifyInstance): void {
+/** Each task type with its payload's schema, read when the document is first asked for (after the boot). */
+export type PayloadSchemas = () => [type: string, schema: unknown][];
+
+/**
+ * The create's body as a union discriminated by `type`: one component per task type with its
+ * payload schema, the built-in ones and the shop's own (modules, procedures) alike.
+ */
+function withTypeUnion<D extends { paths?: object; components?: object }>(document: D, payloads: PayloadSchemas): D {
+  type Media = { schema?: Record<string, unknown> };
+  const paths = document.paths as Record<string, { post?: { requestBody?: { content?: Record<string, Media> } } }> | undefined;
+  const media = paths?.['/tasks']?.post?.requestBody?.content?.['application/json'];
+  if (media?.schema === undefined) return document;
+  const components = (document.components ?? {}) as { schemas?: Record<string, unknown> };
+  const schemas = (components.schemas ??= {});
+  const mapping: Record<string, string> = {};
+  for (const [type, payload] of payloads()) {
+    const name = `CreateTask.${type}`;
+    schemas[name] = {
+      type: 'object',
+      description: `a ${type} task`,
+      properties: { type: { const: type }, payload: JSON.parse(JSON.stringify(payload)) as unknown },
+      required: ['type'],
+    };
+    mapping[type] = `#/components/schemas/${name}`;
+  }
+  media.schema = {
+    ...media.schema,
+    oneOf: Object.values(mapping).map(($ref) => ({ $ref })),
+    discriminator: { propertyName: 'type', mapping },
+  };
+  return { ...document, components };
+}
+
+export function installOpenApi(app: FastifyInstance, payloads?: PayloadSchemas): void {
   void app.register(swagger, {
+    ...(payloads === undefined
+      ? {}
+      : {
+          transformObject: (documents) =>
+            'openapiObject' in documents ? withTypeUnion(documents.openapiObject, payloads) : documents.swaggerObject,
+        }),
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -20,7 +20,7 @@ export interface TestService extends Service {
 export async function startTestService(
   db: TestDatabase,
   env: Record<string, string> = {},
-  options: { clock?: Clock; handlers?: TaskHandler[]; boot?: boolean } = {},
+  options: { clock?: Clock; handlers?: TaskHandler[]; boot?: boolean; definitions?: readonly unknown[] } = {},
 ): Promise<TestService> {
   const config = loadConfig({ DATABASE_URL: db.url, LOG_LEVEL: 'debug', RETRY_BASE_MS: '100', ...env });
   const logs: Record<string, unknown>[] = [];
@@ -33,7 +33,7 @@ export async function startTestService(
   const logger = pino({ level: config.service.logLevel, redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } }, sink);
   const registry = createRegistry(config.webhook);
   for (const handler of options.handlers ?? []) registry.register(handler);
-  const service = new Service(config, { logger, clock: options.clock, registry }) as TestService;
+  const service = new Service(config, { logger, clock: options.clock, registry, handlers: options.definitions }) as TestService;
   service.logs = logs;
   service.call = async (method, url, body, headers = {}) => {
     const response = await service.app.inject({

@@ -66,7 +66,8 @@ describe('the @punctual/client package', () => {
   it('type-checks a shop’s code under tsc --strict without skipLibCheck', async () => {
     writeFileSync(
       join(project, 'shop.ts'),
-      `import { PunctualClient, PunctualError, type ClusterView, type Task } from '@punctual/client';
+      `import { PunctualClient, PunctualError, defineHandler, type ClusterView, type Task } from '@punctual/client';
+import { Type } from 'typebox';
 import { CreateTaskBody, TASK_STATUSES } from '@punctual/client/contract';
 
 const punctual = new PunctualClient({ baseUrl: 'http://127.0.0.1:3000', token: 'secret' });
@@ -96,6 +97,21 @@ try {
   console.log(now?.status);
 }
 const views: ClusterView[] = [view];
+
+// A handler's context is typed by its payload schema; defineHandler returns the object unchanged.
+const handler = defineHandler({
+  type: 'expire_coupon',
+  effect: 'database',
+  payload: Type.Object({ couponId: Type.Integer() }),
+  async run({ payload, tx, task }) {
+    // @ts-expect-error the payload's couponId is a number
+    const wrong: string = payload.couponId;
+    await tx.query('SELECT ?', [payload.couponId, task.attempt, wrong]);
+  },
+});
+// @ts-expect-error an effect is 'database' or 'outside'
+defineHandler({ type: 'x', effect: 'somewhere', payload: Type.Object({}), async run() {} });
+console.log(handler.type);
 console.log(created, id, status, paid, shards, views, Object.keys(CreateTaskBody.properties));
 `,
     );

@@ -38,6 +38,19 @@ export type Task = TaskJson;
 export type CreateTask = CreateTaskBody;
 export type Reschedule = RescheduleBody;
 export type { Role, Summary };
+/** A shop's own handlers, for a module punctual loads (HANDLERS) or createPunctual({ handlers }). */
+export { defineHandler, PermanentFailure, HANDLER_TYPE_PATTERN } from '../../../src/contract/index.js';
+export type {
+  DatabaseHandlerDefinition,
+  DatabaseBatchRun,
+  DatabaseRun,
+  HandlerDefinition,
+  HandlerLog,
+  HandlerTask,
+  OutsideHandlerDefinition,
+  OutsideRun,
+  QueryFunction,
+} from '../../../src/contract/index.js';
 /** A task type: its pause, its limits, and what runs and waits. */
 export type TaskType = TypeJson;
 /** A change of limits: a field left out is kept, null clears it. */

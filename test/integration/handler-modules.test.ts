@@ -1,0 +1,75 @@
+/**
+ * Handler definitions as plain objects, in the service in-process: checked at start, validated on
+ * create, run in the completion transaction, a `permanent: true` error failing the task at once.
+ */
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { waitFor } from '../helpers/server.js';
+
+let db: TestDatabase;
+let service: TestService;
+
+const handlers = [
+  {
+    type: 'ledger_note',
+    effect: 'database',
+    payload: { type: 'object', properties: { note: { type: 'string', maxLength: 4 } }, required: ['note'], additionalProperties: false },
+    async run({ tx, payload, task }: any) {
+      if (payload.note === 'bad') throw Object.assign(new Error('a bad note, for good'), { permanent: true });
+      await tx.query('INSERT INTO notes (task_id, note) VALUES (?, ?)', [task.id, payload.note]);
+      if (payload.note === 'oops') throw new Error('after the write');
+      return 'noted';
+    },
+  },
+];
+
+beforeAll(async () => {
+  db = await createTestDatabase('handler_defs');
+  await db.execute('CREATE TABLE notes (task_id BIGINT PRIMARY KEY, note VARCHAR(8) NOT NULL)');
+  service = await startTestService(db, {}, { definitions: handlers });
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await db?.drop();
+});
+
+const task = async (id: number) => (await service.call('GET', `/tasks/${id}`)).body;
+
+describe('handler definitions', () => {
+  it('refuses a payload its schema refuses, naming the field', async () => {
+    const answer = await service.call('POST', '/tasks', { type: 'ledger_note', payload: { note: 'too long' }, delayMs: 0 });
+    expect(answer.status).toBe(400);
+    expect(answer.body.message).toContain('payload/note');
+  });
+
+  it('puts its payload schema in a valid OpenAPI document, in the union by type', async () => {
+    const document = (await service.app.inject({ url: '/openapi.json' })).json();
+    const result = await new Validator().validate(structuredClone(document));
+    expect(result.errors ?? []).toEqual([]);
+    const create = document.paths['/tasks'].post.requestBody.content['application/json'].schema;
+    expect(create.discriminator.propertyName).toBe('type');
+    expect(Object.keys(create.discriminator.mapping).sort()).toEqual(['close_order', 'ledger_note', 'webhook']);
+    expect(create.oneOf).toContainEqual({ $ref: '#/components/schemas/CreateTask.ledger_note' });
+    expect(document.components.schemas['CreateTask.ledger_note'].properties).toEqual({
+      type: { const: 'ledger_note' },
+      payload: handlers[0]!.payload,
+    });
+  });
+
+  it('writes in the completion transaction; a throw after the write leaves nothing', async () => {
+    const good = await service.call('POST', '/tasks', { type: 'ledger_note', payload: { note: 'ok' }, delayMs: 0 });
+    const oops = await service.call('POST', '/tasks', { type: 'ledger_note', payload: { note: 'oops' }, delayMs: 0, maxAttempts: 1 });
+    const bad = await service.call('POST', '/tasks', { type: 'ledger_note', payload: { note: 'bad' }, delayMs: 0 });
+    await waitFor(async () => (await task(good.body.id)).status === 'done' && (await task(oops.body.id)).status === 'failed', 10_000);
+    const failed = await waitFor(async () => {
+      const t = await task(bad.body.id);
+      return t.status === 'failed' ? t : undefined;
+    }, 10_000);
+    // permanent: true fails at once, without retries.
+    expect([failed.attempts, failed.lastError]).toEqual([1, 'a bad note, for good']);
+    expect(await db.query<any[]>('SELECT task_id, note FROM notes ORDER BY task_id')).toEqual([{ task_id: good.body.id, note: 'ok' }]);
+  });
+});
