@@ -281,3 +281,29 @@ export const tokens: Kind<string[]> = (() => {
     show: () => '—',
   };
 })();
+
+/** Comma-separated task type names (letters, digits, `_ . : -`, up to 64), case kept, no repeats. */
+export const typeNames: Kind<string[]> = (() => {
+  const schema = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$' });
+  return {
+    type: 'list of task type names',
+    schema,
+    read(value, name) {
+      const names = value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
+      for (const entry of names) {
+        if (!Value.Check(schema, entry)) {
+          throw new ConfigError(
+            `${name} entries must be type names of letters, digits, _ . : - (at most 64), got ${JSON.stringify(entry)}`,
+          );
+        }
+      }
+      const repeated = names.find((entry, index) => names.indexOf(entry) !== index);
+      if (repeated !== undefined) throw new ConfigError(`${name} names ${JSON.stringify(repeated)} twice`);
+      return names;
+    },
+    show: () => '—',
+  };
+})();
