@@ -37,6 +37,9 @@ import { Retention } from '../maintenance/retention.js';
 import { DbClock } from '../time/db-clock.js';
 import { StepWatch, StepWatchMetrics } from '../time/step-watch.js';
 import { Dispatcher } from '../dispatch/dispatcher.js';
+import { PullHub } from '../dispatch/pull-hub.js';
+import { PullLifecycle } from '../lifecycle/pull.js';
+import { PullStore } from '../store/pulls.js';
 import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
@@ -90,6 +93,8 @@ export class Service {
   readonly typeControls: TypeControls;
   /** SHARDING=on: this process's shard leases (src/cluster/). */
   readonly keeper: LeaseKeeper | undefined;
+  /** Where pull workers' lease requests wait (worker types, docs/workers.md). */
+  readonly pullHub: PullHub;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -112,7 +117,7 @@ export class Service {
     );
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
-    this.registry = options.registry ?? createRegistry(config.webhook);
+    this.registry = options.registry ?? createRegistry(config.webhook, config.workers.types);
     this.limits = new TypeAdmission(clock, { registry: metricRegistry });
     this.typeControls = new TypeControls(new TypeControlStore(this.database), this.limits, clock, this.log);
     registerServiceGauges(metricRegistry, {
@@ -161,6 +166,24 @@ export class Service {
       },
       shards: this.keeper === undefined ? undefined : () => this.keeper!.ownedShards(),
     });
+    const pulls = new PullStore(this.database);
+    const pull = new PullLifecycle({
+      store: this.store,
+      pulls,
+      clock,
+      retry: config.retry,
+      effects: arming,
+      payloadProblem: (type, payload) => this.registry.payloadProblem(type, payload),
+    });
+    this.pullHub = new PullHub({
+      lifecycle: pull,
+      pulls,
+      limits: this.limits,
+      clock,
+      log: this.log,
+      maxWaiting: config.workers.maxWaiting,
+      registry: metricRegistry,
+    });
     this.dispatcher = new Dispatcher({
       database: this.database,
       store: this.store,
@@ -177,6 +200,7 @@ export class Service {
       misfireGraceMs: config.scheduler.misfireGraceMs,
       mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
       fence: this.keeper === undefined ? undefined : (ids) => this.keeper!.fence(ids),
+      pulled: (tasks) => this.pullHub.due(tasks),
     });
     this.retention = new Retention({
       store: this.store,
@@ -216,6 +240,7 @@ export class Service {
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
+      workers: { hub: this.pullHub, pull, registry: this.registry, clock, maxLeaseMs: config.workers.maxLeaseMs },
     });
     // start() listens before the boot (see the header): until the boot is done, only the probes
     // answer. A service booted without start() (embedded, tests) has nothing to hold back.
@@ -316,6 +341,8 @@ export class Service {
       await this.scheduler.stop();
       await Promise.race([booting, sleep(this.config.service.stopTimeoutMs)]);
     }
+    // Waiting lease requests are answered (no task) at once: the HTTP close would wait for them.
+    this.pullHub.stop();
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
     this.stepWatch.stop();

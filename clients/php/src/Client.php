@@ -323,6 +323,51 @@ final class Client
         }
     }
 
+    /**
+     * Leases up to `max` due tasks of worker types (worker role). With `waitMs` (at most 30000)
+     * the request waits until one falls due, or answers none when that long passed.
+     *
+     * @param list<string> $types
+     * @return list<LeasedTask>
+     */
+    public function lease(array $types, int $max = 1, int $leaseMs = 30_000, int $waitMs = 0): array
+    {
+        $body = ['types' => array_values($types), 'max' => $max, 'leaseMs' => $leaseMs, 'waitMs' => $waitMs];
+        // A lost answer may have leased tasks: they come back when the lease runs out, so a retry is harmless.
+        $answer = $this->call('POST', '/workers/lease', $body, true, true, $this->timeoutMs + $waitMs)[1];
+        return array_map(static fn (array $task): LeasedTask => LeasedTask::fromArray($task), $answer['tasks'] ?? []);
+    }
+
+    /** The leased task is done; a ConflictException when the lease is not this token's any more. */
+    public function ack(LeasedTask $task): Task
+    {
+        $id = $task->id;
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/ack", ['leaseToken' => $task->leaseToken])[1]);
+    }
+
+    /**
+     * The leased task failed: retried with backoff (or at `retryAt`), or failed for good when
+     * `permanent`; `error` is kept as its lastError.
+     */
+    public function nack(LeasedTask $task, string $error, int|string|\DateTimeInterface|null $retryAt = null, bool $permanent = false): Task
+    {
+        $body = self::withoutNulls([
+            'leaseToken' => $task->leaseToken,
+            'error' => mb_substr($error, 0, 2000),
+            'retryAt' => self::runAtValue($retryAt),
+            'permanent' => $permanent ? true : null,
+        ]);
+        $id = $task->id;
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/nack", $body)[1]);
+    }
+
+    /** The leased task needs longer: its lease runs `leaseMs` from now. */
+    public function extend(LeasedTask $task, int $leaseMs): Task
+    {
+        $id = $task->id;
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/extend", ['leaseToken' => $task->leaseToken, 'leaseMs' => $leaseMs], true)[1]);
+    }
+
     /** The Prometheus metrics, as text. */
     public function metrics(): string
     {
@@ -334,13 +379,13 @@ final class Client
      *
      * @return array{0: int, 1: mixed} the status and the decoded JSON body (the raw text when $json is false)
      */
-    private function call(string $method, string $path, ?array $body = null, ?bool $safe = null, bool $json = true): array
+    private function call(string $method, string $path, ?array $body = null, ?bool $safe = null, bool $json = true, ?int $timeoutMs = null): array
     {
         $safe ??= $method === 'GET';
         $text = $body === null ? null : json_encode($body, JSON_UNESCAPED_UNICODE | JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR);
         for ($attempt = 1; ; $attempt++) {
             try {
-                [$status, $answer] = $this->send($method, $path, $text, $attempt);
+                [$status, $answer] = $this->send($method, $path, $text, $attempt, $timeoutMs ?? $this->timeoutMs);
                 break;
             } catch (ConnectionException $error) {
                 $sent = !in_array($error->curlErrno, self::NOT_SENT, true);
@@ -367,7 +412,7 @@ final class Client
     }
 
     /** @return array{0: int, 1: string} */
-    private function send(string $method, string $path, ?string $body, int $attempt): array
+    private function send(string $method, string $path, ?string $body, int $attempt, int $timeoutMs): array
     {
         $this->curl ??= curl_init();
         curl_reset($this->curl);
@@ -385,7 +430,7 @@ final class Client
             CURLOPT_RETURNTRANSFER => true,
             CURLOPT_FOLLOWLOCATION => false,
             CURLOPT_NOSIGNAL => true,
-            CURLOPT_TIMEOUT_MS => $this->timeoutMs,
+            CURLOPT_TIMEOUT_MS => $timeoutMs,
             CURLOPT_CONNECTTIMEOUT_MS => $this->connectTimeoutMs,
         ]);
         if ($body !== null) {
