@@ -12,6 +12,7 @@ import { Value } from 'typebox/value';
 import { parseDatabaseUrl, DatabaseUrlError } from '../db/hosts.js';
 import { redactCredentials } from '../observability/redact.js';
 import { canonicalZone } from '../time/zones.js';
+import { parseTargets, TargetSpecError, type TargetSpec } from '../targets/spec.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -307,3 +308,18 @@ export const typeNames: Kind<string[]> = (() => {
     show: () => '—',
   };
 })();
+
+/** TARGETS: `name=url#kind:destination`, comma-separated (src/targets/spec.ts); URLs hold credentials, so no message quotes one. */
+export const targetList: Kind<TargetSpec[]> = {
+  type: 'list of `name=url#stream:…`, `name=url#exchange:…/key` or `name=url#subject:…`',
+  schema: Type.String(),
+  read(value, name) {
+    try {
+      return parseTargets(value, name);
+    } catch (error) {
+      if (error instanceof TargetSpecError) throw new ConfigError(error.message);
+      throw error;
+    }
+  },
+  show: () => '—',
+};

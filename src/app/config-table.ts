@@ -23,6 +23,7 @@ import {
   oneOf,
   secret,
   text,
+  targetList,
   tokens,
   typeNames,
   zone,
@@ -39,6 +40,7 @@ export const SLICES = {
   retry: 'Retries',
   webhook: 'Webhooks',
   workers: 'Pull workers',
+  targets: 'Delivery targets',
   retention: 'Retention',
   cluster: 'Several instances',
   service: 'The process',
@@ -329,6 +331,15 @@ export const VARIABLES = {
     milliseconds(1000, 24 * 3600_000),
     3600_000,
     'the longest lease (`leaseMs`) a worker may ask for, at lease and at extend',
+  ),
+  TARGETS: orFile(
+    setting(
+      'targets',
+      'list',
+      targetList,
+      [],
+      'named broker targets for `publish` tasks: `orders=redis://127.0.0.1:6379#stream:orders`, `sale=amqp://user:pass@host:5672/vhost#exchange:shop/sale.start`, `audit=nats://127.0.0.1:4222#subject:shop.audit`',
+    ),
   ),
   SHARDING: setting(
     'cluster',

@@ -40,6 +40,8 @@ import { Dispatcher } from '../dispatch/dispatcher.js';
 import { PullHub } from '../dispatch/pull-hub.js';
 import { PullLifecycle } from '../lifecycle/pull.js';
 import { PullStore } from '../store/pulls.js';
+import { Targets } from '../targets/targets.js';
+import { publish } from '../handlers/publish.js';
 import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
@@ -95,6 +97,8 @@ export class Service {
   readonly keeper: LeaseKeeper | undefined;
   /** Where pull workers' lease requests wait (worker types, docs/workers.md). */
   readonly pullHub: PullHub;
+  /** The named delivery targets of `publish` tasks (TARGETS, docs/targets.md). */
+  readonly targets: Targets;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -118,6 +122,8 @@ export class Service {
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config.webhook, config.workers.types);
+    this.targets = new Targets(config.targets.list, metricRegistry);
+    if (this.targets.size > 0 && this.registry.get('publish') === undefined) this.registry.register(publish(this.targets));
     this.limits = new TypeAdmission(clock, { registry: metricRegistry });
     this.typeControls = new TypeControls(new TypeControlStore(this.database), this.limits, clock, this.log);
     registerServiceGauges(metricRegistry, {
@@ -236,6 +242,7 @@ export class Service {
         armed: () => this.timers.size,
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
+        targets: this.targets.size === 0 ? undefined : () => this.targets.health(),
       },
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
@@ -276,6 +283,7 @@ export class Service {
     if (this.stopping) return;
     // After the boot load: the shards the keeper takes are armed by the scheduler.
     await this.keeper?.start();
+    this.targets.open(); // connects without waiting: a broker that is down is retried with backoff
     await this.dbClock.measure();
     this.retention.start();
     this.#open = !this.stopping; // booted: requests are let in
@@ -352,6 +360,7 @@ export class Service {
     this.log.debug('stop: refill and retention stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.service.stopTimeoutMs);
     this.log.debug({ finished }, 'stop: running handlers are done');
+    await this.targets.close();
     await this.database.close();
     this.log.info({ ms: Date.now() - started, handlersFinished: finished }, 'punctual stopped');
   }
