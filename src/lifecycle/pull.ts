@@ -16,6 +16,7 @@ import { retryAt, type BackoffPolicy } from './backoff.js';
 import { arm, type EffectSink, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
+import { Batcher, type Outcome } from '../util/batcher.js';
 
 /** How much of an error a nack keeps. */
 const MAX_ERROR_LENGTH = 2000;
@@ -45,7 +46,14 @@ export interface LeaseAsk {
 /** The answer to a settle: the task as it is after it, and whether this call wrote it. */
 export type SettleResult = { kind: 'settled'; task: Task } | { kind: 'stale'; task: Task } | { kind: 'missing' };
 
+/** Acks that arrive together share one transaction (one commit), up to this many, this many at once. */
+const ACK_BATCH = 200;
+const ACKS_RUNNING = 4;
+
 export class PullLifecycle {
+  /** Group commit of acks: each is its own conditional UPDATE, their COMMIT is shared. */
+  readonly #acks = new Batcher<{ id: number; token: string }, SettleResult>((acks) => this.#ackAll(acks), ACK_BATCH, ACKS_RUNNING);
+
   constructor(private readonly options: PullLifecycleOptions) {}
 
   #apply(effects: readonly TimerEffect[]): void {
@@ -127,17 +135,34 @@ export class PullLifecycle {
     this.#apply(effects);
   }
 
-  /** The worker's ack: done while its lease is held; a recurring task's next occurrence with it. */
-  async ack(id: number, token: string): Promise<SettleResult> {
+  /**
+   * The worker's ack: done while its lease is held; a recurring task's next occurrence with it.
+   * Acks that arrive together commit together (a worker acks a leased batch at once).
+   */
+  ack(id: number, token: string): Promise<SettleResult> {
+    return this.#acks.add({ id, token });
+  }
+
+  async #ackAll(acks: { id: number; token: string }[]): Promise<Outcome<SettleResult>[]> {
     const { store, pulls, clock } = this.options;
-    const task = await store.get(id);
-    if (task === undefined) return { kind: 'missing' };
-    const effects = await store.transaction(async (conn) => {
+    const effects: TimerEffect[] = [];
+    const results = await store.transaction(async (conn) => {
+      effects.length = 0;
       const now = clock.now();
-      if (!(await pulls.ack(conn, { id, token }, now))) return undefined;
-      return nextOccurrences(store, conn, [task], now);
+      const written: boolean[] = [];
+      for (const ack of acks) written.push(await pulls.ack(conn, ack, now));
+      const ids = [...new Set(acks.map((ack) => ack.id))];
+      const tasks = new Map((await pulls.byIds(conn, ids)).map((task) => [task.id, task]));
+      const finished = acks.filter((_, i) => written[i]).map((ack) => tasks.get(ack.id)!);
+      effects.push(...(await nextOccurrences(store, conn, finished, now)));
+      return acks.map((ack, i): SettleResult => {
+        const task = tasks.get(ack.id);
+        if (task === undefined) return { kind: 'missing' };
+        return { kind: written[i] ? 'settled' : 'stale', task };
+      });
     });
-    return this.#answer(id, effects);
+    this.#apply(effects);
+    return results.map((value) => ({ ok: true, value }));
   }
 
   /**

@@ -73,6 +73,13 @@ export class PullStore {
     });
   }
 
+  /** The tasks among `ids`, as they are in the caller's transaction. */
+  async byIds(conn: Connection, ids: readonly number[]): Promise<Task[]> {
+    if (ids.length === 0) return [];
+    const [rows] = await conn.query<TaskRow[]>(PULL_SQL.byIds, [ids]);
+    return rows.map(fromRow);
+  }
+
   /** Done, while `lease` is held; answers whether it was. */
   async ack(conn: Connection, lease: HeldLease, now: number): Promise<boolean> {
     const at = new Date(now);

@@ -108,9 +108,11 @@ describe('leasing', () => {
       await worker.ack(task!);
     }
     lateness.sort((a, b) => a - b);
-    // The precision bound (20 ms at p99 in `npm run bench`, B10), with room for a loaded test machine.
-    expect(lateness[Math.floor(lateness.length / 2)]).toBeLessThanOrEqual(20);
-    expect(lateness.at(-1)).toBeLessThanOrEqual(250);
+    // The figure (20 ms at p99) is B10's in `npm run bench`, on a quiet machine. Here the bound
+    // tells the timer path (a few ms) from the table peek every second (about 500 ms late on
+    // average), with room for a test machine under load.
+    expect(lateness[Math.floor(lateness.length / 2)]).toBeLessThanOrEqual(150);
+    expect(lateness.at(-1)).toBeLessThanOrEqual(600);
   });
 
   it('answers no task when waitMs passes, and at once with waitMs 0', async () => {

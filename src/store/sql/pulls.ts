@@ -23,6 +23,8 @@ export const PULL_SQL = {
   nextOfType: `SELECT
     (SELECT ${ms('MIN(run_at)')} FROM tasks WHERE type = ? AND status = 'pending'),
     (SELECT ${ms('MIN(lease_until)')} FROM tasks WHERE type = ? AND status = 'running')`,
+  /** The tasks among ?, after their acks. */
+  byIds: `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?)`,
   /** The worker's ack: done, while the lease is held. */
   ack: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
     last_duration_ms = TIMESTAMPDIFF(MICROSECOND, updated_at, ?) DIV 1000 WHERE ${HELD}`,
