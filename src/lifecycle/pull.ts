@@ -22,6 +22,8 @@ import { Batcher, type Outcome } from '../util/batcher.js';
 const MAX_ERROR_LENGTH = 2000;
 /** Expired leases recovered by one lease request at most (the reconcile recovers the rest). */
 const RECOVER_AT_MOST = 100;
+/** A type's expired leases are looked for at most this often (a lease request at 1,000/s must not pay for it each time). */
+const RECOVER_EVERY_MS = 500;
 
 export interface PullLifecycleOptions {
   store: TaskStore;
@@ -53,6 +55,9 @@ const ACKS_RUNNING = 4;
 export class PullLifecycle {
   /** Group commit of acks: each is its own conditional UPDATE, their COMMIT is shared. */
   readonly #acks = new Batcher<{ id: number; token: string }, SettleResult>((acks) => this.#ackAll(acks), ACK_BATCH, ACKS_RUNNING);
+
+  /** When each type's expired leases were last looked for. */
+  readonly #recovered = new Map<string, number>();
 
   constructor(private readonly options: PullLifecycleOptions) {}
 
@@ -105,7 +110,10 @@ export class PullLifecycle {
   /** The existing lease recovery, for the expired leases of `types`: pending again, or failed on their last attempt. */
   async #recoverExpired(types: readonly string[]): Promise<void> {
     const { store, pulls, clock } = this.options;
-    const ids = await pulls.expiredIds(types, clock.now(), RECOVER_AT_MOST);
+    const due = types.filter((type) => clock.now() - (this.#recovered.get(type) ?? Number.NEGATIVE_INFINITY) >= RECOVER_EVERY_MS);
+    if (due.length === 0) return;
+    for (const type of due) this.#recovered.set(type, clock.now());
+    const ids = await pulls.expiredIds(due, clock.now(), RECOVER_AT_MOST);
     if (ids.length === 0) return;
     const effects = await store.transaction(async (conn) => {
       const now = clock.now();
