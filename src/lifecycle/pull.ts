@@ -151,22 +151,34 @@ export class PullLifecycle {
     return this.#acks.add({ id, token });
   }
 
+  /**
+   * One transaction for acks that came together: their rows locked and read, then one
+   * conditional UPDATE per lease token (a worker acks the tasks of one lease), expecting exactly
+   * the rows whose lease it found held (invariant 13: a row it did not find held is not written).
+   */
   async #ackAll(acks: { id: number; token: string }[]): Promise<Outcome<SettleResult>[]> {
     const { store, pulls, clock } = this.options;
     const effects: TimerEffect[] = [];
     const results = await store.transaction(async (conn) => {
       effects.length = 0;
       const now = clock.now();
-      const written: boolean[] = [];
-      for (const ack of acks) written.push(await pulls.ack(conn, ack, now));
-      const ids = [...new Set(acks.map((ack) => ack.id))];
-      const tasks = new Map((await pulls.byIds(conn, ids)).map((task) => [task.id, task]));
-      const finished = acks.filter((_, i) => written[i]).map((ack) => tasks.get(ack.id)!);
+      const found = new Map((await pulls.lockByIds(conn, [...new Set(acks.map((ack) => ack.id))])).map((task) => [task.id, task]));
+      const held = acks.map((ack) => {
+        const task = found.get(ack.id);
+        return task !== undefined && task.status === 'running' && task.leaseOwner === ack.token && (task.leaseUntil ?? 0) >= now;
+      });
+      const byToken = new Map<string, Set<number>>();
+      acks.forEach((ack, i) => {
+        if (held[i]) byToken.set(ack.token, (byToken.get(ack.token) ?? new Set()).add(ack.id));
+      });
+      for (const [token, ids] of byToken) expectAll('ack', await pulls.ackMany(conn, [...ids], token, now), ids.size);
+      const finished = [...new Set(acks.filter((_, i) => held[i]).map((ack) => ack.id))].map((id) => found.get(id)!);
       effects.push(...(await nextOccurrences(store, conn, finished, now)));
       return acks.map((ack, i): SettleResult => {
-        const task = tasks.get(ack.id);
+        const task = found.get(ack.id);
         if (task === undefined) return { kind: 'missing' };
-        return { kind: written[i] ? 'settled' : 'stale', task };
+        if (!held[i]) return { kind: 'stale', task };
+        return { kind: 'settled', task: { ...task, status: 'done', leaseOwner: null, leaseUntil: null, finishedAt: now, updatedAt: now } };
       });
     });
     this.#apply(effects);

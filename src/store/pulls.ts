@@ -73,18 +73,19 @@ export class PullStore {
     });
   }
 
-  /** The tasks among `ids`, as they are in the caller's transaction. */
-  async byIds(conn: Connection, ids: readonly number[]): Promise<Task[]> {
+  /** The tasks among `ids`, locked by the caller's transaction. */
+  async lockByIds(conn: Connection, ids: readonly number[]): Promise<Task[]> {
     if (ids.length === 0) return [];
-    const [rows] = await conn.query<TaskRow[]>(PULL_SQL.byIds, [ids]);
+    const [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockByIds, [ids]);
     return rows.map(fromRow);
   }
 
-  /** Done, while `lease` is held; answers whether it was. */
-  async ack(conn: Connection, lease: HeldLease, now: number): Promise<boolean> {
+  /** Done, for those of `ids` whose lease `token` is held at `now`; answers how many. */
+  async ackMany(conn: Connection, ids: readonly number[], token: string, now: number): Promise<number> {
+    if (ids.length === 0) return 0;
     const at = new Date(now);
-    const [result] = await conn.query<Result>(PULL_SQL.ack, [at, at, at, lease.id, lease.token, at]);
-    return result.affectedRows === 1;
+    const [result] = await conn.query<Result>(PULL_SQL.ackMany, [at, at, at, ids, token, at]);
+    return result.affectedRows;
   }
 
   /** Pending again or failed for good, while `lease` is held; answers whether it was. */

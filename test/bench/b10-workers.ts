@@ -70,14 +70,22 @@ function client(baseUrl: string) {
     return JSON.parse(text) as T;
   };
   return {
-    lease: async (max: number, waitMs: number) => (await post<{ tasks: Leased[] }>('/workers/lease', { types: [TYPE], max, leaseMs: 60_000, waitMs })).tasks,
+    lease: async (max: number, waitMs: number) =>
+      (await post<{ tasks: Leased[] }>('/workers/lease', { types: [TYPE], max, leaseMs: 60_000, waitMs })).tasks,
     ack: (task: Leased) => post(`/tasks/${task.id}/ack`, { leaseToken: task.leaseToken }),
     close: () => agent.close(),
   };
 }
 
 /** `n` tasks of `type`, due from `startMs` at RATE a second; payload from `payloadSql` (over seq and the run_at). */
-async function seed(db: BenchDb, type: string, n: number, startMs: number, perSecond: number, payloadSql: (runAtMs: string) => string): Promise<void> {
+async function seed(
+  db: BenchDb,
+  type: string,
+  n: number,
+  startMs: number,
+  perSecond: number,
+  payloadSql: (runAtMs: string) => string,
+): Promise<void> {
   const runAtMs = `(${startMs} + FLOOR((seq - 1) * 1000 / ${perSecond}))`;
   await db.exec(
     `INSERT INTO tasks (type, payload, run_at) SELECT '${type}', ${payloadSql(runAtMs)}, ${utcSql(0, runAtMs)} FROM ${db.numbers(n)}`,
@@ -87,7 +95,9 @@ async function seed(db: BenchDb, type: string, n: number, startMs: number, perSe
 export async function pullWorkers(db: BenchDb, record: Record): Promise<void> {
   await db.reset();
   const hook = await receiver();
-  const server = await startServer(db, { env: { WORKER_TYPES: TYPE, WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } });
+  const server = await startServer(db, {
+    env: { WORKER_TYPES: TYPE, WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_SECRET: 'b10-bench-webhook-secret-0123456789' },
+  });
   const api = client(server.baseUrl);
   try {
     // ── precision: workers already waiting, 1,000 tasks/s falling due ────────────────────────
@@ -112,11 +122,21 @@ export async function pullWorkers(db: BenchDb, record: Record): Promise<void> {
     record(S, 'pull: waiting worker gets a task after runAt, p50', quantile(lateness, 0.5), 'ms');
     record(S, 'pull: waiting worker gets a task after runAt, p99', p99, 'ms', { text: '≤ 20 ms at 1,000 tasks/s', ok: p99 <= 20 });
     record(S, 'pull: … max', lateness.at(-1) ?? Number.NaN, 'ms');
-    record(S, 'pull: leased before runAt', lateness.filter((ms) => ms < 0).length, 'tasks', { text: '0', ok: lateness.every((ms) => ms >= 0) });
+    record(S, 'pull: leased before runAt', lateness.filter((ms) => ms < 0).length, 'tasks', {
+      text: '0',
+      ok: lateness.every((ms) => ms >= 0),
+    });
 
     // ── the same load as webhooks ────────────────────────────────────────────────────────────
     const hookStart = Date.now() + 4000;
-    await seed(db, 'webhook', total, hookStart, RATE, (runAt) => `JSON_OBJECT('url', '${hook.url}', 'body', JSON_OBJECT('runAt', ${runAt}))`);
+    await seed(
+      db,
+      'webhook',
+      total,
+      hookStart,
+      RATE,
+      (runAt) => `JSON_OBJECT('url', '${hook.url}', 'body', JSON_OBJECT('runAt', ${runAt}))`,
+    );
     await waitUntil(async () => hook.arrivals.length >= total, (SECONDS + 240) * 1000, 'every webhook called', 100);
     const calls = [...hook.arrivals].sort((a, b) => a - b);
     const hookP99 = quantile(calls, 0.99);
@@ -139,7 +159,10 @@ export async function pullWorkers(db: BenchDb, record: Record): Promise<void> {
       }),
     );
     const pullRate = BACKLOG / ((performance.now() - drainStarted) / 1000);
-    record(S, `pull: ${DRAIN_WORKERS} workers settle (lease 100, ack each)`, pullRate, 'tasks/s', { text: '≥ 5,000 tasks/s', ok: pullRate >= 5000 });
+    record(S, `pull: ${DRAIN_WORKERS} workers settle (lease 100, ack each)`, pullRate, 'tasks/s', {
+      text: '≥ 5,000 tasks/s',
+      ok: pullRate >= 5000,
+    });
 
     const before = hook.count();
     const hookDrain = performance.now();

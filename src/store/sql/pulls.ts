@@ -23,11 +23,12 @@ export const PULL_SQL = {
   nextOfType: `SELECT
     (SELECT ${ms('MIN(run_at)')} FROM tasks WHERE type = ? AND status = 'pending'),
     (SELECT ${ms('MIN(lease_until)')} FROM tasks WHERE type = ? AND status = 'running')`,
-  /** The tasks among ?, after their acks. */
-  byIds: `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?)`,
-  /** The worker's ack: done, while the lease is held. */
-  ack: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
-    last_duration_ms = TIMESTAMPDIFF(MICROSECOND, updated_at, ?) DIV 1000 WHERE ${HELD}`,
+  /** The tasks among ?, locked: what a group of acks finds before it writes. */
+  lockByIds: `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) ORDER BY id FOR UPDATE`,
+  /** Acks of one lease (one token): done, for those among ? whose lease ? is held at ?. */
+  ackMany: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
+    last_duration_ms = TIMESTAMPDIFF(MICROSECOND, updated_at, ?) DIV 1000
+    WHERE id IN (?) AND status = 'running' AND lease_owner = ? AND lease_until >= ?`,
   /** The worker's nack: pending again at ? (or failed for good when ? is null), with its error, while the lease is held. */
   nack: `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, last_error = ?, lease_owner = NULL, lease_until = NULL,
     updated_at = ? WHERE ${HELD}`,
