@@ -411,6 +411,15 @@ export const RULES: readonly Rule[] = [
         : undefined,
   },
   {
+    says: '`WORKER_TYPES` names none of the types punctual runs itself (`close_order`, `webhook`, `publish`)',
+    check({ workers }) {
+      const taken = workers.types.find((type) => ['close_order', 'webhook', 'publish'].includes(type));
+      return taken === undefined
+        ? undefined
+        : `WORKER_TYPES names ${taken}, a type punctual runs itself: choose another name for the worker type`;
+    },
+  },
+  {
     says: '`DB_POOL_SIZE` is greater than `CONCURRENCY`',
     check: ({ database, dispatcher }) =>
       database.poolSize <= dispatcher.concurrency

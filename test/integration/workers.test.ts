@@ -7,6 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PermanentFailure, PunctualClient, PunctualError, type LeasedTask } from '../../clients/ts/src/client.js';
+import { loadConfig } from '../../src/app/config.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -242,6 +243,15 @@ describe('leasing', () => {
 });
 
 describe('bad requests and roles', () => {
+  it('WORKER_TYPES may not take a type punctual runs itself, nor a bad name', () => {
+    expect(() => loadConfig({ WORKER_TYPES: 'reset_membership,webhook' })).toThrow(
+      /WORKER_TYPES names webhook, a type punctual runs itself/,
+    );
+    expect(() => loadConfig({ WORKER_TYPES: 'a b' })).toThrow(/WORKER_TYPES entries must be type names/);
+    expect(() => loadConfig({ WORKER_TYPES: 'a,a' })).toThrow(/names "a" twice/);
+    expect(loadConfig({ WORKER_TYPES: ' a , b ' }).workers.types).toEqual(['a', 'b']);
+  });
+
   it('answers 400 naming the field and leases nothing', async () => {
     const id = await create('t_bad', { memberId: 'bad' });
     const cases: [unknown, string][] = [
