@@ -10,7 +10,7 @@ const LAYERS = [
   ['db'],
   ['time'],
   ['store'],
-  ['cluster'],
+  ['cluster', 'targets'],
   ['handlers'],
   ['lifecycle'],
   ['timers'],

@@ -30,5 +30,7 @@ export default async function setup(): Promise<void> {
   }
   // chromium, promtool and libfaketime: installed with apt when missing, so `npm test` passes on a fresh machine.
   execFileSync('scripts/ensure-test-tools.sh', { stdio: 'inherit' });
+  // Redis, RabbitMQ and NATS for the delivery targets' tests: started when one does not answer.
+  execFileSync('scripts/ensure-services.sh', { stdio: 'inherit' });
   execFileSync(process.execPath, ['scripts/ensure-build.mjs'], { stdio: 'inherit' });
 }

@@ -12,6 +12,7 @@ import { Value } from 'typebox/value';
 import { parseDatabaseUrl, DatabaseUrlError } from '../db/hosts.js';
 import { redactCredentials } from '../observability/redact.js';
 import { canonicalZone } from '../time/zones.js';
+import { parseTargets, TargetSpecError, type TargetSpec } from '../targets/spec.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -281,3 +282,44 @@ export const tokens: Kind<string[]> = (() => {
     show: () => '—',
   };
 })();
+
+/** Comma-separated task type names (letters, digits, `_ . : -`, up to 64), case kept, no repeats. */
+export const typeNames: Kind<string[]> = (() => {
+  const schema = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$' });
+  return {
+    type: 'list of task type names',
+    schema,
+    read(value, name) {
+      const names = value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
+      for (const entry of names) {
+        if (!Value.Check(schema, entry)) {
+          throw new ConfigError(
+            `${name} entries must be type names of letters, digits, _ . : - (at most 64), got ${JSON.stringify(entry)}`,
+          );
+        }
+      }
+      const repeated = names.find((entry, index) => names.indexOf(entry) !== index);
+      if (repeated !== undefined) throw new ConfigError(`${name} names ${JSON.stringify(repeated)} twice`);
+      return names;
+    },
+    show: () => '—',
+  };
+})();
+
+/** TARGETS: `name=url#kind:destination`, comma-separated (src/targets/spec.ts); URLs hold credentials, so no message quotes one. */
+export const targetList: Kind<TargetSpec[]> = {
+  type: 'list of `name=url#stream:…`, `name=url#exchange:…/key` or `name=url#subject:…`',
+  schema: Type.String(),
+  read(value, name) {
+    try {
+      return parseTargets(value, name);
+    } catch (error) {
+      if (error instanceof TargetSpecError) throw new ConfigError(error.message);
+      throw error;
+    }
+  },
+  show: () => '—',
+};

@@ -23,7 +23,9 @@ import {
   oneOf,
   secret,
   text,
+  targetList,
   tokens,
+  typeNames,
   zone,
 } from './config-kinds.js';
 import { modulePaths, procedureList } from './config-handlers.js';
@@ -38,6 +40,8 @@ export const SLICES = {
   dispatcher: 'Dispatcher',
   retry: 'Retries',
   webhook: 'Webhooks',
+  workers: 'Pull workers',
+  targets: 'Delivery targets',
   retention: 'Retention',
   cluster: 'Several instances',
   handlers: 'Your own handlers',
@@ -201,6 +205,15 @@ export const VARIABLES = {
   API_TOKENS_ADMIN: orFile(
     setting('roles', 'admin', tokens, [], 'comma-separated tokens with the `admin` role (also bulk changes, pauses, limits)'),
   ),
+  API_TOKENS_WORKER: orFile(
+    setting(
+      'roles',
+      'worker',
+      tokens,
+      [],
+      'comma-separated tokens with the `worker` role (lease and settle tasks of worker types, nothing else)',
+    ),
+  ),
   TIMEZONE: setting('tasks', 'timezone', zone, 'UTC', 'IANA zone for a naive `runAt` when the request names none'),
   MAX_ATTEMPTS: setting('tasks', 'maxAttempts', integer(1, 1000), 4, 'attempts of a task that does not say'),
   HORIZON_MS: setting(
@@ -300,6 +313,36 @@ export const VARIABLES = {
   RETENTION_INTERVAL_MS: setting('retention', 'intervalMs', milliseconds(1000, DAY_MS), 10 * 60_000, 'how often the retention sweep runs'),
   RETENTION_BATCH_SIZE: setting('retention', 'batchSize', integer(1, 10_000), 500, 'most rows one retention `DELETE` removes'),
   RETENTION_PAUSE_MS: setting('retention', 'pauseMs', milliseconds(0, 60_000), 200, 'pause between two retention `DELETE`s'),
+  WORKER_TYPES: setting(
+    'workers',
+    'types',
+    typeNames,
+    [],
+    'task types punctual never runs itself: it leases their due tasks to pull workers (`POST /workers/lease`); any JSON object is their payload',
+  ),
+  WORKER_MAX_WAITING: setting(
+    'workers',
+    'maxWaiting',
+    integer(0, 100_000),
+    1000,
+    'lease requests that may wait (long poll) at once in this process; one more is answered 503 at once',
+  ),
+  WORKER_MAX_LEASE_MS: setting(
+    'workers',
+    'maxLeaseMs',
+    milliseconds(1000, 24 * 3600_000),
+    3600_000,
+    'the longest lease (`leaseMs`) a worker may ask for, at lease and at extend',
+  ),
+  TARGETS: orFile(
+    setting(
+      'targets',
+      'list',
+      targetList,
+      [],
+      'named broker targets for `publish` tasks: `orders=redis://127.0.0.1:6379#stream:orders`, `sale=amqp://user:pass@host:5672/vhost#exchange:shop/sale.start`, `audit=nats://127.0.0.1:4222#subject:shop.audit`',
+    ),
+  ),
   SHARDING: setting(
     'cluster',
     'sharding',
@@ -382,6 +425,15 @@ export const RULES: readonly Rule[] = [
       http.apiToken === undefined && ROLES.every((role) => roles[role].length === 0) && !isLoopback(http.host)
         ? `HOST ${http.host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`
         : undefined,
+  },
+  {
+    says: '`WORKER_TYPES` names none of the types punctual runs itself (`close_order`, `webhook`, `publish`)',
+    check({ workers }) {
+      const taken = workers.types.find((type) => ['close_order', 'webhook', 'publish'].includes(type));
+      return taken === undefined
+        ? undefined
+        : `WORKER_TYPES names ${taken}, a type punctual runs itself: choose another name for the worker type`;
+    },
   },
   {
     says: '`DB_POOL_SIZE` is greater than `CONCURRENCY`',

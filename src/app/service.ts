@@ -40,6 +40,11 @@ import { Retention } from '../maintenance/retention.js';
 import { DbClock } from '../time/db-clock.js';
 import { StepWatch, StepWatchMetrics } from '../time/step-watch.js';
 import { Dispatcher } from '../dispatch/dispatcher.js';
+import { PullHub } from '../dispatch/pull-hub.js';
+import { PullLifecycle } from '../lifecycle/pull.js';
+import { PullStore } from '../store/pulls.js';
+import { Targets } from '../targets/targets.js';
+import { publish } from '../handlers/publish.js';
 import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
@@ -98,6 +103,10 @@ export class Service {
   readonly typeControls: TypeControls;
   /** SHARDING=on: this process's shard leases (src/cluster/). */
   readonly keeper: LeaseKeeper | undefined;
+  /** Where pull workers' lease requests wait (worker types, docs/workers.md). */
+  readonly pullHub: PullHub;
+  /** The named delivery targets of `publish` tasks (TARGETS, docs/targets.md). */
+  readonly targets: Targets;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
@@ -123,7 +132,9 @@ export class Service {
     );
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
-    this.registry = options.registry ?? createRegistry(config.webhook);
+    this.registry = options.registry ?? createRegistry(config.webhook, config.workers.types);
+    this.targets = new Targets(config.targets.list, metricRegistry);
+    if (this.targets.size > 0 && this.registry.get('publish') === undefined) this.registry.register(publish(this.targets));
     this.limits = new TypeAdmission(clock, { registry: metricRegistry });
     this.typeControls = new TypeControls(new TypeControlStore(this.database), this.limits, clock, this.log);
     registerServiceGauges(metricRegistry, {
@@ -172,6 +183,24 @@ export class Service {
       },
       shards: this.keeper === undefined ? undefined : () => this.keeper!.ownedShards(),
     });
+    const pulls = new PullStore(this.database);
+    const pull = new PullLifecycle({
+      store: this.store,
+      pulls,
+      clock,
+      retry: config.retry,
+      effects: arming,
+      payloadProblem: (type, payload) => this.registry.payloadProblem(type, payload),
+    });
+    this.pullHub = new PullHub({
+      lifecycle: pull,
+      pulls,
+      limits: this.limits,
+      clock,
+      log: this.log,
+      maxWaiting: config.workers.maxWaiting,
+      registry: metricRegistry,
+    });
     this.dispatcher = new Dispatcher({
       database: this.database,
       store: this.store,
@@ -188,6 +217,7 @@ export class Service {
       misfireGraceMs: config.scheduler.misfireGraceMs,
       mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
       fence: this.keeper === undefined ? undefined : (ids) => this.keeper!.fence(ids),
+      pulled: (tasks) => this.pullHub.due(tasks),
     });
     this.retention = new Retention({
       store: this.store,
@@ -223,10 +253,12 @@ export class Service {
         armed: () => this.timers.size,
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
+        targets: this.targets.size === 0 ? undefined : () => this.targets.health(),
       },
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
+      workers: { hub: this.pullHub, pull, registry: this.registry, clock, maxLeaseMs: config.workers.maxLeaseMs },
     });
     // start() listens before the boot (see the header): until the boot is done, only the probes
     // answer. A service booted without start() (embedded, tests) has nothing to hold back.
@@ -288,6 +320,7 @@ export class Service {
     if (this.stopping) return;
     // After the boot load: the shards the keeper takes are armed by the scheduler.
     await this.keeper?.start();
+    this.targets.open(); // connects without waiting: a broker that is down is retried with backoff
     await this.dbClock.measure();
     this.retention.start();
     this.#open = !this.stopping; // booted: requests are let in
@@ -354,6 +387,8 @@ export class Service {
       await this.scheduler.stop();
       await Promise.race([booting, sleep(this.config.service.stopTimeoutMs)]);
     }
+    // Waiting lease requests are answered (no task) at once: the HTTP close would wait for them.
+    this.pullHub.stop();
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
     this.stepWatch.stop();
@@ -363,6 +398,7 @@ export class Service {
     this.log.debug('stop: refill and retention stopped, timers disarmed');
     const finished = await this.dispatcher.stop(this.config.service.stopTimeoutMs);
     this.log.debug({ finished }, 'stop: running handlers are done');
+    await this.targets.close();
     await this.database.close();
     this.log.info({ ms: Date.now() - started, handlersFinished: finished }, 'punctual stopped');
   }

@@ -94,18 +94,33 @@ export interface OutsideHandlerDefinition<S extends TSchema = TSchema> extends H
   run(run: OutsideRun<Static<S>>): Promise<string | void>;
 }
 
-export type HandlerDefinition<S extends TSchema = TSchema> = DatabaseHandlerDefinition<S> | OutsideHandlerDefinition<S>;
+/**
+ * A worker type: punctual never runs it, only leases it to pull workers (`POST /workers/lease`);
+ * the schema checks every create. It has no `run` and no `timeoutMs` (the lease is the time limit).
+ */
+export interface WorkerTypeDefinition<S extends TSchema = TSchema> {
+  type: string;
+  effect: 'worker';
+  payload: S;
+}
+
+export type HandlerDefinition<S extends TSchema = TSchema> =
+  | DatabaseHandlerDefinition<S>
+  | OutsideHandlerDefinition<S>
+  | WorkerTypeDefinition<S>;
 
 /** Types a handler; returns it unchanged. */
 export function defineHandler<S extends TSchema>(handler: DatabaseHandlerDefinition<S>): DatabaseHandlerDefinition<S>;
 export function defineHandler<S extends TSchema>(handler: OutsideHandlerDefinition<S>): OutsideHandlerDefinition<S>;
+export function defineHandler<S extends TSchema>(handler: WorkerTypeDefinition<S>): WorkerTypeDefinition<S>;
 export function defineHandler<S extends TSchema>(handler: HandlerDefinition<S>): HandlerDefinition<S> {
   return handler;
 }
 
 /**
- * An error no retry can fix: the task fails at once. A module without this package throws any
- * error with `permanent: true` instead; punctual reads the property, not the class.
+ * An error no retry can fix: the task fails at once (from a handler, or from a pull worker's work()
+ * callback). A module without this package throws any error with `permanent: true` instead;
+ * punctual reads the property, not the class.
  */
 export class PermanentFailure extends Error {
   override name = 'PermanentFailure';

@@ -4,6 +4,13 @@ import { Type, type Static } from 'typebox';
 export const Health = Type.Object({ status: Type.String() });
 export type Health = Static<typeof Health>;
 
+/** One delivery target's health on /readyz: reported, never failing readiness. */
+export const TargetHealthJson = Type.Object({
+  kind: Type.String({ description: 'redis, amqp or nats' }),
+  up: Type.Boolean({ description: 'connected now' }),
+  lastError: Type.Union([Type.String(), Type.Null()], { description: 'the last connection or publish error, credentials masked' }),
+});
+
 export const Readiness = Type.Object({
   status: Type.String(),
   armed: Type.Integer(),
@@ -12,6 +19,11 @@ export const Readiness = Type.Object({
   dbClockOffsetMs: Type.Optional(
     Type.Union([Type.Number(), Type.Null()], {
       description: "the database server's clock minus punctual's, in ms (null before the first check)",
+    }),
+  ),
+  targets: Type.Optional(
+    Type.Record(Type.String(), TargetHealthJson, {
+      description: 'each delivery target (TARGETS) by name: reported, never failing readiness',
     }),
   ),
   warning: Type.Optional(

@@ -15,3 +15,4 @@ export * from './limits.js';
 export * from './tasks.js';
 export * from './types.js';
 export * from './handler-module.js';
+export * from './workers.js';

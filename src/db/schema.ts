@@ -109,6 +109,8 @@ export const tasks = mysqlTable(
     uniqueIndex('tasks_series_run_at').on(table.seriesId, table.runAt),
     // Bulk changes by type pick their ids from here, in id order.
     index('tasks_type_status').on(table.type, table.status),
+    // Pull workers lease a worker type's due tasks oldest first from here (store/sql/pulls.ts).
+    index('tasks_type_status_run_at').on(table.type, table.status, table.runAt),
   ],
 );
 

@@ -2,7 +2,8 @@
  * What becomes of each task a batch has locked, decided before anything runs, in (runAt, id) order:
  * failed as unrunnable, deferred (no free outside slot: not leased), skipped (waited past the
  * misfire grace), held (its type's pause or limits), leased (outside, to run after COMMIT), failed
- * again (its handler threw in an earlier try), or runnable (database, grouped by its handler). Pure
+ * again (its handler threw in an earlier try), runnable (database, grouped by its handler), or
+ * pulled (a worker type's: not claimed here, handed to the waiting pull workers after COMMIT). Pure
  * but for the two questions it asks the type limits (`waited`, `admit`).
  * See docs/architecture.md#a-batchs-plan.
  */
@@ -32,18 +33,33 @@ export interface BatchPlan {
   skipped: Task[];
   held: Task[];
   runnable: Map<DatabaseHandler, Task[]>;
+  /** Due tasks of worker types: left pending, for a pull worker to lease (pull-hub.ts). */
+  pulled: Task[];
   /** The runs admitted by the type limits, by task id (the leased and the runnable). */
   tickets: Map<number, Ticket>;
 }
 
 export function planBatch(locked: readonly Task[], inputs: PlanInputs): BatchPlan {
   const { now, slots, misfireGraceMs, threw, handlers, limits } = inputs;
-  const plan: BatchPlan = { failures: [], leased: [], deferred: [], skipped: [], held: [], runnable: new Map(), tickets: new Map() };
+  const plan: BatchPlan = {
+    failures: [],
+    leased: [],
+    deferred: [],
+    skipped: [],
+    held: [],
+    runnable: new Map(),
+    pulled: [],
+    tickets: new Map(),
+  };
   for (const task of [...locked].sort((a, b) => a.runAt - b.runAt || a.id - b.id)) {
     const handler = handlers.get(task.type);
     const problem = handlers.payloadProblem(task.type, task.payload);
     if (handler === undefined || problem !== undefined) {
       plan.failures.push(unrunnable(task, handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : problem!));
+      continue;
+    }
+    if (handler.effect === 'worker') {
+      plan.pulled.push(task); // a pull worker leases it; its type's pause and limits are asked there
       continue;
     }
     if (handler.effect === 'outside' && plan.leased.length >= slots) {

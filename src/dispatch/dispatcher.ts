@@ -39,7 +39,7 @@ import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { RepeatedWarnings } from '../observability/repeated-warnings.js';
 import type { ClaimFence } from '../store/leases.js';
-import type { TaskStore } from '../store/task-store.js';
+import type { Task, TaskStore } from '../store/task-store.js';
 import type { DueQueue } from '../timers/due-queue.js';
 import { Fifo, sleep } from '../util/async.js';
 import { tryBatch, type BatchParts, type BatchResult, type RunMode } from './batch-try.js';
@@ -83,6 +83,8 @@ export interface DispatcherOptions {
   /** SHARDING=on: the shards (at their epochs) a claim of these ids is decided under; the claim holds only while they do. */
   fence?: (ids: readonly number[]) => ClaimFence;
   metrics?: DispatchMetrics;
+  /** Due tasks of worker types, after COMMIT: told to the waiting pull workers (pull-hub.ts). */
+  pulled?: (tasks: readonly Task[]) => void;
 }
 
 /** How many times a batch is tried after a deadlock or lock-wait timeout before splitting it. */
@@ -296,6 +298,7 @@ export class Dispatcher {
     queue.release(finished);
     for (const id of finished) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
     for (const task of result.deferred) this.#outsideWaiting.push(task.id);
+    if (result.pulled.length > 0) this.#options.pulled?.(result.pulled);
     for (const task of result.held) {
       // No place in its type's waiting room: left to the table, where the reconcile finds it again.
       if (!limits.hold(task)) queue.release([task.id]);

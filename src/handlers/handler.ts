@@ -6,6 +6,9 @@
  * - `outside`: it touches the world outside the database (an HTTP call). It runs after the task
  *   is claimed with a lease; if the process dies mid-call the lease runs out and the task runs
  *   again, so it is at-least-once and must send a stable idempotency key.
+ * - `worker`: punctual never runs it. A pull worker, the shop's own process, leases the due task
+ *   (`POST /workers/lease`) and settles it (ack, nack); an expired lease puts it back, so it is
+ *   at-least-once like an outside handler, with the same stable idempotency key.
  */
 import type { Logger } from 'pino';
 import type { Static, TSchema } from 'typebox';
@@ -81,10 +84,15 @@ export interface OutsideHandler<S extends TSchema = TSchema> extends BaseHandler
   run(ctx: OutsideContext<Static<S>>): Promise<string | void>;
 }
 
-export type TaskHandler = DatabaseHandler | OutsideHandler;
+/** A type whose tasks only pull workers run: no code here, only the payload's schema. */
+export interface WorkerHandler<S extends TSchema = TSchema> extends BaseHandler<S> {
+  effect: 'worker';
+}
+
+export type TaskHandler = DatabaseHandler | OutsideHandler | WorkerHandler;
 
 /** The effects a handler may declare: the one list a handler module is checked against. */
-export const HANDLER_EFFECTS = ['database', 'outside'] as const satisfies readonly TaskHandler['effect'][];
+export const HANDLER_EFFECTS = ['database', 'outside', 'worker'] as const satisfies readonly TaskHandler['effect'][];
 
 /** An error a retry cannot fix (a malformed order, a refused URL): the task fails at once. */
 export class PermanentError extends Error {

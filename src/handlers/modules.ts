@@ -16,6 +16,7 @@ import type { Connection } from '../db/connection.js';
 import type { Task } from '../store/task-store.js';
 import { HANDLER_EFFECTS, PermanentError, type TaskHandler } from './handler.js';
 import { idempotencyKey } from './webhook.js';
+import { workerType } from './worker-type.js';
 
 /** A handler's time limit when it names none. */
 export const DEFAULT_MODULE_TIMEOUT_MS = 30_000;
@@ -103,6 +104,13 @@ export function handlerProblem(candidate: unknown, index: number): string | unde
   } catch (error) {
     return `${named}: payload is not a usable JSON Schema (${(error as Error).message})`;
   }
+  if (h.effect === 'worker') {
+    // Pull workers run it: a run or a time limit here would be a mistake the shop should hear of.
+    if (h.run !== undefined || h.runBatch !== undefined || h.timeoutMs !== undefined) {
+      return `${named}: a worker type has no run, runBatch or timeoutMs (pull workers run it; the lease is its time limit)`;
+    }
+    return undefined;
+  }
   if (typeof h.run !== 'function') return `${named}: run must be a function`;
   if (h.runBatch !== undefined && (h.effect !== 'database' || typeof h.runBatch !== 'function')) {
     return `${named}: runBatch must be a function, and only a database handler has one`;
@@ -155,7 +163,7 @@ async function permanentAware<T>(work: () => Promise<T>): Promise<T> {
 
 type Definition = {
   type: string;
-  effect: 'database' | 'outside';
+  effect: 'database' | 'outside' | 'worker';
   payload: TSchema;
   timeoutMs?: number;
   run: (this: void, ctx: unknown) => Promise<string | void>;
@@ -165,6 +173,7 @@ type Definition = {
 /** The engine's handler for a checked definition. */
 function adapt(definition: Definition): TaskHandler {
   const { type, payload } = definition;
+  if (definition.effect === 'worker') return workerType({ type, payload });
   const timeoutMs = definition.timeoutMs ?? DEFAULT_MODULE_TIMEOUT_MS;
   if (definition.effect === 'database') {
     const runBatch = definition.runBatch;

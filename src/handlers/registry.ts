@@ -8,6 +8,7 @@ import { closeOrder } from './close-order.js';
 import type { TaskHandler } from './handler.js';
 import { HandlerModuleError, type LoadedHandlers } from './modules.js';
 import { webhook, type WebhookOptions } from './webhook.js';
+import { workerType } from './worker-type.js';
 
 interface Entry {
   handler: TaskHandler;
@@ -50,6 +51,11 @@ export class HandlerRegistry {
     return [...this.#entries.keys()];
   }
 
+  /** The types only pull workers run (effect `worker`). */
+  get workerTypes(): string[] {
+    return [...this.#entries.values()].filter(({ handler }) => handler.effect === 'worker').map(({ handler }) => handler.type);
+  }
+
   /** The longest time limit of any handler. */
   get longestTimeoutMs(): number {
     return Math.max(0, ...[...this.#entries.values()].map(({ handler }) => handler.timeoutMs));
@@ -70,7 +76,9 @@ export class HandlerRegistry {
   }
 }
 
-/** The handlers punctual ships, the webhook with the configuration's webhook settings. */
-export function createRegistry(webhookSettings: WebhookOptions): HandlerRegistry {
-  return new HandlerRegistry().register(closeOrder).register(webhook(webhookSettings));
+/** The handlers punctual ships, the webhook with the configuration's webhook settings, and WORKER_TYPES. */
+export function createRegistry(webhookSettings: WebhookOptions, workerTypes: readonly string[] = []): HandlerRegistry {
+  const registry = new HandlerRegistry().register(closeOrder).register(webhook(webhookSettings));
+  for (const type of workerTypes) registry.register(workerType({ type }));
+  return registry;
 }

@@ -21,6 +21,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
 import { typeRoutes, type TypeRoutesOptions } from './routes/types.js';
 import { clusterRoutes, type ClusterRoutesOptions } from './routes/cluster.js';
+import { workerRoutes, type WorkerRoutesOptions } from './routes/workers.js';
 import type { Metrics } from '../observability/metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
@@ -37,6 +38,8 @@ export interface AppOptions {
   charts: ChartRoutesOptions;
   types: TypeRoutesOptions;
   cluster: ClusterRoutesOptions;
+  /** Pull workers' routes (POST /workers/lease, ack, nack, extend). */
+  workers?: WorkerRoutesOptions;
   security: SecurityOptions;
 }
 
@@ -76,5 +79,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(chartRoutes, options.charts);
   void app.register(typeRoutes, options.types);
   void app.register(clusterRoutes, options.cluster);
+  if (options.workers !== undefined) void app.register(workerRoutes, options.workers);
   return app;
 }

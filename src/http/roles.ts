@@ -37,6 +37,10 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'POST /tasks/batch': 'write',
   'POST /tasks/bulk/cancel': 'admin',
   'POST /tasks/bulk/reschedule': 'admin',
+  'POST /workers/lease': 'worker',
+  'POST /tasks/:id/ack': 'worker',
+  'POST /tasks/:id/nack': 'worker',
+  'POST /tasks/:id/extend': 'worker',
 };
 
 /** The role a route needs; undefined when it is not in the table. */
@@ -45,9 +49,13 @@ export function roleFor(method: string, url: string): Role | undefined {
   return ROUTE_ROLES[`${method === 'HEAD' ? 'GET' : method} ${url}`];
 }
 
-/** Does `role` allow what `needed` allows? */
+/** The ordered roles, each allowing what the one before allows; `worker` is not among them. */
+const LADDER: readonly Role[] = ['read', 'write', 'admin'];
+
+/** Does `role` allow what `needed` allows? A worker token does worker routes only; admin does them too. */
 export function allows(role: Role, needed: Role): boolean {
-  return ROLES.indexOf(role) >= ROLES.indexOf(needed);
+  if (role === 'worker' || needed === 'worker') return role === needed || role === 'admin';
+  return LADDER.indexOf(role) >= LADDER.indexOf(needed);
 }
 
 function digest(value: string): Buffer {

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PunctualClient, PunctualError } from '../../clients/ts/src/client.js';
+import { PunctualClient, PunctualError, type LeasedTask } from '../../clients/ts/src/client.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
@@ -30,7 +30,7 @@ beforeAll(async () => {
   db = await createTestDatabase('clients');
   service = await startTestService(
     db,
-    { PORT: '0' },
+    { PORT: '0', WORKER_TYPES: 'clients_job' },
     {
       handlers: [
         testHandler('always_fails', async () => {
@@ -79,6 +79,7 @@ async function drain<T>(items: AsyncIterable<T>): Promise<number> {
 function calls(client: PunctualClient): Record<string, () => Promise<unknown>> {
   let id = 0;
   let failed = 0;
+  let leased: LeasedTask | undefined;
   const order = (sn: string) => ({
     type: 'close_order',
     payload: { orderSn: sn },
@@ -117,6 +118,22 @@ function calls(client: PunctualClient): Record<string, () => Promise<unknown>> {
     upcomingLoad: () => client.upcomingLoad(),
     recentRuns: () => client.recentRuns(),
     metrics: () => client.metrics(),
+    lease: async () => {
+      await client.create({ type: 'clients_job', payload: { n: 1 }, delayMs: 0 });
+      leased = (await client.lease({ types: ['clients_job'], waitMs: 5000 }))[0];
+      return leased;
+    },
+    extend: () => client.extend(leased!, 10_000),
+    nack: () => client.nack(leased!, 'not yet', { retryAt: Date.now() }),
+    ack: async () => {
+      const [again] = await client.lease({ types: ['clients_job'], waitMs: 5000 });
+      return client.ack(again!);
+    },
+    work: async () => {
+      await client.create({ type: 'clients_job', payload: { n: 2 }, delayMs: 0 });
+      const stop = new AbortController();
+      await client.work(['clients_job'], () => stop.abort(), { signal: stop.signal, waitMs: 5000 });
+    },
   };
 }
 

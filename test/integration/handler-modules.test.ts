@@ -1,6 +1,7 @@
 /**
  * Handler definitions as plain objects, in the service in-process: checked at start, validated on
- * create, run in the completion transaction, a `permanent: true` error failing the task at once.
+ * create, run in the completion transaction, a `permanent: true` error failing the task at once;
+ * a module's worker type validated on create and leased to a pull worker, never run here.
  */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +23,11 @@ const handlers = [
       if (payload.note === 'oops') throw new Error('after the write');
       return 'noted';
     },
+  },
+  {
+    type: 'reset_membership',
+    effect: 'worker',
+    payload: { type: 'object', properties: { memberId: { type: 'integer' } }, required: ['memberId'], additionalProperties: false },
   },
 ];
 
@@ -51,7 +57,7 @@ describe('handler definitions', () => {
     expect(result.errors ?? []).toEqual([]);
     const create = document.paths['/tasks'].post.requestBody.content['application/json'].schema;
     expect(create.discriminator.propertyName).toBe('type');
-    expect(Object.keys(create.discriminator.mapping).sort()).toEqual(['close_order', 'ledger_note', 'webhook']);
+    expect(Object.keys(create.discriminator.mapping).sort()).toEqual(['close_order', 'ledger_note', 'reset_membership', 'webhook']);
     expect(create.oneOf).toContainEqual({ $ref: '#/components/schemas/CreateTask.ledger_note' });
     expect(document.components.schemas['CreateTask.ledger_note'].properties).toEqual({
       type: { const: 'ledger_note' },
@@ -71,5 +77,23 @@ describe('handler definitions', () => {
     // permanent: true fails at once, without retries.
     expect([failed.attempts, failed.lastError]).toEqual([1, 'a bad note, for good']);
     expect(await db.query<any[]>('SELECT task_id, note FROM notes ORDER BY task_id')).toEqual([{ task_id: good.body.id, note: 'ok' }]);
+  });
+
+  it("checks a module's worker type on create, lists it, and leases it to a pull worker only", async () => {
+    const refused = await service.call('POST', '/tasks', { type: 'reset_membership', payload: { memberId: 'seven' }, delayMs: 0 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toContain('payload/memberId');
+    const created = await service.call('POST', '/tasks', { type: 'reset_membership', payload: { memberId: 7 }, delayMs: 0 });
+    expect(created.status).toBe(201);
+    const types = (await service.call('GET', '/types')).body;
+    expect(JSON.stringify(types)).toContain('reset_membership');
+    const lease = await service.call('POST', '/workers/lease', { types: ['reset_membership'], max: 5, leaseMs: 5_000, waitMs: 5_000 });
+    expect(lease.status).toBe(200);
+    expect(lease.body.tasks.map((t: any) => [t.id, t.payload])).toEqual([[created.body.id, { memberId: 7 }]]);
+    // Not run by punctual: it stays leased to the worker until the worker settles it.
+    expect((await task(created.body.id)).status).toBe('running');
+    const ack = await service.call('POST', `/tasks/${created.body.id}/ack`, { leaseToken: lease.body.tasks[0].leaseToken });
+    expect(ack.status).toBe(200);
+    expect((await task(created.body.id)).status).toBe('done');
   });
 });

@@ -116,6 +116,8 @@ async function main(): Promise<number> {
         WEBHOOK_HOST_SECRETS: `${HOST_SECRET_HOST}=${HOST_SECRET}`,
         REFILL_INTERVAL_MS: String(REFILL_INTERVAL_MS),
         RETRY_BASE_MS: '100',
+        // The worker loop's tests (WorkerTest.php).
+        WORKER_TYPES: 'php_worker_job,php_sigterm_job',
       },
       timeoutMs: START_TIMEOUT_MS,
     });

@@ -38,7 +38,7 @@ const CASES: [string, string | undefined, RegExp][] = [
   [
     'an effect punctual does not know',
     `export default [{ type: 'x', effect: 'somewhere', payload: ${schema}, async run() {} }];`,
-    /handler "x": effect "somewhere" must be one of 'database', 'outside'$/,
+    /handler "x": effect "somewhere" must be one of 'database', 'outside', 'worker'$/,
   ],
   [
     'a payload that is no schema',
@@ -59,6 +59,11 @@ const CASES: [string, string | undefined, RegExp][] = [
     'run that is not a function',
     `export default [{ type: 'x', effect: 'outside', payload: ${schema}, run: 'later' }];`,
     /handler "x": run must be a function$/,
+  ],
+  [
+    'a worker type with a run of its own',
+    `export default [{ type: 'x', effect: 'worker', payload: ${schema}, async run() {} }];`,
+    /handler "x": a worker type has no run, runBatch or timeoutMs/,
   ],
   [
     'a bad time limit',

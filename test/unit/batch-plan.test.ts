@@ -11,6 +11,7 @@ import type { OutsideHandler } from '../../src/handlers/handler.js';
 import { HandlerRegistry } from '../../src/handlers/registry.js';
 import type { Task } from '../../src/store/task-store.js';
 import type { TypeControl } from '../../src/store/type-controls.js';
+import { workerType } from '../../src/handlers/worker-type.js';
 import { testHandler } from '../helpers/handlers.js';
 import { aTask } from '../helpers/tasks.js';
 
@@ -24,7 +25,11 @@ const hook: OutsideHandler = {
   timeoutMs: 1000,
   run: async () => undefined,
 };
-const registry = new HandlerRegistry().register(mail).register(sms).register(hook);
+const registry = new HandlerRegistry()
+  .register(mail)
+  .register(sms)
+  .register(hook)
+  .register(workerType({ type: 'reset_membership' }));
 
 function inputs(fields: Partial<PlanInputs> = {}, controls: TypeControl[] = []): PlanInputs {
   const limits = new TypeAdmission({ now: () => NOW });
@@ -44,6 +49,18 @@ function inputs(fields: Partial<PlanInputs> = {}, controls: TypeControl[] = []):
 const ids = (tasks: { id: number }[] | { task: Task }[]) => tasks.map((entry) => ('task' in entry ? entry.task.id : entry.id));
 
 describe('a batch plan', () => {
+  it('hands the due tasks of worker types to the pull workers: not claimed, not admitted, even on a paused type', () => {
+    const locked = [aTask({ id: 1, type: 'reset_membership', payload: { memberId: 1 } }), aTask({ id: 2, type: 'mail' })];
+    const plan = planBatch(
+      locked,
+      inputs({}, [{ type: 'reset_membership', paused: true, maxConcurrency: null, ratePerSecond: null, groupBy: null, updatedAt: 0 }]),
+    );
+    expect(ids(plan.pulled)).toEqual([1]);
+    expect(plan.tickets.has(1)).toBe(false);
+    expect([...plan.held, ...plan.leased.map(({ task }) => task), ...plan.deferred].map((task) => task.id)).not.toContain(1);
+    expect(ids([...plan.runnable.values()].flat())).toEqual([2]);
+  });
+
   it('groups the database tasks by handler, in (runAt, id) order, and leases the outside ones', () => {
     const locked = [
       aTask({ id: 1, type: 'mail', runAt: 300 }),

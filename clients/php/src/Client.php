@@ -323,6 +323,84 @@ final class Client
         }
     }
 
+    /**
+     * Leases up to `max` due tasks of worker types (worker role). With `waitMs` (at most 30000)
+     * the request waits until one falls due, or answers none when that long passed.
+     *
+     * @param list<string> $types
+     * @return list<LeasedTask>
+     */
+    public function lease(array $types, int $max = 1, int $leaseMs = 30_000, int $waitMs = 0): array
+    {
+        return $this->leaseUnless($types, $max, $leaseMs, $waitMs, null);
+    }
+
+    /**
+     * lease(), given up (a ConnectionException) as soon as `$stop` answers true while it waits.
+     *
+     * @param list<string> $types
+     * @param null|callable(): bool $stop
+     * @return list<LeasedTask>
+     * @internal the worker loop's: a SIGTERM must not wait out a long poll
+     */
+    public function leaseUnless(array $types, int $max, int $leaseMs, int $waitMs, ?callable $stop): array
+    {
+        $body = ['types' => array_values($types), 'max' => $max, 'leaseMs' => $leaseMs, 'waitMs' => $waitMs];
+        // A lost answer may have leased tasks: they come back when the lease runs out, so a retry is harmless.
+        $answer = $this->call('POST', '/workers/lease', $body, true, true, $this->timeoutMs + $waitMs, $stop)[1];
+        return array_map(static fn (array $task): LeasedTask => LeasedTask::fromArray($task), $answer['tasks'] ?? []);
+    }
+
+    /**
+     * The worker loop: leases one task of `types` at a time (waiting for one), runs `handle` on
+     * it, and acks it when it returns; a throw nacks it with the exception's message (retried with
+     * backoff), a PermanentFailure fails it for good. The lease is extended while `handle` runs,
+     * and SIGTERM or SIGINT stop the loop between tasks, where pcntl is there (Worker.php).
+     * `handle` gets the task and a callable that extends its lease now.
+     *
+     * @param list<string> $types
+     * @param callable(LeasedTask $task, callable(): void $extend): mixed $handle
+     * @param int|null $maxTasks stop after this many tasks (null: until a signal)
+     * @param null|callable(\Throwable $error): void $onError a lease or settle that failed (the loop goes on)
+     * @return int how many tasks it handled
+     */
+    public function work(array $types, callable $handle, int $leaseMs = 30_000, int $waitMs = 25_000, ?int $maxTasks = null, ?callable $onError = null): int
+    {
+        // Lease extensions go out on a connection of their own: a SIGALRM may come mid-call.
+        $extender = new self($this->baseUrl, $this->token, $this->timeoutMs, $this->connectTimeoutMs, $this->retries, $this->retryDelayMs);
+        return (new Worker($this, $extender, $types, $handle, $leaseMs, $waitMs, $maxTasks, $onError))->run();
+    }
+
+    /** The leased task is done; a ConflictException when the lease is not this token's any more. */
+    public function ack(LeasedTask $task): Task
+    {
+        $id = $task->id;
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/ack", ['leaseToken' => $task->leaseToken])[1]);
+    }
+
+    /**
+     * The leased task failed: retried with backoff (or at `retryAt`), or failed for good when
+     * `permanent`; `error` is kept as its lastError.
+     */
+    public function nack(LeasedTask $task, string $error, int|string|\DateTimeInterface|null $retryAt = null, bool $permanent = false): Task
+    {
+        $body = self::withoutNulls([
+            'leaseToken' => $task->leaseToken,
+            'error' => mb_substr($error, 0, 2000),
+            'retryAt' => self::runAtValue($retryAt),
+            'permanent' => $permanent ? true : null,
+        ]);
+        $id = $task->id;
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/nack", $body)[1]);
+    }
+
+    /** The leased task needs longer: its lease runs `leaseMs` from now. */
+    public function extend(LeasedTask $task, int $leaseMs): Task
+    {
+        $id = $task->id;
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/extend", ['leaseToken' => $task->leaseToken, 'leaseMs' => $leaseMs], true)[1]);
+    }
+
     /** The Prometheus metrics, as text. */
     public function metrics(): string
     {
@@ -334,15 +412,18 @@ final class Client
      *
      * @return array{0: int, 1: mixed} the status and the decoded JSON body (the raw text when $json is false)
      */
-    private function call(string $method, string $path, ?array $body = null, ?bool $safe = null, bool $json = true): array
+    private function call(string $method, string $path, ?array $body = null, ?bool $safe = null, bool $json = true, ?int $timeoutMs = null, ?callable $stop = null): array
     {
         $safe ??= $method === 'GET';
         $text = $body === null ? null : json_encode($body, JSON_UNESCAPED_UNICODE | JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR);
         for ($attempt = 1; ; $attempt++) {
             try {
-                [$status, $answer] = $this->send($method, $path, $text, $attempt);
+                [$status, $answer] = $this->send($method, $path, $text, $attempt, $timeoutMs ?? $this->timeoutMs, $stop);
                 break;
             } catch (ConnectionException $error) {
+                if ($stop !== null && $stop()) {
+                    throw $error;
+                }
                 $sent = !in_array($error->curlErrno, self::NOT_SENT, true);
                 if ($attempt > $this->retries || ($sent && !$safe)) {
                     throw $error;
@@ -367,7 +448,7 @@ final class Client
     }
 
     /** @return array{0: int, 1: string} */
-    private function send(string $method, string $path, ?string $body, int $attempt): array
+    private function send(string $method, string $path, ?string $body, int $attempt, int $timeoutMs, ?callable $stop = null): array
     {
         $this->curl ??= curl_init();
         curl_reset($this->curl);
@@ -385,11 +466,16 @@ final class Client
             CURLOPT_RETURNTRANSFER => true,
             CURLOPT_FOLLOWLOCATION => false,
             CURLOPT_NOSIGNAL => true,
-            CURLOPT_TIMEOUT_MS => $this->timeoutMs,
+            CURLOPT_TIMEOUT_MS => $timeoutMs,
             CURLOPT_CONNECTTIMEOUT_MS => $this->connectTimeoutMs,
         ]);
         if ($body !== null) {
             curl_setopt($this->curl, CURLOPT_POSTFIELDS, $body);
+        }
+        if ($stop !== null) {
+            // curl asks about once a second, and more often while bytes move: non-zero gives up.
+            curl_setopt($this->curl, CURLOPT_NOPROGRESS, false);
+            curl_setopt($this->curl, CURLOPT_XFERINFOFUNCTION, static fn (): int => $stop() ? 1 : 0);
         }
         $answer = curl_exec($this->curl);
         if ($answer === false) {

@@ -8,6 +8,10 @@
  *   const punctual = new PunctualClient({ baseUrl: 'http://127.0.0.1:3000', token: process.env.PUNCTUAL_TOKEN });
  *   await punctual.create({ type: 'close_order', payload: { orderSn: 'SN123' }, delayMs: 30 * 60_000, key: 'close_order:SN123' });
  *   await punctual.cancelByKey('close_order:SN123'); // the order was paid
+ *
+ * A pull worker (a worker type's tasks, run in the shop's own process):
+ *
+ *   await punctual.work(['reset_membership'], async (task) => { await resetMembership(task.payload) }, { signal });
  */
 import type {
   BatchResult,
@@ -32,6 +36,9 @@ import type {
   TypeList,
   UpcomingLoadJson,
   WhoAmI,
+  LeaseBody,
+  LeaseAnswer,
+  LeasedTaskJson,
 } from '../../../src/contract/index.js';
 
 export type Task = TaskJson;
@@ -40,6 +47,7 @@ export type Reschedule = RescheduleBody;
 export type { Role, Summary };
 /** A shop's own handlers, for a module punctual loads (HANDLERS) or createPunctual({ handlers }). */
 export { defineHandler, PermanentFailure, HANDLER_TYPE_PATTERN } from '../../../src/contract/index.js';
+import { PermanentFailure } from '../../../src/contract/index.js';
 export type {
   DatabaseHandlerDefinition,
   DatabaseBatchRun,
@@ -72,6 +80,22 @@ export type UpcomingLoad = UpcomingLoadJson;
 export type RecentRuns = RecentRunsJson;
 /** The statuses recent() can list. */
 export type FinishedStatus = NonNullable<RecentQuery['status']>;
+
+/** A task leased to this worker: its payload, attempt, idempotency key and lease token. */
+export type LeasedTask = LeasedTaskJson;
+export type LeaseRequest = LeaseBody;
+
+
+export interface WorkOptions {
+  /** Stops the loop: between tasks (the task at hand is finished and settled first), and a waiting lease at once. */
+  signal?: AbortSignal;
+  /** How long each task is leased (default 30 s); the lease is extended every third of it while the callback runs. */
+  leaseMs?: number;
+  /** How long one lease request waits for a task (default 25 s, at most 30 s). */
+  waitMs?: number;
+  /** Called with an error the loop met (a lease or settle that failed); the loop goes on after a pause. */
+  onError?: (error: unknown) => void;
+}
 
 export interface PunctualClientOptions {
   /** Where punctual listens, e.g. http://127.0.0.1:3000. */
@@ -263,16 +287,109 @@ export class PunctualClient {
     return (await this.#call<string>('GET', '/metrics', undefined, 'text')).body;
   }
 
-  async #body<T>(method: string, path: string, body?: unknown): Promise<T> {
-    return (await this.#call<T>(method, path, body)).body;
+  // ── pull workers (worker role) ────────────────────────────────────────────────────────────
+
+  /**
+   * Leases due tasks of worker types (at most `max`); with `waitMs`, the request waits until one
+   * falls due or waitMs passes (then none). `signal` gives up the wait.
+   */
+  async lease(request: LeaseRequest, signal?: AbortSignal): Promise<LeasedTask[]> {
+    const timeout = AbortSignal.timeout(this.#timeoutMs + (request.waitMs ?? 0));
+    const body = await this.#body<LeaseAnswer>(
+      'POST',
+      '/workers/lease',
+      request,
+      signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    );
+    return body.tasks;
   }
 
-  async #call<T>(method: string, path: string, body?: unknown, as: 'json' | 'text' = 'json'): Promise<{ status: number; body: T }> {
+  /** The leased task is done (409 when the lease is not this token's any more). */
+  ack(task: Pick<LeasedTask, 'id' | 'leaseToken'>): Promise<Task> {
+    return this.#body('POST', `/tasks/${task.id}/ack`, { leaseToken: task.leaseToken });
+  }
+
+  /** The leased task failed: retried with backoff (or at `retryAt`), or failed for good when `permanent`. */
+  nack(
+    task: Pick<LeasedTask, 'id' | 'leaseToken'>,
+    error: string,
+    options: { retryAt?: string | number; permanent?: boolean } = {},
+  ): Promise<Task> {
+    return this.#body('POST', `/tasks/${task.id}/nack`, { leaseToken: task.leaseToken, error: error.slice(0, 2000), ...options });
+  }
+
+  /** The leased task needs longer: its lease runs `leaseMs` from now. */
+  extend(task: Pick<LeasedTask, 'id' | 'leaseToken'>, leaseMs: number): Promise<Task> {
+    return this.#body('POST', `/tasks/${task.id}/extend`, { leaseToken: task.leaseToken, leaseMs });
+  }
+
+  /**
+   * The worker loop: leases one task of `types` at a time, waiting for one (long poll), and runs
+   * `fn` on it. A return acks the task; a throw nacks it with the error's message (retried with
+   * backoff), a PermanentFailure without a retry. The lease is extended while `fn` runs. The loop
+   * ends when `signal` aborts, between tasks; resolves then.
+   */
+  async work(types: string[], fn: (task: LeasedTask) => unknown, options: WorkOptions = {}): Promise<void> {
+    const { signal, leaseMs = 30_000, waitMs = 25_000, onError } = options;
+    const stopped = () => signal?.aborted === true;
+    while (!stopped()) {
+      let tasks: LeasedTask[];
+      try {
+        tasks = await this.lease({ types, max: 1, leaseMs, waitMs }, signal);
+      } catch (error) {
+        if (stopped()) return;
+        onError?.(error);
+        await pause(1000, signal);
+        continue;
+      }
+      for (const task of tasks) await this.#runOne(task, fn, leaseMs, onError);
+    }
+  }
+
+  async #runOne(task: LeasedTask, fn: (task: LeasedTask) => unknown, leaseMs: number, onError?: (error: unknown) => void): Promise<void> {
+    const extender = setInterval(
+      () => void this.extend(task, leaseMs).catch((error: unknown) => onError?.(error)),
+      Math.max(500, Math.floor(leaseMs / 3)),
+    );
+    let failure: unknown;
+    let failed = false;
+    try {
+      await fn(task);
+    } catch (error) {
+      failed = true;
+      failure = error;
+    } finally {
+      clearInterval(extender);
+    }
+    try {
+      if (!failed) await this.ack(task);
+      else {
+        const message = failure instanceof Error ? failure.message : String(failure);
+        await this.nack(task, message === '' ? 'failed' : message, { permanent: failure instanceof PermanentFailure });
+      }
+    } catch (error) {
+      // The lease was lost (it ran out, another worker has the task now) or punctual is away: the
+      // task comes back when its lease runs out, at least once.
+      onError?.(error);
+    }
+  }
+
+  async #body<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    return (await this.#call<T>(method, path, body, 'json', signal)).body;
+  }
+
+  async #call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    as: 'json' | 'text' = 'json',
+    signal: AbortSignal = AbortSignal.timeout(this.#timeoutMs),
+  ): Promise<{ status: number; body: T }> {
     const response = await this.#fetch(`${this.#baseUrl}${path}`, {
       method,
       headers: { ...this.#headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(this.#timeoutMs),
+      signal,
     });
     const text = await response.text();
     if (as === 'text' && response.ok) return { status: response.status, body: text as T };
@@ -288,4 +405,19 @@ export class PunctualClient {
     }
     return { status: response.status, body: parsed as T };
   }
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 }

@@ -14,6 +14,8 @@ export interface HealthOptions {
   shards?: () => number;
   /** The database clock's offset from punctual's (src/time/db-clock.ts). */
   dbClock?: () => ClockReading;
+  /** Each delivery target's health (src/targets/), reported on /readyz without failing it. */
+  targets?: () => Record<string, { kind: string; up: boolean; lastError: string | null }>;
 }
 
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, options) => {
@@ -43,7 +45,8 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
         return reply.status(503).send({ status: 'unavailable', armed, reason: 'the database does not answer' });
       // A clock offset is a warning, not unreadiness: punctual still fires by its own clock.
       const clock = options.dbClock?.();
-      const held = shards === undefined ? {} : { shards };
+      const targets = options.targets?.();
+      const held = { ...(shards === undefined ? {} : { shards }), ...(targets === undefined ? {} : { targets }) };
       if (clock === undefined) return { status: 'ready', armed, ...held };
       return {
         status: 'ready',

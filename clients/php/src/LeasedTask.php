@@ -1,0 +1,47 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Punctual;
+
+/**
+ * A task of a worker type leased to this worker (POST /workers/lease): its payload, the attempt
+ * this lease runs (1 on the first run), the idempotency key that stays the same across all its
+ * attempts, and the lease token that ack, nack and extend must name.
+ */
+final class LeasedTask
+{
+    public function __construct(
+        public readonly int $id,
+        public readonly ?string $key,
+        public readonly string $type,
+        public readonly array $payload,
+        public readonly string $runAt,
+        public readonly string $runAtLocal,
+        public readonly string $timezone,
+        public readonly int $attempt,
+        public readonly int $maxAttempts,
+        public readonly string $leaseToken,
+        public readonly string $leaseUntil,
+        public readonly string $idempotencyKey,
+    ) {
+    }
+
+    public static function fromArray(array $task): self
+    {
+        return new self(
+            (int) $task['id'],
+            $task['key'] ?? null,
+            (string) $task['type'],
+            is_array($task['payload'] ?? null) ? $task['payload'] : [],
+            (string) $task['runAt'],
+            (string) $task['runAtLocal'],
+            (string) $task['timezone'],
+            (int) $task['attempt'],
+            (int) $task['maxAttempts'],
+            (string) $task['leaseToken'],
+            (string) $task['leaseUntil'],
+            (string) $task['idempotencyKey'],
+        );
+    }
+}

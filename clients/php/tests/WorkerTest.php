@@ -1,0 +1,142 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Punctual\Tests;
+
+use Punctual\Exception\ConflictException;
+use Punctual\LeasedTask;
+use Punctual\PermanentFailure;
+use Punctual\Tests\Support\ServiceTestCase;
+
+/**
+ * The PHP worker loop against the real service: ack on return, nack with the exception's message
+ * on a throw, PermanentFailure for no retry, the lease extended while the callback runs, and
+ * SIGTERM stopping the loop between tasks (the task at hand finished and acked, the next one left
+ * for another worker), also while a lease request waits.
+ */
+final class WorkerTest extends ServiceTestCase
+{
+    private const TYPE = 'php_worker_job';
+    private const SIGTERM_TYPE = 'php_sigterm_job';
+
+    private static function row(int $id): array
+    {
+        $statement = self::pdo()->prepare('SELECT status, attempts, last_error FROM tasks WHERE id = ?');
+        $statement->execute([$id]);
+        return $statement->fetch(\PDO::FETCH_ASSOC);
+    }
+
+    public function testAcksOnReturnNacksOnThrowAndFailsForGoodOnPermanentFailure(): void
+    {
+        $client = self::client();
+        $ok = $client->create(self::TYPE, ['do' => 'ok'], delayMs: 0)->task->id;
+        $retry = $client->create(self::TYPE, ['do' => 'throw'], delayMs: 0, maxAttempts: 3)->task->id;
+        $permanent = $client->create(self::TYPE, ['do' => 'permanent'], delayMs: 0)->task->id;
+        $seen = [];
+        $handled = $client->work([self::TYPE], static function (LeasedTask $task) use (&$seen): void {
+            $seen[] = [$task->id, $task->attempt, $task->idempotencyKey];
+            if ($task->payload['do'] === 'throw' && $task->attempt === 1) {
+                throw new \RuntimeException('member locked, try later');
+            }
+            if ($task->payload['do'] === 'permanent') {
+                throw new PermanentFailure('no such member');
+            }
+        }, leaseMs: 5000, waitMs: 5000, maxTasks: 4);
+        self::assertSame(4, $handled);
+        self::assertSame(['status' => 'done', 'attempts' => 1, 'last_error' => null], self::row($ok));
+        self::assertSame(['status' => 'done', 'attempts' => 2, 'last_error' => 'member locked, try later'], self::row($retry));
+        self::assertSame(['status' => 'failed', 'attempts' => 1, 'last_error' => 'no such member'], self::row($permanent));
+        $keys = array_column(array_filter($seen, static fn (array $run) => $run[0] === $retry), 2);
+        self::assertCount(2, $keys);
+        self::assertSame($keys[0], $keys[1], 'the idempotency key is the same on every attempt');
+    }
+
+    public function testExtendsTheLeaseWhileTheCallbackRunsLongerThanIt(): void
+    {
+        $client = self::client();
+        $id = $client->create(self::TYPE, ['do' => 'slow'], delayMs: 0)->task->id;
+        $runs = 0;
+        $client->work([self::TYPE], static function () use (&$runs): void {
+            $runs++;
+            // Past the 3 s lease: only the extensions keep it (a signal cuts a usleep short: sleep to a deadline).
+            $until = microtime(true) + 5;
+            while (microtime(true) < $until) {
+                usleep(100_000);
+            }
+        }, leaseMs: 3000, waitMs: 5000, maxTasks: 1);
+        self::assertSame(1, $runs);
+        self::assertSame(['status' => 'done', 'attempts' => 1, 'last_error' => null], self::row($id));
+    }
+
+    public function testAStaleLeaseIsAConflictAndChangesNothing(): void
+    {
+        $client = self::client();
+        $id = $client->create(self::TYPE, ['do' => 'stale'], delayMs: 0)->task->id;
+        [$task] = self::waitFor(static fn () => $client->lease([self::TYPE], waitMs: 2000) ?: null, 10_000, 'a lease');
+        $client->ack($task);
+        try {
+            $client->nack($task, 'late');
+            self::fail('a second settle must be refused');
+        } catch (ConflictException $error) {
+            self::assertSame('done', $error->task?->status);
+        }
+        self::assertSame('done', self::row($id)['status']);
+    }
+
+    public function testSigtermStopsTheLoopBetweenTasks(): void
+    {
+        $client = self::client();
+        $ledger = tempnam(sys_get_temp_dir(), 'punctual-ledger-');
+        $process = proc_open(['php', __DIR__ . '/fixtures/worker.php', self::SIGTERM_TYPE, $ledger], [], $pipes, null, getenv());
+        $lines = static fn (): array => array_values(array_filter(explode("\n", (string) file_get_contents($ledger))));
+        try {
+            self::waitFor(static fn () => in_array('ready', $lines(), true), 10_000, 'the worker to start');
+            $slow = $client->create(self::SIGTERM_TYPE, ['sleepMs' => 2000], delayMs: 0)->task->id;
+            self::waitFor(static fn () => in_array("start {$slow}", $lines(), true), 10_000, 'the slow task to start');
+            // Due before the signal: the loop must not take it once told to stop.
+            $next = $client->create(self::SIGTERM_TYPE, ['sleepMs' => 0], delayMs: 0)->task->id;
+            proc_terminate($process, SIGTERM);
+            $exit = self::waitFor(static function () use ($process) {
+                $status = proc_get_status($process);
+                return $status['running'] ? null : $status;
+            }, 10_000, 'the worker to exit');
+            self::assertSame(0, $exit['exitcode']);
+            self::assertSame(['ready', "start {$slow}", "end {$slow}", 'stopped 1'], $lines());
+            self::assertSame('done', self::row($slow)['status'], 'the task at hand is finished and acked');
+            self::assertSame(['status' => 'pending', 'attempts' => 0, 'last_error' => null], self::row($next));
+            $client->cancel($next);
+        } finally {
+            if (proc_get_status($process)['running']) {
+                proc_terminate($process, SIGKILL);
+            }
+            proc_close($process);
+            unlink($ledger);
+        }
+    }
+
+    public function testSigtermWhileWaitingForATaskStopsAtOnce(): void
+    {
+        $ledger = tempnam(sys_get_temp_dir(), 'punctual-ledger-');
+        $process = proc_open(['php', __DIR__ . '/fixtures/worker.php', self::SIGTERM_TYPE, $ledger], [], $pipes, null, getenv());
+        try {
+            self::waitFor(static fn () => str_contains((string) file_get_contents($ledger), 'ready'), 10_000, 'the worker to start');
+            usleep(500_000); // into its long poll (waitMs 25 s)
+            $sent = microtime(true);
+            proc_terminate($process, SIGTERM);
+            $exit = self::waitFor(static function () use ($process) {
+                $status = proc_get_status($process);
+                return $status['running'] ? null : $status;
+            }, 10_000, 'the worker to exit');
+            self::assertSame(0, $exit['exitcode']);
+            self::assertLessThan(3.0, microtime(true) - $sent, 'a waiting lease request is given up, not waited out');
+            self::assertStringContainsString('stopped 0', (string) file_get_contents($ledger));
+        } finally {
+            if (proc_get_status($process)['running']) {
+                proc_terminate($process, SIGKILL);
+            }
+            proc_close($process);
+            unlink($ledger);
+        }
+    }
+}

@@ -1,0 +1,169 @@
+/**
+ * The pull workers' routes (worker role; admin may too): POST /workers/lease answers due tasks of
+ * worker types leased to the caller, or holds the request (long poll) until one falls due or
+ * `waitMs` passes; ack, nack and extend settle a leased task by its lease token. A stale or
+ * foreign token is a 409 and changes nothing (the lease is the condition of every settle). The
+ * waiting is the pull hub's (dispatch/pull-hub.ts); the transitions are the lifecycle's (pull.ts).
+ * See docs/workers.md.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Clock } from '../../time/clock.js';
+import { parseRunAt, TimeInputError, toIsoLocal, toIsoUtc } from '../../time/zones.js';
+import type { HandlerRegistry } from '../../handlers/registry.js';
+import { idempotencyKey } from '../../handlers/webhook.js';
+import type { PullLifecycle, SettleResult } from '../../lifecycle/pull.js';
+import type { Task } from '../../store/task-store.js';
+import { TooManyWaiting, type LeasedTask, type PullHub } from '../../dispatch/pull-hub.js';
+import type { Role } from '../../contract/auth.js';
+import { ErrorJson } from '../../contract/errors.js';
+import { ConflictJson, IdParams, TaskJson } from '../../contract/tasks.js';
+import { AckBody, ExtendBody, LeaseAnswer, LeaseBody, NackBody, type LeasedTaskJson } from '../../contract/workers.js';
+import { badRequest, conflict, HttpError, notFound } from '../errors.js';
+import { present } from '../present.js';
+
+export interface WorkerRoutesOptions {
+  hub: PullHub;
+  pull: PullLifecycle;
+  registry: HandlerRegistry;
+  clock: Clock;
+  /** WORKER_MAX_LEASE_MS. */
+  maxLeaseMs: number;
+}
+
+function leasedJson({ task, leaseToken, leaseUntil }: LeasedTask): LeasedTaskJson {
+  return {
+    id: task.id,
+    key: task.key,
+    type: task.type,
+    payload: task.payload,
+    runAt: toIsoUtc(task.runAt),
+    runAtLocal: toIsoLocal(task.runAt, task.timezone),
+    timezone: task.timezone,
+    attempt: task.attempts,
+    maxAttempts: task.maxAttempts,
+    leaseToken,
+    leaseUntil: toIsoUtc(leaseUntil),
+    idempotencyKey: idempotencyKey(task),
+  };
+}
+
+const settleResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson, 404: ErrorJson, 409: ConflictJson };
+
+export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fastify, options) => {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { hub, pull, registry, clock, maxLeaseMs } = options;
+
+  function leaseMsOf(value: number, field: string): number {
+    if (value > maxLeaseMs) throw badRequest(field, `must not be more than ${maxLeaseMs} (WORKER_MAX_LEASE_MS)`);
+    return value;
+  }
+
+  function settled(result: SettleResult, id: number, what: string, role: Role | undefined): Task {
+    if (result.kind === 'missing') throw notFound(`task ${id}`);
+    if (result.kind === 'stale') {
+      throw conflict(
+        `task ${id} is not leased to this token (${what} refused): the lease ran out, was settled, or is another worker's`,
+        present(result.task, role),
+      );
+    }
+    return result.task;
+  }
+
+  app.post(
+    '/workers/lease',
+    {
+      schema: {
+        summary: 'Lease due tasks of worker types; with waitMs, wait for one to fall due (long poll)',
+        tags: ['workers'],
+        body: LeaseBody,
+        response: { 200: LeaseAnswer, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson, 503: ErrorJson },
+      },
+    },
+    async (request, reply) => {
+      const { types, max = 1, leaseMs = 30_000, waitMs = 0 } = request.body;
+      const workerTypes = new Set(registry.workerTypes);
+      types.forEach((type, index) => {
+        if (!workerTypes.has(type)) throw badRequest(`body/types/${index}`, `${JSON.stringify(type)} is not a worker type (WORKER_TYPES)`);
+      });
+      // The client went away while waiting: its place is given up, and nothing is leased to it.
+      const gone = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      });
+      try {
+        const leased = await hub.lease(
+          { types: [...new Set(types)], max, leaseMs: leaseMsOf(leaseMs, 'body/leaseMs'), waitMs },
+          gone.signal,
+        );
+        return { tasks: leased.map(leasedJson) };
+      } catch (error) {
+        if (error instanceof TooManyWaiting) {
+          void reply.header('retry-after', '1');
+          throw new HttpError(503, 'PUNCTUAL_TOO_MANY_WAITING', error.message);
+        }
+        throw error;
+      }
+    },
+  );
+
+  app.post(
+    '/tasks/:id/ack',
+    {
+      schema: {
+        summary: 'A pull worker finished its leased task: done',
+        tags: ['workers'],
+        params: IdParams,
+        body: AckBody,
+        response: settleResponses,
+      },
+    },
+    async (request) =>
+      present(settled(await pull.ack(request.params.id, request.body.leaseToken), request.params.id, 'ack', request.role), request.role),
+  );
+
+  app.post(
+    '/tasks/:id/nack',
+    {
+      schema: {
+        summary: 'A pull worker failed its leased task: retried (with backoff, or at retryAt) or failed for good (permanent)',
+        tags: ['workers'],
+        params: IdParams,
+        body: NackBody,
+        response: settleResponses,
+      },
+    },
+    async (request) => {
+      const { leaseToken, error, retryAt, permanent } = request.body;
+      let at: number | undefined;
+      if (retryAt !== undefined) {
+        try {
+          at = parseRunAt(retryAt, 'UTC', clock.now());
+        } catch (problem) {
+          if (problem instanceof TimeInputError) throw badRequest('body/retryAt', problem.message);
+          throw problem;
+        }
+      }
+      const result = await pull.nack(request.params.id, leaseToken, error, { retryAt: at, permanent });
+      return present(settled(result, request.params.id, 'nack', request.role), request.role);
+    },
+  );
+
+  app.post(
+    '/tasks/:id/extend',
+    {
+      schema: {
+        summary: 'A pull worker needs longer: its lease runs leaseMs from now',
+        tags: ['workers'],
+        params: IdParams,
+        body: ExtendBody,
+        response: settleResponses,
+      },
+    },
+    async (request) => {
+      const { leaseToken, leaseMs } = request.body;
+      const result = await pull.extend(request.params.id, leaseToken, leaseMsOf(leaseMs, 'body/leaseMs'));
+      return present(settled(result, request.params.id, 'extend', request.role), request.role);
+    },
+  );
+};

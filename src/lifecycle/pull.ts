@@ -1,0 +1,228 @@
+/**
+ * The transitions of a pull lease: a worker type's due tasks leased to a pull worker (running, one
+ * attempt counted, `lease_owner` = the lease token, `lease_until`), and the worker's ack (done),
+ * nack (retried with backoff or at the worker's time, or failed for good) and extend. It is an
+ * outside run's lease, so the lease recovery applies as it is; a lease request first recovers the
+ * expired leases of its own types, so a worker that died hands its task on at once, not at the
+ * next reconcile. Invariant 13: every settle names the lease token and expects the lease held; a
+ * stale or foreign token writes nothing. Invariant 9: the claim locks with SKIP LOCKED and writes
+ * conditionally, so any process may serve a lease, with SHARDING=on too.
+ * See docs/workers.md.
+ */
+import type { Clock } from '../time/clock.js';
+import type { PullFailure, PullStore } from '../store/pulls.js';
+import type { Task, TaskStore } from '../store/task-store.js';
+import { retryAt, type BackoffPolicy } from './backoff.js';
+import { arm, type EffectSink, type TimerEffect } from './effects.js';
+import { expectAll } from './expect.js';
+import { nextOccurrences } from './recur.js';
+import { Batcher, type Outcome } from '../util/batcher.js';
+
+/** How much of an error a nack keeps. */
+const MAX_ERROR_LENGTH = 2000;
+/** Expired leases recovered by one lease request at most (the reconcile recovers the rest). */
+const RECOVER_AT_MOST = 100;
+/** A type's expired leases are looked for at most this often (a lease request at 1,000/s must not pay for it each time). */
+const RECOVER_EVERY_MS = 500;
+
+export interface PullLifecycleOptions {
+  store: TaskStore;
+  pulls: PullStore;
+  clock: Clock;
+  retry: BackoffPolicy;
+  /** Where timer effects go after COMMIT (arming). */
+  effects: EffectSink;
+  /** Why a stored payload is refused, or undefined (the registry's check, again before a lease). */
+  payloadProblem: (type: string, payload: unknown) => string | undefined;
+}
+
+export interface LeaseAsk {
+  types: readonly string[];
+  max: number;
+  leaseMs: number;
+  token: string;
+  /** How many more tasks of `type` may be leased now (its maxConcurrency, counted fleet-wide by `leasedOf`); undefined: no limit. */
+  room?: (type: string, leasedOf: () => Promise<number>) => Promise<number | undefined>;
+}
+
+/** The answer to a settle: the task as it is after it, and whether this call wrote it. */
+export type SettleResult = { kind: 'settled'; task: Task } | { kind: 'stale'; task: Task } | { kind: 'missing' };
+
+/** Acks that arrive together share one transaction (one commit), up to this many, this many at once. */
+const ACK_BATCH = 200;
+const ACKS_RUNNING = 4;
+
+export class PullLifecycle {
+  /** Group commit of acks: each is its own conditional UPDATE, their COMMIT is shared. */
+  readonly #acks = new Batcher<{ id: number; token: string }, SettleResult>((acks) => this.#ackAll(acks), ACK_BATCH, ACKS_RUNNING);
+
+  /** When each type's expired leases were last looked for. */
+  readonly #recovered = new Map<string, number>();
+
+  constructor(private readonly options: PullLifecycleOptions) {}
+
+  #apply(effects: readonly TimerEffect[]): void {
+    if (effects.length > 0) this.options.effects.apply(effects);
+  }
+
+  /** Leases up to `ask.max` due tasks of `ask.types` to the token; answers them as leased (attempts counted). */
+  async lease(ask: LeaseAsk): Promise<Task[]> {
+    const { store, pulls, clock } = this.options;
+    await this.#recoverExpired(ask.types);
+    const effects: TimerEffect[] = [];
+    const leased = await store.transaction(async (conn) => {
+      effects.length = 0;
+      const now = clock.now();
+      const room = new Map<string, number>();
+      for (const type of ask.types) {
+        const left = await ask.room?.(type, () => pulls.leasedOf(conn, type, now));
+        if (left !== undefined) room.set(type, left);
+      }
+      const types = ask.types.filter((type) => (room.get(type) ?? 1) > 0);
+      const locked = await pulls.lockDue(conn, types, ask.max, now);
+      const chosen: Task[] = [];
+      const refused: Task[] = [];
+      for (const task of locked) {
+        if (this.options.payloadProblem(task.type, task.payload) !== undefined) {
+          refused.push(task);
+          continue;
+        }
+        const left = room.get(task.type);
+        if (left !== undefined) {
+          if (left <= 0) continue; // over its type's limit: it stays pending
+          room.set(task.type, left - 1);
+        }
+        chosen.push(task);
+      }
+      for (const task of refused) {
+        const failure = { id: task.id, error: this.options.payloadProblem(task.type, task.payload)!, retryAt: null };
+        expectAll('fail unrunnable', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
+      }
+      effects.push(...(await nextOccurrences(store, conn, refused, now)));
+      const ids = chosen.map((task) => task.id);
+      expectAll('pull lease', await store.markRunning(conn, ids, ask.token, now + ask.leaseMs, now), ids.length);
+      return chosen.map((task) => ({ ...task, status: 'running' as const, attempts: task.attempts + 1 }));
+    });
+    this.#apply(effects);
+    return leased;
+  }
+
+  /** The existing lease recovery, for the expired leases of `types`: pending again, or failed on their last attempt. */
+  async #recoverExpired(types: readonly string[]): Promise<void> {
+    const { store, pulls, clock } = this.options;
+    const due = types.filter((type) => clock.now() - (this.#recovered.get(type) ?? Number.NEGATIVE_INFINITY) >= RECOVER_EVERY_MS);
+    if (due.length === 0) return;
+    for (const type of due) this.#recovered.set(type, clock.now());
+    const ids = await pulls.expiredIds(due, clock.now(), RECOVER_AT_MOST);
+    if (ids.length === 0) return;
+    const effects = await store.transaction(async (conn) => {
+      const now = clock.now();
+      const expired = await store.lockExpiredLeases(conn, ids, now);
+      const spent = expired.filter((task) => task.attempts >= task.maxAttempts);
+      const again = expired.filter((task) => task.attempts < task.maxAttempts);
+      expectAll(
+        'fail expired leases',
+        await store.failExpiredLeases(
+          conn,
+          spent.map((task) => task.id),
+          now,
+        ),
+        spent.length,
+      );
+      expectAll(
+        'release expired leases',
+        await store.releaseExpiredLeases(
+          conn,
+          again.map((task) => task.id),
+          now,
+        ),
+        again.length,
+      );
+      return [...again.map((task) => arm(task.id, task.runAt)), ...(await nextOccurrences(store, conn, spent, now))];
+    });
+    this.#apply(effects);
+  }
+
+  /**
+   * The worker's ack: done while its lease is held; a recurring task's next occurrence with it.
+   * Acks that arrive together commit together (a worker acks a leased batch at once).
+   */
+  ack(id: number, token: string): Promise<SettleResult> {
+    return this.#acks.add({ id, token });
+  }
+
+  /**
+   * One transaction for acks that came together: their rows locked and read, then one
+   * conditional UPDATE per lease token (a worker acks the tasks of one lease), expecting exactly
+   * the rows whose lease it found held (invariant 13: a row it did not find held is not written).
+   */
+  async #ackAll(acks: { id: number; token: string }[]): Promise<Outcome<SettleResult>[]> {
+    const { store, pulls, clock } = this.options;
+    const effects: TimerEffect[] = [];
+    const results = await store.transaction(async (conn) => {
+      effects.length = 0;
+      const now = clock.now();
+      const found = new Map((await pulls.lockByIds(conn, [...new Set(acks.map((ack) => ack.id))])).map((task) => [task.id, task]));
+      const held = acks.map((ack) => {
+        const task = found.get(ack.id);
+        return task !== undefined && task.status === 'running' && task.leaseOwner === ack.token && (task.leaseUntil ?? 0) >= now;
+      });
+      const byToken = new Map<string, Set<number>>();
+      acks.forEach((ack, i) => {
+        if (held[i]) byToken.set(ack.token, (byToken.get(ack.token) ?? new Set()).add(ack.id));
+      });
+      for (const [token, ids] of byToken) expectAll('ack', await pulls.ackMany(conn, [...ids], token, now), ids.size);
+      const finished = [...new Set(acks.filter((_, i) => held[i]).map((ack) => ack.id))].map((id) => found.get(id)!);
+      effects.push(...(await nextOccurrences(store, conn, finished, now)));
+      return acks.map((ack, i): SettleResult => {
+        const task = found.get(ack.id);
+        if (task === undefined) return { kind: 'missing' };
+        if (!held[i]) return { kind: 'stale', task };
+        return { kind: 'settled', task: { ...task, status: 'done', leaseOwner: null, leaseUntil: null, finishedAt: now, updatedAt: now } };
+      });
+    });
+    this.#apply(effects);
+    return results.map((value) => ({ ok: true, value }));
+  }
+
+  /**
+   * The worker's nack: pending again at `at` (the worker's time, else the backoff), or failed for
+   * good when `permanent` or on its last attempt; `error` kept as the task's lastError.
+   */
+  async nack(id: number, token: string, error: string, options: { retryAt?: number; permanent?: boolean } = {}): Promise<SettleResult> {
+    const { store, pulls, clock, retry } = this.options;
+    const task = await store.get(id);
+    if (task === undefined) return { kind: 'missing' };
+    const effects = await store.transaction(async (conn) => {
+      const now = clock.now();
+      // The attempt was counted by the lease: `task.attempts` is the attempt this lease runs.
+      const last = task.attempts >= task.maxAttempts;
+      const failure: PullFailure = {
+        error,
+        retryAt: options.permanent === true || last ? null : (options.retryAt ?? retryAt(retry, task.attempts, task.maxAttempts, now)),
+      };
+      if (failure.retryAt !== null) failure.retryAt = Math.max(failure.retryAt, now);
+      if (!(await pulls.nack(conn, { id, token }, failure, error.slice(0, MAX_ERROR_LENGTH), now))) return undefined;
+      if (failure.retryAt !== null) return [arm(id, failure.retryAt)];
+      return nextOccurrences(store, conn, [task], now);
+    });
+    return this.#answer(id, effects);
+  }
+
+  /** The worker's extend: its lease runs `leaseMs` from now, while it is held. */
+  async extend(id: number, token: string, leaseMs: number): Promise<SettleResult> {
+    const { store, pulls, clock } = this.options;
+    const now = clock.now();
+    const extended = await pulls.extend({ id, token }, now + leaseMs, now);
+    const task = await store.get(id);
+    if (task === undefined) return { kind: 'missing' };
+    return { kind: extended ? 'settled' : 'stale', task };
+  }
+
+  async #answer(id: number, effects: TimerEffect[] | undefined): Promise<SettleResult> {
+    if (effects !== undefined) this.#apply(effects);
+    const task = await this.options.store.get(id);
+    if (task === undefined) return { kind: 'missing' };
+    return { kind: effects === undefined ? 'stale' : 'settled', task };
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The store of pull leases: worker types' due tasks locked for a lease, the leases that ran out,
+ * the counts a type's maxConcurrency needs, when the next task of a type falls due, and the
+ * worker's settles. Statements: sql/pulls.ts. Methods taking a `conn` run inside the caller's
+ * transaction; the others on a connection of their own. See docs/workers.md.
+ */
+import type mysql from 'mysql2/promise';
+import type { Connection, Database } from '../db/connection.js';
+import { autocommit } from '../db/transaction.js';
+import { fromRow, type Task, type TaskRow } from './rows.js';
+import { PULL_SQL } from './sql/pulls.js';
+
+type Result = mysql.ResultSetHeader;
+type Rows<T> = T & mysql.RowDataPacket[];
+
+/** The lease a worker holds: the task and its token. */
+export interface HeldLease {
+  id: number;
+  token: string;
+}
+
+/** How the worker's nack leaves the task: pending again at `retryAt`, or failed for good (null). */
+export interface PullFailure {
+  error: string;
+  retryAt: number | null;
+}
+
+export class PullStore {
+  constructor(private readonly database: Database) {}
+
+  /** Up to `limit` due pending tasks of `types`, oldest first, locked (SKIP LOCKED). */
+  async lockDue(conn: Connection, types: readonly string[], limit: number, now: number): Promise<Task[]> {
+    if (types.length === 0 || limit <= 0) return [];
+    const [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockDueOfTypes, [types, new Date(now), limit]);
+    return rows.map(fromRow);
+  }
+
+  /** Ids of up to `limit` running tasks of `types` whose lease ran out before `now`. */
+  async expiredIds(types: readonly string[], now: number, limit: number): Promise<number[]> {
+    if (types.length === 0) return [];
+    const rows = await autocommit(this.database, async (conn) => {
+      const [found] = await conn.query<Rows<[number][]>>({ sql: PULL_SQL.expiredOfTypes, rowsAsArray: true }, [
+        types,
+        new Date(now),
+        limit,
+      ]);
+      return found;
+    });
+    return rows.map(([id]) => Number(id));
+  }
+
+  /** Tasks of `type` under a lease that has not run out (the whole fleet's). */
+  async leasedOf(conn: Connection, type: string, now: number): Promise<number> {
+    const [rows] = await conn.query<Rows<[number][]>>({ sql: PULL_SQL.leasedOfType, rowsAsArray: true }, [type, new Date(now)]);
+    return Number(rows[0]?.[0] ?? 0);
+  }
+
+  /** The earliest instant at which a task of `types` falls due or a lease of theirs runs out; undefined when none. */
+  async nextAt(types: readonly string[]): Promise<number | undefined> {
+    if (types.length === 0) return undefined;
+    return autocommit(this.database, async (conn) => {
+      let next: number | undefined;
+      for (const type of types) {
+        const [rows] = await conn.query<Rows<[number | null, number | null][]>>({ sql: PULL_SQL.nextOfType, rowsAsArray: true }, [
+          type,
+          type,
+        ]);
+        for (const value of rows[0] ?? []) {
+          if (value !== null && (next === undefined || Number(value) < next)) next = Number(value);
+        }
+      }
+      return next;
+    });
+  }
+
+  /** The tasks among `ids`, locked by the caller's transaction. */
+  async lockByIds(conn: Connection, ids: readonly number[]): Promise<Task[]> {
+    if (ids.length === 0) return [];
+    const [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockByIds, [ids]);
+    return rows.map(fromRow);
+  }
+
+  /** Done, for those of `ids` whose lease `token` is held at `now`; answers how many. */
+  async ackMany(conn: Connection, ids: readonly number[], token: string, now: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const at = new Date(now);
+    const [result] = await conn.query<Result>(PULL_SQL.ackMany, [at, at, at, ids, token, at]);
+    return result.affectedRows;
+  }
+
+  /** Pending again or failed for good, while `lease` is held; answers whether it was. */
+  async nack(conn: Connection, lease: HeldLease, failure: PullFailure, errorText: string, now: number): Promise<boolean> {
+    const at = new Date(now);
+    const retry = failure.retryAt !== null;
+    const [result] = await conn.query<Result>(PULL_SQL.nack, [
+      retry ? 'pending' : 'failed',
+      retry ? new Date(failure.retryAt!) : null,
+      retry ? null : at,
+      errorText,
+      at,
+      lease.id,
+      lease.token,
+      at,
+    ]);
+    return result.affectedRows === 1;
+  }
+
+  /** The lease runs until `until`, while it is held; answers whether it was. */
+  async extend(lease: HeldLease, until: number, now: number): Promise<boolean> {
+    return autocommit(this.database, async (conn) => {
+      const [result] = await conn.query<Result>(PULL_SQL.extend, [new Date(until), lease.id, lease.token, new Date(now)]);
+      return result.affectedRows === 1;
+    });
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * What a delivery target is: a named broker destination from the configuration (TARGETS), never
+ * an address in a request, so no caller can point punctual at a server of its choosing. Each
+ * target keeps one connection, reconnected with backoff, publishes one message at a time per task
+ * and answers only once the broker confirmed it (a Redis reply, a publisher confirm, a PubAck), so
+ * a publish that returns is durable there and one that throws fails the attempt: at least once,
+ * with the task's idempotency key as the message id. See docs/targets.md.
+ */
+
+export type TargetKind = 'redis' | 'amqp' | 'nats';
+
+/** One message of a task's attempt. */
+export interface OutgoingMessage {
+  /** The task's idempotency key: the message id, the same on every attempt. */
+  key: string;
+  attempt: number;
+  taskId: number;
+  type: string;
+  /** The payload's `message`, as JSON text. */
+  body: string;
+  /** The payload's `headers`: names of letters, digits and `-`. */
+  headers: Record<string, string>;
+}
+
+export interface TargetHealth {
+  kind: TargetKind;
+  /** Connected now. */
+  up: boolean;
+  /** The last connection or publish error, credentials masked; null when the last try worked. */
+  lastError: string | null;
+}
+
+export interface Target {
+  readonly name: string;
+  readonly kind: TargetKind;
+  /** Publishes and waits for the broker's confirmation; answers a short word for the log. Throws when not confirmed. */
+  publish(message: OutgoingMessage, signal: AbortSignal): Promise<string>;
+  health(): TargetHealth;
+  /** Connects now (at boot), without failing: a target that is down is retried with backoff. */
+  open(): void;
+  close(): Promise<void>;
+}
+
+/** A failure no retry fixes (an unroutable AMQP message is not one: a binding may come). */
+export class TargetRefused extends Error {
+  override name = 'TargetRefused';
+}
+
+/** Reconnect delays: 200 ms doubling up to 10 s, with jitter. */
+export function reconnectDelay(failures: number): number {
+  const base = Math.min(10_000, 200 * 2 ** Math.max(0, failures - 1));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
