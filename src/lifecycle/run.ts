@@ -9,6 +9,7 @@
 import type { Connection } from '../db/connection.js';
 import { rootMessage } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
+import { RetryLater } from '../handlers/retry-after.js';
 import type { CallRecord, Failure, LeasedRun, Task, TaskStore } from '../store/task-store.js';
 import { arm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
@@ -29,7 +30,12 @@ export interface Settled {
 /** Retry with backoff, or failed for good: what becomes of a task whose attempt `attemptsUsed` threw `error`. */
 export function failureOf(policy: BackoffPolicy, task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
   const permanent = error instanceof PermanentError;
-  return { id: task.id, error: rootMessage(error), retryAt: permanent ? null : retryAt(policy, attemptsUsed, task.maxAttempts, now) };
+  const asked = error instanceof RetryLater ? error.afterMs : undefined;
+  return {
+    id: task.id,
+    error: rootMessage(error),
+    retryAt: permanent ? null : retryAt(policy, attemptsUsed, task.maxAttempts, now, asked),
+  };
 }
 
 /** A task that cannot run at all (no handler, a payload its handler refuses): failed for good. */
