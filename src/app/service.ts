@@ -125,7 +125,7 @@ export class Service {
     const shardMetrics = new ShardMetrics(metricRegistry);
     this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: metricRegistry });
     const queue = new DueQueue();
-    this.timers = new Timers(clock, (id) => queue.push(id), metricRegistry);
+    this.timers = new Timers(clock, (id, priority) => queue.push(id, priority), metricRegistry);
     this.keeper = config.cluster.sharding
       ? new LeaseKeeper({
           database: this.database,

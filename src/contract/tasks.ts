@@ -8,10 +8,12 @@ import {
   MAX_DELAY_MS,
   MAX_KEY_LENGTH,
   MAX_PAGE,
+  MAX_PRIORITY,
   MAX_TAG_LENGTH,
   MAX_TAGS,
   MAX_TYPE_LENGTH,
   MAX_ZONE_LENGTH,
+  MIN_PRIORITY,
   MISFIRE_POLICIES,
   TAG_PATTERN,
   TASK_STATUSES,
@@ -42,6 +44,9 @@ export const TaskJson = Type.Object(
     lastHttpStatus: Nullable(Type.Integer({ description: "an outside (webhook) run: the latest run's HTTP status (0: no answer)" })),
     lastDurationMs: Nullable(Type.Integer({ description: "an outside run: the latest run's duration in ms" })),
     lastResponseBytes: Nullable(Type.Integer({ description: "an outside run: the latest response's body size in bytes" })),
+    priority: Type.Integer({
+      description: `${MIN_PRIORITY} to ${MAX_PRIORITY}: among tasks due now or overdue, a higher one is claimed first`,
+    }),
   },
   {
     additionalProperties: false,
@@ -69,6 +74,7 @@ export const TaskJson = Type.Object(
         lastHttpStatus: null,
         lastDurationMs: null,
         lastResponseBytes: null,
+        priority: 0,
       },
     ],
   },
@@ -84,6 +90,12 @@ export const Timezone = Type.String({
   minLength: 1,
   maxLength: MAX_ZONE_LENGTH,
   description: "IANA zone for a naive runAt; default the service's TIMEZONE",
+});
+
+export const Priority = Type.Integer({
+  minimum: MIN_PRIORITY,
+  maximum: MAX_PRIORITY,
+  description: `${MIN_PRIORITY} to ${MAX_PRIORITY}, default 0: among tasks due now or overdue, a higher one is claimed first (a payment-timeout close before a wall of marketing webhooks due at the same second)`,
 });
 
 export const CreateTaskBody = Type.Object(
@@ -114,6 +126,7 @@ export const CreateTaskBody = Type.Object(
         description: `at most ${MAX_TAGS} labels of 1 to ${MAX_TAG_LENGTH} characters of A-Z a-z 0-9 _ . : - (e.g. merchant:42), no repeats; bulk changes and the pending list select by them`,
       }),
     ),
+    priority: Type.Optional(Priority),
   },
   {
     additionalProperties: false,

@@ -323,7 +323,9 @@ export class Dispatcher {
     const missing = batch.filter((id) => !lockedIds.has(id));
     const { effects, store } = this.#options;
     try {
-      effects.apply((await store.pendingAmong(missing)).map((task) => arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS)));
+      effects.apply(
+        (await store.pendingAmong(missing)).map((task) => arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.priority)),
+      );
     } catch {
       effects.apply(missing.map((id) => arm(id, now + RECHECK_MS)));
     }

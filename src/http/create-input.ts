@@ -104,6 +104,7 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
       misfire: body.misfire ?? 'run',
       cron,
       tags,
+      priority: body.priority ?? 0,
     },
     delayMs: body.delayMs,
   };

@@ -37,13 +37,15 @@ export function sameRequest(existing: Task, request: CreateRequest): boolean {
     existing.type === task.type &&
     existing.requestedRunAt === asked &&
     existing.cron === task.cron &&
+    existing.priority === (task.priority ?? 0) &&
     isDeepStrictEqual(existing.tags, task.tags ?? []) &&
     isDeepStrictEqual(existing.payload, task.payload)
   );
 }
 
 function answer(result: InsertResult, request: CreateRequest): CreateResult {
-  if (result.created) return { outcome: 'created', task: result.task, effects: [arm(result.task.id, result.task.runAt)] };
+  if (result.created)
+    return { outcome: 'created', task: result.task, effects: [arm(result.task.id, result.task.runAt, result.task.priority)] };
   return { outcome: sameRequest(result.task, request) ? 'repeated' : 'conflict', task: result.task, effects: [] };
 }
 

@@ -88,6 +88,10 @@ export async function recoverExpiredLeases(
     );
     expectAll('release expired leases', released, again.length);
     const next = await nextOccurrences(store, conn, spent, now);
-    return { recovered: again.length, failed: spent.length, effects: [...again.map((task) => arm(task.id, task.runAt)), ...next] };
+    return {
+      recovered: again.length,
+      failed: spent.length,
+      effects: [...again.map((task) => arm(task.id, task.runAt, task.priority)), ...next],
+    };
   });
 }

@@ -188,14 +188,19 @@ export class TaskStore {
     const values: unknown[] = from === undefined ? [] : [new Date(from)];
     values.push(new Date(until), ...(shards === undefined ? [] : [shards]), ...cursorValues(cursor), limit);
     return toEntries(
-      await this.#arrays<[number, number]>(SQL.duePage(from !== undefined, cursor !== undefined, shards !== undefined), values),
+      await this.#arrays<[number, number, number]>(SQL.duePage(from !== undefined, cursor !== undefined, shards !== undefined), values),
     );
   }
 
   /** Rows with id above `afterId`, any status, in id order: the refill's view of new inserts. */
   async insertedAfter(afterId: number, limit: number): Promise<(TimerEntry & { pending: boolean })[]> {
-    const rows = await this.#arrays<[number, number, number]>(SQL.insertedAfter, [afterId, limit]);
-    return rows.map(([id, runAt, pending]) => ({ id: Number(id), runAt: Number(runAt), pending: Number(pending) === 1 }));
+    const rows = await this.#arrays<[number, number, number, number]>(SQL.insertedAfter, [afterId, limit]);
+    return rows.map(([id, runAt, pending, priority]) => ({
+      id: Number(id),
+      runAt: Number(runAt),
+      pending: Number(pending) === 1,
+      priority: Number(priority),
+    }));
   }
 
   /** How many rows have an id in (after, upTo]. */
@@ -212,7 +217,7 @@ export class TaskStore {
   /** The pending ones among `ids`, read without locks. */
   async pendingAmong(ids: number[]): Promise<TimerEntry[]> {
     if (ids.length === 0) return [];
-    return toEntries(await this.#arrays<[number, number]>(SQL.pendingAmong, [ids]));
+    return toEntries(await this.#arrays<[number, number, number]>(SQL.pendingAmong, [ids]));
   }
 
   async maxId(): Promise<number> {
@@ -400,6 +405,7 @@ export class TaskStore {
       task.tags.length === 0 ? null : JSON.stringify(task.tags),
       at,
       at,
+      task.priority,
     ]);
     // The series keeps its tags, so a bulk change by tag reaches its next occurrence too.
     if (task.tags.length > 0) await conn.query(SQL.insertTags(task.tags.length, true), tagPairs(result.insertId, task.tags));

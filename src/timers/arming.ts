@@ -27,20 +27,21 @@ export class Arming implements EffectSink {
   apply(effects: readonly TimerEffect[]): void {
     for (const effect of effects) {
       if (effect.kind === 'disarm') this.timers.disarm(effect.id);
-      else this.#wish(effect.id, effect.runAt);
+      else this.#wish(effect.id, effect.runAt, effect.priority);
     }
   }
 
   /** A task whose time was written by this process: armed if within the horizon, else not. */
-  #wish(id: number, runAt: number): void {
+  #wish(id: number, runAt: number, priority?: number): void {
     if (this.#stopped) return;
-    if (runAt <= this.coveredUntil && this.ownership.owns(id)) this.timers.arm(id, runAt);
+    if (runAt <= this.coveredUntil && this.ownership.owns(id)) this.timers.arm(id, runAt, priority);
     else this.timers.disarm(id);
   }
 
   /** A pending task read from the table. */
   armRead(entry: TimerEntry): void {
-    if (!this.#stopped && this.ownership.owns(entry.id) && !this.queue.isBusy(entry.id)) this.timers.arm(entry.id, entry.runAt);
+    if (!this.#stopped && this.ownership.owns(entry.id) && !this.queue.isBusy(entry.id))
+      this.timers.arm(entry.id, entry.runAt, entry.priority);
   }
 
   /** Disarms the tasks of shards this process no longer owns. */

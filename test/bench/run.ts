@@ -9,6 +9,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
 import { batchIntake } from './b8-batch.js';
+import { priorityWall } from './b11-priority.js';
 import {
   BenchDb,
   heapAfterGc,
@@ -375,6 +376,9 @@ async function herd(db: BenchDb): Promise<void> {
   }
 }
 
+described.B11 =
+  'priority wall: 50,000 `close_order` of low priority and 500 of high priority due at the same second; baseline: the 500 at the low priority';
+
 // ── B7 ──────────────────────────────────────────────────────────────────────────────────────
 /** BENCH_B7_TASKS makes it smaller on a busy machine. */
 const B7_TASKS = Number(process.env.BENCH_B7_TASKS ?? 100_000);
@@ -503,6 +507,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B8: (db) => batchIntake(db, record),
   B7: scaleOut,
   B9: largePages,
+  B11: (db) => priorityWall(db, record),
 };
 
 async function main(): Promise<void> {

@@ -27,6 +27,7 @@ export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {
     lastHttpStatus: null,
     lastDurationMs: null,
     lastResponseBytes: null,
+    priority: 0,
     ...fields,
   };
 }

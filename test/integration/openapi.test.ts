@@ -72,6 +72,7 @@ describe('the OpenAPI document', () => {
       'misfire',
       'cron',
       'tags',
+      'priority',
     ]);
     expect(Object.values(media.examples).map((example: any) => example.value.type)).toEqual(['close_order', 'webhook', 'webhook']);
     expect(Object.keys(create.responses).sort()).toEqual(['200', '201', '400', '401', '409']);
