@@ -127,6 +127,20 @@ export const CreateTaskBody = Type.Object(
       }),
     ),
     priority: Type.Optional(Priority),
+    onKeyConflict: Type.Optional(
+      Type.Union([Type.Literal('reject'), Type.Literal('replace')], {
+        description:
+          'with key: what a create does when the key names a task with other content. reject (default): 409. replace: a pending task takes the new payload, runAt, timezone and priority (200 with the task as it now is); a running or finished one is still 409',
+      }),
+    ),
+    maxDelayMs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_DELAY_MS,
+        description:
+          'with onKeyConflict replace: debounce with a ceiling, replaces never move the task more than this past its first runAt',
+      }),
+    ),
   },
   {
     additionalProperties: false,

@@ -96,6 +96,11 @@ export const tasks = mysqlTable(
     /** Whole minutes from 1970-01-01 to run_at, computed by the server: the upcoming-load chart's bucket. */
     /** Among tasks due now or overdue, a higher priority is claimed first (MIN_PRIORITY..MAX_PRIORITY). */
     priority: tinyint('priority').notNull().default(0),
+    /**
+     * Debounce with a ceiling (onKeyConflict "replace" with maxDelayMs): the latest run_at a
+     * replace may push the task to, fixed by the first create that gave maxDelayMs.
+     */
+    latestRunAt: datetime('latest_run_at', { mode: 'date', fsp: 3 }),
     runMinute: int('run_minute').generatedAlwaysAs(sql`(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', \`run_at\`))`, { mode: 'virtual' }),
   },
   (table) => [

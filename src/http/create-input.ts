@@ -85,6 +85,13 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
   const tags = body.tags ?? [];
   const badTags = tagsProblem(tags, 'body/tags');
   if (badTags !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', badTags);
+  if (body.maxDelayMs !== undefined && body.onKeyConflict !== 'replace') {
+    throw badRequest('body/maxDelayMs', 'needs body/onKeyConflict "replace"');
+  }
+  if (body.onKeyConflict === 'replace' && body.key === undefined) throw badRequest('body/onKeyConflict', '"replace" needs body/key');
+  if (body.onKeyConflict === 'replace' && body.cron !== undefined) {
+    throw badRequest('body/onKeyConflict', '"replace" is for one-shot tasks, not with body/cron');
+  }
   const zone = zoneOf(body.timezone, input.timezone);
   const cron = checkedCron(body.cron, zone, now);
   const runAt = instantOf(body, zone, now);
@@ -105,8 +112,11 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
       cron,
       tags,
       priority: body.priority ?? 0,
+      latestRunAt: body.maxDelayMs === undefined ? null : runAt + body.maxDelayMs,
     },
     delayMs: body.delayMs,
+    ...(body.onKeyConflict === 'replace' ? { onKeyConflict: 'replace' as const } : {}),
+    ...(body.maxDelayMs === undefined ? {} : { maxDelayMs: body.maxDelayMs }),
   };
 }
 

@@ -22,10 +22,15 @@ export interface CreateRequest {
   task: NewTask;
   /** When the request gave delayMs instead of runAt: compared against the existing task's creation. */
   delayMs?: number;
+  /** "replace": a key that names a pending task gives it this request's content (replace.ts). */
+  onKeyConflict?: 'replace';
+  /** With "replace": how far past the first runAt replaces may push the task. */
+  maxDelayMs?: number;
 }
 
 export type CreateResult =
   | { outcome: 'created'; task: Task; effects: TimerEffect[] }
+  | { outcome: 'replaced'; task: Task; effects: TimerEffect[] }
   | { outcome: 'repeated'; task: Task; effects: TimerEffect[] }
   | { outcome: 'conflict'; task: Task; effects: TimerEffect[] };
 

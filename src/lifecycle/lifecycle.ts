@@ -19,6 +19,7 @@ import { cancel, reschedule, retry, type ChangeResult, type Placement } from './
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
 import { recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
+import { replaceIfAsked } from './replace.js';
 import * as run from './run.js';
 
 export interface LifecycleOptions {
@@ -63,12 +64,18 @@ export class Lifecycle {
 
   /** `now` is the instant the request's time was read at (a delayMs counts from it). */
   async create(request: CreateRequest, now = this.#options.clock.now()): Promise<CreateResult> {
-    return this.#apply(await create(this.#options.store, request, now));
+    const { store } = this.#options;
+    return this.#apply(await replaceIfAsked(store, await create(store, request, now), request, now));
   }
 
   /** Many creates at once (a batch), each answered as `create` would; written together, or none. */
   async createMany(requests: readonly CreateRequest[], now = this.#options.clock.now()): Promise<CreateResult[]> {
-    const results = await createMany(this.#options.store, requests, now);
+    const { store } = this.#options;
+    const results: CreateResult[] = [];
+    // Replaces one after another, in the batch's order: a key given twice ends with the later content.
+    for (const [i, result] of (await createMany(store, requests, now)).entries()) {
+      results.push(await replaceIfAsked(store, result, requests[i]!, now));
+    }
     this.#apply({ effects: results.flatMap((result) => result.effects) });
     return results;
   }
@@ -159,7 +166,9 @@ export class Lifecycle {
 
   /** Completes an outside run if it is still the run this process leased (`task` as claimed); retried per `persist`. */
   async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist));
+    return this.#apply(
+      await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist),
+    );
   }
 
   async failLeased(task: Task, failure: Failure, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {

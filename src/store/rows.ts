@@ -59,6 +59,8 @@ export interface NewTask {
   tags?: string[];
   /** 0 when left out. */
   priority?: number;
+  /** The ceiling of replaces (maxDelayMs after the first runAt); none when left out. */
+  latestRunAt?: number | null;
 }
 
 /** What a timer needs: the id and the time. The rest is read when the task fires. */
@@ -218,6 +220,7 @@ export function insertValues(task: NewTask, now: number): unknown[] {
     at,
     at,
     task.priority ?? 0,
+    task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
   ];
 }
 

@@ -285,6 +285,18 @@ export class TaskStore {
     return (await this.#query<Result>(SQL.reschedule, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids])).affectedRows;
   }
 
+  /**
+   * Replaces a pending task's content (onKeyConflict "replace"): its payload, zone, priority and
+   * instant, the instant held to the ceiling (`ceiling` sets one if the task has none). Answers
+   * whether the task was still pending (and of that type, not recurring) and so replaced.
+   */
+  async replacePending(id: number, task: NewTask, ceiling: number | null, now: number): Promise<boolean> {
+    const runAt = new Date(task.runAt);
+    const values: unknown[] = [ceiling === null ? null : new Date(ceiling), runAt, runAt, runAt, JSON.stringify(task.payload)];
+    values.push(task.timezone, task.priority ?? 0, new Date(now), id, task.type);
+    return (await this.#query<Result>(SQL.replacePending, values)).affectedRows === 1;
+  }
+
   /** failed → pending at `runAt` with attempts reset, for the failed ones among `ids`; answers how many. */
   async retry(ids: number[], runAt: number, timezone: string, now: number): Promise<number> {
     return (await this.#query<Result>(SQL.retry, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids])).affectedRows;

@@ -73,6 +73,8 @@ describe('the OpenAPI document', () => {
       'cron',
       'tags',
       'priority',
+      'onKeyConflict',
+      'maxDelayMs',
     ]);
     expect(Object.values(media.examples).map((example: any) => example.value.type)).toEqual(['close_order', 'webhook', 'webhook']);
     expect(Object.keys(create.responses).sort()).toEqual(['200', '201', '400', '401', '409']);

@@ -82,8 +82,8 @@ export const SQL = {
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
   insertRows: (rows: number, returning: boolean) =>
-    'INSERT INTO tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
+    'INSERT INTO tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
     (returning ? ' RETURNING id' : ''),
   /**
    * `rows` (task_id, tag) pairs of tasks just inserted, in their transaction. `again`: the
@@ -127,6 +127,16 @@ export const SQL = {
    * now, so a repeated create compares with it (requested_run_at, as moveTo and retry set it).
    */
   reschedule: "UPDATE tasks SET run_at = ?, requested_run_at = ?, timezone = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+  /**
+   * A create with onKeyConflict "replace" found its key on a pending task: the task takes the new
+   * payload, zone, priority and instant in one statement (a run sees the old version or the new,
+   * never a mix). The ceiling is set by the first replace that gives one and kept after; the
+   * instant is held to it. Values: ceiling or NULL, runAt, runAt, runAt, payload, zone,
+   * priority, now, id, type.
+   */
+  replacePending: `UPDATE tasks SET latest_run_at = COALESCE(latest_run_at, ?),
+    run_at = LEAST(?, COALESCE(latest_run_at, ?)), requested_run_at = ?, payload = ?, timezone = ?, priority = ?, updated_at = ?
+    WHERE id = ? AND status = 'pending' AND type = ? AND cron IS NULL`,
   /** failed → pending with its attempts reset. */
   retry:
     "UPDATE tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, timezone = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
