@@ -47,6 +47,9 @@ export const TaskJson = Type.Object(
     priority: Type.Integer({
       description: `${MIN_PRIORITY} to ${MAX_PRIORITY}: among tasks due now or overdue, a higher one is claimed first`,
     }),
+    expireAfterMs: Nullable(
+      Type.Integer({ description: 'no attempt starts later than this after runAt: the task is skipped as expired instead' }),
+    ),
   },
   {
     additionalProperties: false,
@@ -75,6 +78,7 @@ export const TaskJson = Type.Object(
         lastDurationMs: null,
         lastResponseBytes: null,
         priority: 0,
+        expireAfterMs: null,
       },
     ],
   },
@@ -131,6 +135,14 @@ export const CreateTaskBody = Type.Object(
       Type.Union([Type.Literal('reject'), Type.Literal('replace')], {
         description:
           'with key: what a create does when the key names a task with other content. reject (default): 409. replace: a pending task takes the new payload, runAt, timezone and priority (200 with the task as it now is); a running or finished one is still 409',
+      }),
+    ),
+    expireAfterMs: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_DELAY_MS,
+        description:
+          'expiry: a task that has not started within this many ms after its runAt never runs; it ends skipped, lastError "expired: …"',
       }),
     ),
     maxDelayMs: Type.Optional(

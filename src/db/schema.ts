@@ -101,6 +101,8 @@ export const tasks = mysqlTable(
      * replace may push the task to, fixed by the first create that gave maxDelayMs.
      */
     latestRunAt: datetime('latest_run_at', { mode: 'date', fsp: 3 }),
+    /** Expiry: an attempt that would start more than this many ms after the asked runAt is skipped instead. */
+    expireAfterMs: int('expire_after_ms', { unsigned: true }),
     runMinute: int('run_minute').generatedAlwaysAs(sql`(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', \`run_at\`))`, { mode: 'virtual' }),
   },
   (table) => [

@@ -1,7 +1,7 @@
 /**
  * What becomes of each task a batch has locked, decided before anything runs, in (runAt, id) order:
  * failed as unrunnable, deferred (no free outside slot: not leased), skipped (waited past the
- * misfire grace), held (its type's pause or limits), leased (outside, to run after COMMIT), failed
+ * misfire grace), expired (not started within its expireAfterMs), held (its type's pause or limits), leased (outside, to run after COMMIT), failed
  * again (its handler threw in an earlier try), or runnable (database, grouped by its handler). Pure
  * but for the two questions it asks the type limits (`waited`, `admit`).
  * See docs/architecture.md#a-batchs-plan.
@@ -30,6 +30,8 @@ export interface BatchPlan {
   leased: { task: Task; handler: OutsideHandler }[];
   deferred: Task[];
   skipped: Task[];
+  /** Past their expireAfterMs: skipped as expired, never run. */
+  expired: Task[];
   held: Task[];
   runnable: Map<DatabaseHandler, Task[]>;
   /** The runs admitted by the type limits, by task id (the leased and the runnable). */
@@ -38,12 +40,16 @@ export interface BatchPlan {
 
 export function planBatch(locked: readonly Task[], inputs: PlanInputs): BatchPlan {
   const { now, slots, misfireGraceMs, threw, handlers, limits } = inputs;
-  const plan: BatchPlan = { failures: [], leased: [], deferred: [], skipped: [], held: [], runnable: new Map(), tickets: new Map() };
+  const plan: BatchPlan = { failures: [], leased: [], deferred: [], skipped: [], expired: [], held: [], runnable: new Map(), tickets: new Map() };
   for (const task of [...locked].sort((a, b) => a.runAt - b.runAt || a.id - b.id)) {
     const handler = handlers.get(task.type);
     const problem = handlers.payloadProblem(task.type, task.payload);
     if (handler === undefined || problem !== undefined) {
       plan.failures.push(unrunnable(task, handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : problem!));
+      continue;
+    }
+    if (task.expireAfterMs !== null && now > task.requestedRunAt + task.expireAfterMs) {
+      plan.expired.push(task); // whatever held it (an outage, a pause, a full slot), it is too late now
       continue;
     }
     if (handler.effect === 'outside' && plan.leased.length >= slots) {

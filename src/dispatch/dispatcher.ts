@@ -292,6 +292,7 @@ export class Dispatcher {
     const { finished, over, shareMs } = settlementOf(result, batch, clock.now() - now);
     for (const { task, outcome } of result.done) this.#outcomes.done(task, now, shareMs, outcome);
     for (const { task, failure } of result.failures) this.#outcomes.failed(task, failure, now, shareMs);
+    for (const task of result.expired) this.#outcomes.expired(task, now);
     for (const ticket of over) limits.release(ticket);
     queue.release(finished);
     for (const id of finished) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten

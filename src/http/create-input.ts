@@ -113,6 +113,7 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
       tags,
       priority: body.priority ?? 0,
       latestRunAt: body.maxDelayMs === undefined ? null : runAt + body.maxDelayMs,
+      expireAfterMs: body.expireAfterMs ?? null,
     },
     delayMs: body.delayMs,
     ...(body.onKeyConflict === 'replace' ? { onKeyConflict: 'replace' as const } : {}),

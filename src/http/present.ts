@@ -52,5 +52,6 @@ export function present(task: Task, role: Role | undefined): TaskJson {
     lastDurationMs: task.lastDurationMs,
     lastResponseBytes: task.lastResponseBytes,
     priority: task.priority,
+    expireAfterMs: task.expireAfterMs,
   };
 }

@@ -18,7 +18,7 @@ import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bu
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
-import { recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
+import { EXPIRED_REASON, recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
 import { replaceIfAsked } from './replace.js';
 import * as run from './run.js';
 
@@ -45,6 +45,8 @@ export interface RunTransaction {
   fail(failed: run.Failed[], now: number): Promise<void>;
   /** Locked tasks that waited for their type past the misfire grace and asked to be skipped. */
   skip(tasks: Task[], now: number): Promise<void>;
+  /** Locked tasks past their expireAfterMs: skipped as expired. */
+  expire(tasks: Task[], now: number): Promise<void>;
 }
 
 export class Lifecycle {
@@ -157,6 +159,7 @@ export class Lifecycle {
           complete: async (tasks, now) => void effects.push(...(await run.complete(store, conn, tasks, now))),
           fail: async (failed, now) => void effects.push(...(await run.fail(store, conn, failed, now))),
           skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),
+          expire: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now, EXPIRED_REASON))),
         }),
       { retry: ONCE, deadlineMs },
     );

@@ -44,6 +44,8 @@ export interface Task {
   lastResponseBytes: number | null;
   /** Among tasks due now or overdue, a higher one is claimed first. */
   priority: number;
+  /** No attempt starts later than this many ms after requestedRunAt: it is skipped as expired. */
+  expireAfterMs: number | null;
 }
 
 export interface NewTask {
@@ -61,6 +63,8 @@ export interface NewTask {
   priority?: number;
   /** The ceiling of replaces (maxDelayMs after the first runAt); none when left out. */
   latestRunAt?: number | null;
+  /** None when left out. */
+  expireAfterMs?: number | null;
 }
 
 /** What a timer needs: the id and the time. The rest is read when the task fires. */
@@ -107,6 +111,7 @@ export const TASK_COLUMNS = [
   'last_duration_ms',
   'last_response_bytes',
   'priority',
+  'expire_after_ms',
 ].join(', ');
 
 export interface TaskRow extends mysql.RowDataPacket {
@@ -135,6 +140,7 @@ export interface TaskRow extends mysql.RowDataPacket {
   last_duration_ms: number | null;
   last_response_bytes: number | null;
   priority: number;
+  expire_after_ms: number | null;
 }
 
 const orNull = (value: number | null) => (value === null ? null : Number(value));
@@ -166,6 +172,7 @@ export function fromRow(row: TaskRow): Task {
     lastDurationMs: orNull(row.last_duration_ms),
     lastResponseBytes: orNull(row.last_response_bytes),
     priority: Number(row.priority),
+    expireAfterMs: orNull(row.expire_after_ms),
   };
 }
 
@@ -200,6 +207,7 @@ export function created(task: NewTask, id: number, now: number): Task {
     lastDurationMs: null,
     lastResponseBytes: null,
     priority: task.priority ?? 0,
+    expireAfterMs: task.expireAfterMs ?? null,
   };
 }
 
@@ -221,6 +229,7 @@ export function insertValues(task: NewTask, now: number): unknown[] {
     at,
     task.priority ?? 0,
     task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
+    task.expireAfterMs ?? null,
   ];
 }
 

@@ -28,6 +28,7 @@ export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {
     lastDurationMs: null,
     lastResponseBytes: null,
     priority: 0,
+    expireAfterMs: null,
     ...fields,
   };
 }

@@ -74,6 +74,7 @@ describe('the OpenAPI document', () => {
       'tags',
       'priority',
       'onKeyConflict',
+      'expireAfterMs',
       'maxDelayMs',
     ]);
     expect(Object.values(media.examples).map((example: any) => example.value.type)).toEqual(['close_order', 'webhook', 'webhook']);
