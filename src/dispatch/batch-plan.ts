@@ -40,7 +40,16 @@ export interface BatchPlan {
 
 export function planBatch(locked: readonly Task[], inputs: PlanInputs): BatchPlan {
   const { now, slots, misfireGraceMs, threw, handlers, limits } = inputs;
-  const plan: BatchPlan = { failures: [], leased: [], deferred: [], skipped: [], expired: [], held: [], runnable: new Map(), tickets: new Map() };
+  const plan: BatchPlan = {
+    failures: [],
+    leased: [],
+    deferred: [],
+    skipped: [],
+    expired: [],
+    held: [],
+    runnable: new Map(),
+    tickets: new Map(),
+  };
   for (const task of [...locked].sort((a, b) => a.runAt - b.runAt || a.id - b.id)) {
     const handler = handlers.get(task.type);
     const problem = handlers.payloadProblem(task.type, task.payload);
