@@ -9,6 +9,7 @@ import {
   MAX_KEY_LENGTH,
   MAX_PAGE,
   MAX_PRIORITY,
+  MAX_SPREAD_MS,
   MAX_TAG_LENGTH,
   MAX_TAGS,
   MAX_TYPE_LENGTH,
@@ -143,6 +144,14 @@ export const CreateTaskBody = Type.Object(
         maximum: MAX_DELAY_MS,
         description:
           'expiry: a task that has not started within this many ms after its runAt never runs; it ends skipped, lastError "expired: …"',
+      }),
+    ),
+    spreadMs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_SPREAD_MS,
+        description:
+          'runs the task at runAt + hash(key) mod spreadMs (the same key always lands on the same instant), or a random offset chosen once without a key: a wall due at one second spread over the next spreadMs',
       }),
     ),
     maxDelayMs: Type.Optional(

@@ -22,6 +22,8 @@ export interface CreateRequest {
   task: NewTask;
   /** When the request gave delayMs instead of runAt: compared against the existing task's creation. */
   delayMs?: number;
+  /** The spread's offset (spreadMs) added to the instant asked for; part of it, as delayMs is. */
+  offsetMs?: number;
   /** "replace": a key that names a pending task gives it this request's content (replace.ts). */
   onKeyConflict?: 'replace';
   /** With "replace": how far past the first runAt replaces may push the task. */
@@ -37,7 +39,7 @@ export type CreateResult =
 /** Whether `existing` is what `request` would have created. */
 export function sameRequest(existing: Task, request: CreateRequest): boolean {
   const { task } = request;
-  const asked = request.delayMs !== undefined ? existing.createdAt + request.delayMs : task.runAt;
+  const asked = request.delayMs !== undefined ? existing.createdAt + request.delayMs + (request.offsetMs ?? 0) : task.runAt;
   return (
     existing.type === task.type &&
     existing.requestedRunAt === asked &&

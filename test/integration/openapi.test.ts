@@ -75,6 +75,7 @@ describe('the OpenAPI document', () => {
       'priority',
       'onKeyConflict',
       'expireAfterMs',
+      'spreadMs',
       'maxDelayMs',
     ]);
     expect(Object.values(media.examples).map((example: any) => example.value.type)).toEqual(['close_order', 'webhook', 'webhook']);
