@@ -33,6 +33,7 @@ import { RecentRuns } from '../observability/recent-runs.js';
 import { registerServiceGauges } from './service-gauges.js';
 import { Lifecycle } from '../lifecycle/lifecycle.js';
 import { Arming } from '../timers/arming.js';
+import { CreatedHere } from '../timers/created-here.js';
 import { Retention } from '../maintenance/retention.js';
 import { DbClock } from '../time/db-clock.js';
 import { StepWatch, StepWatchMetrics } from '../time/step-watch.js';
@@ -138,7 +139,13 @@ export class Service {
           onLose: (shards) => void arming.disarmShards(shards),
         })
       : undefined;
-    const arming = new Arming(this.timers, queue, this.keeper);
+    const createdHere = new CreatedHere(2 * config.scheduler.refillIntervalMs);
+    const arming = new Arming(
+      this.timers,
+      queue,
+      this.keeper,
+      this.keeper === undefined ? undefined : { set: createdHere, now: () => clock.now() },
+    );
     this.lifecycle = new Lifecycle({
       database: this.database,
       store: this.store,
@@ -175,8 +182,15 @@ export class Service {
       metrics: this.runMetrics,
       limits: this.limits,
       misfireGraceMs: config.scheduler.misfireGraceMs,
-      mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
-      fence: this.keeper === undefined ? undefined : (ids) => this.keeper!.fence(ids),
+      mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id) || createdHere.has(id, clock.now()),
+      createdHere: this.keeper === undefined ? undefined : (id) => createdHere.has(id, clock.now()),
+      fence:
+        this.keeper === undefined
+          ? undefined
+          : (ids) => ({
+              ...this.keeper!.fence(ids),
+              unfenced: ids.filter((id) => !this.keeper!.owns(id) && createdHere.has(id, clock.now())),
+            }),
     });
     this.retention = new Retention({
       store: this.store,

@@ -82,6 +82,8 @@ export interface DispatcherOptions {
   mayClaim?: (id: number) => boolean;
   /** SHARDING=on: the shards (at their epochs) a claim of these ids is decided under; the claim holds only while they do. */
   fence?: (ids: readonly number[]) => ClaimFence;
+  /** SHARDING=on: tasks created here in shards others own, claimed here too (timers/created-here.ts). */
+  createdHere?: (id: number) => boolean;
   metrics?: DispatchMetrics;
 }
 
@@ -114,7 +116,7 @@ export class Dispatcher {
   constructor(options: DispatcherOptions) {
     this.#options = options;
     this.#warnings = new RepeatedWarnings(options.log);
-    this.#outcomes = new Outcomes(options.log, options.metrics);
+    this.#outcomes = new Outcomes(options.log, options.metrics, options.createdHere);
     this.#outsideSlots = new OutsideSlots(options.concurrency);
     this.#lines = { 'outside-waiting': this.#outsideWaiting, released: this.#released, due: options.queue };
     this.#parts = {

@@ -92,12 +92,23 @@ export class Outcomes {
   constructor(
     private readonly log: Logger,
     private readonly metrics: DispatchMetrics | undefined,
+    /** SHARDING=on: whether a task was created here in a shard another process owns (its run line says so). */
+    private readonly createdHere?: (id: number) => boolean,
   ) {}
 
   /** `startedAt` is when the run began (its lateness is measured from runAt to it). */
   done(task: Task, startedAt: number, durationMs: number, outcome: string): void {
     this.log.info(
-      { taskId: task.id, type: task.type, key: task.key, startedAt, lateMs: startedAt - task.runAt, durationMs, outcome },
+      {
+        taskId: task.id,
+        type: task.type,
+        key: task.key,
+        startedAt,
+        lateMs: startedAt - task.runAt,
+        durationMs,
+        outcome,
+        ...(this.createdHere?.(task.id) === true ? { createdHere: true } : {}),
+      },
       'task done',
     );
     this.metrics?.recordRun(task.type, 'done', task.runAt, startedAt, durationMs);

@@ -16,7 +16,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { InsertResult, NewTask, Task, TaskStore } from '../store/task-store.js';
-import { arm, type TimerEffect } from './effects.js';
+import { armCreated, type TimerEffect } from './effects.js';
 
 export interface CreateRequest {
   task: NewTask;
@@ -52,7 +52,7 @@ export function sameRequest(existing: Task, request: CreateRequest): boolean {
 
 function answer(result: InsertResult, request: CreateRequest): CreateResult {
   if (result.created)
-    return { outcome: 'created', task: result.task, effects: [arm(result.task.id, result.task.runAt, result.task.priority)] };
+    return { outcome: 'created', task: result.task, effects: [armCreated(result.task.id, result.task.runAt, result.task.priority)] };
   return { outcome: sameRequest(result.task, request) ? 'repeated' : 'conflict', task: result.task, effects: [] };
 }
 

@@ -152,7 +152,11 @@ export class Lifecycle {
         fn({
           conn,
           claim: async (ids, now, fence) => {
-            const claimable = fence === undefined ? ids : inShards(ids, await heldAt(conn, fence));
+            let claimable = fence === undefined ? ids : inShards(ids, await heldAt(conn, fence));
+            if (fence?.unfenced !== undefined && fence.unfenced.length > 0) {
+              const fenced = new Set(claimable);
+              claimable = [...claimable, ...fence.unfenced.filter((id) => !fenced.has(id) && ids.includes(id))];
+            }
             return claimable.length === 0 ? [] : run.claim(store, conn, claimable, now);
           },
           lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
