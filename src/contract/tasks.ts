@@ -51,6 +51,7 @@ export const TaskJson = Type.Object(
     expireAfterMs: Nullable(
       Type.Integer({ description: 'no attempt starts later than this after runAt: the task is skipped as expired instead' }),
     ),
+    group: Nullable(Type.String({ description: 'its group: the limits of a type with groupBy "group" apply per value of it' })),
   },
   {
     additionalProperties: false,
@@ -80,6 +81,7 @@ export const TaskJson = Type.Object(
         lastResponseBytes: null,
         priority: 0,
         expireAfterMs: null,
+        group: null,
       },
     ],
   },
@@ -144,6 +146,15 @@ export const CreateTaskBody = Type.Object(
         maximum: MAX_DELAY_MS,
         description:
           'expiry: a task that has not started within this many ms after its runAt never runs; it ends skipped, lastError "expired: …"',
+      }),
+    ),
+    group: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_TAG_LENGTH,
+        pattern: TAG_PATTERN,
+        description:
+          'the task\'s group, on any type (e.g. merchant:42): a type whose limits say groupBy "group" limits each group on its own',
       }),
     ),
     spreadMs: Type.Optional(

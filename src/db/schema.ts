@@ -103,6 +103,8 @@ export const tasks = mysqlTable(
     latestRunAt: datetime('latest_run_at', { mode: 'date', fsp: 3 }),
     /** Expiry: an attempt that would start more than this many ms after the asked runAt is skipped instead. */
     expireAfterMs: int('expire_after_ms', { unsigned: true }),
+    /** The task's group, on any type: the limits of a type with `groupBy: "group"` apply per value of it. */
+    groupKey: exactVarchar('group_key', { length: MAX_TAG_LENGTH }),
     runMinute: int('run_minute').generatedAlwaysAs(sql`(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', \`run_at\`))`, { mode: 'virtual' }),
   },
   (table) => [

@@ -118,6 +118,7 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
       priority: body.priority ?? 0,
       latestRunAt: body.maxDelayMs === undefined ? null : runAt + body.maxDelayMs,
       expireAfterMs: body.expireAfterMs ?? null,
+      group: body.group ?? null,
     },
     delayMs: body.delayMs,
     ...(offsetMs === 0 ? {} : { offsetMs }),

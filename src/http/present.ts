@@ -53,5 +53,6 @@ export function present(task: Task, role: Role | undefined): TaskJson {
     lastResponseBytes: task.lastResponseBytes,
     priority: task.priority,
     expireAfterMs: task.expireAfterMs,
+    group: task.group,
   };
 }

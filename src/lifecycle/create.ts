@@ -45,6 +45,7 @@ export function sameRequest(existing: Task, request: CreateRequest): boolean {
     existing.requestedRunAt === asked &&
     existing.cron === task.cron &&
     existing.priority === (task.priority ?? 0) &&
+    existing.group === (task.group ?? null) &&
     isDeepStrictEqual(existing.tags, task.tags ?? []) &&
     isDeepStrictEqual(existing.payload, task.payload)
   );

@@ -46,6 +46,8 @@ export interface Task {
   priority: number;
   /** No attempt starts later than this many ms after requestedRunAt: it is skipped as expired. */
   expireAfterMs: number | null;
+  /** Its group under limits with `groupBy: "group"`. */
+  group: string | null;
 }
 
 export interface NewTask {
@@ -65,6 +67,8 @@ export interface NewTask {
   latestRunAt?: number | null;
   /** None when left out. */
   expireAfterMs?: number | null;
+  /** None when left out. */
+  group?: string | null;
 }
 
 /** What a timer needs: the id and the time. The rest is read when the task fires. */
@@ -112,6 +116,7 @@ export const TASK_COLUMNS = [
   'last_response_bytes',
   'priority',
   'expire_after_ms',
+  'group_key',
 ].join(', ');
 
 export interface TaskRow extends mysql.RowDataPacket {
@@ -141,6 +146,7 @@ export interface TaskRow extends mysql.RowDataPacket {
   last_response_bytes: number | null;
   priority: number;
   expire_after_ms: number | null;
+  group_key: string | null;
 }
 
 const orNull = (value: number | null) => (value === null ? null : Number(value));
@@ -173,6 +179,7 @@ export function fromRow(row: TaskRow): Task {
     lastResponseBytes: orNull(row.last_response_bytes),
     priority: Number(row.priority),
     expireAfterMs: orNull(row.expire_after_ms),
+    group: row.group_key,
   };
 }
 
@@ -208,6 +215,7 @@ export function created(task: NewTask, id: number, now: number): Task {
     lastResponseBytes: null,
     priority: task.priority ?? 0,
     expireAfterMs: task.expireAfterMs ?? null,
+    group: task.group ?? null,
   };
 }
 
@@ -230,6 +238,7 @@ export function insertValues(task: NewTask, now: number): unknown[] {
     task.priority ?? 0,
     task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
     task.expireAfterMs ?? null,
+    task.group ?? null,
   ];
 }
 

@@ -29,6 +29,7 @@ export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {
     lastResponseBytes: null,
     priority: 0,
     expireAfterMs: null,
+    group: null,
     ...fields,
   };
 }

@@ -75,6 +75,7 @@ describe('the OpenAPI document', () => {
       'priority',
       'onKeyConflict',
       'expireAfterMs',
+      'group',
       'spreadMs',
       'maxDelayMs',
     ]);

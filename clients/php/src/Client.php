@@ -83,6 +83,7 @@ final class Client
         ?int $maxDelayMs = null,
         ?int $expireAfterMs = null,
         ?int $spreadMs = null,
+        ?string $group = null,
     ): Created {
         $body = self::withoutNulls([
             'type' => $type,
@@ -100,6 +101,7 @@ final class Client
             'maxDelayMs' => $maxDelayMs,
             'expireAfterMs' => $expireAfterMs,
             'spreadMs' => $spreadMs,
+            'group' => $group,
         ]);
         // With a key, a second send finds the task the first one made: safe to repeat.
         [$status, $task] = $this->call('POST', '/tasks', $body, $key !== null);

@@ -34,6 +34,8 @@ final class Task
         public readonly int $priority = 0,
         /** No attempt starts later than this many ms after runAt; past it the task ends skipped, lastError "expired: …". */
         public readonly ?int $expireAfterMs = null,
+        /** Its group: a type whose limits say groupBy "group" limits each group on its own. */
+        public readonly ?string $group = null,
     ) {
     }
 
@@ -59,6 +61,7 @@ final class Task
             isset($task['seriesId']) ? (int) $task['seriesId'] : null,
             (int) ($task['priority'] ?? 0),
             isset($task['expireAfterMs']) ? (int) $task['expireAfterMs'] : null,
+            $task['group'] ?? null,
         );
     }
 

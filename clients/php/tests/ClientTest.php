@@ -100,10 +100,11 @@ final class ClientTest extends ServiceTestCase
     {
         $client = self::client();
         $key = self::unique('flow:');
-        $first = $client->create('close_order', ['orderSn' => $key], runAt: '2027-01-01T00:00:00Z', key: $key, priority: 5, expireAfterMs: 600000, spreadMs: 30000);
+        $first = $client->create('close_order', ['orderSn' => $key], runAt: '2027-01-01T00:00:00Z', key: $key, priority: 5, expireAfterMs: 600000, spreadMs: 30000, group: 'merchant:42');
         self::assertTrue($first->created);
         self::assertSame(5, $first->task->priority);
         self::assertSame(600000, $first->task->expireAfterMs);
+        self::assertSame('merchant:42', $first->task->group);
         $offset = strtotime(substr($first->task->runAt, 0, 19) . 'Z') - strtotime('2027-01-01T00:00:00Z');
         self::assertGreaterThanOrEqual(0, $offset);
         self::assertLessThan(30, $offset);

@@ -82,8 +82,8 @@ export const SQL = {
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
   insertRows: (rows: number, returning: boolean) =>
-    'INSERT INTO tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
+    'INSERT INTO tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms, group_key) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
     (returning ? ' RETURNING id' : ''),
   /**
    * `rows` (task_id, tag) pairs of tasks just inserted, in their transaction. `again`: the
