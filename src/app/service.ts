@@ -42,6 +42,7 @@ import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
 import { TypeControls } from '../dispatch/type-controls.js';
+import { ControlsWatch } from '../dispatch/controls-watch.js';
 import { TypeControlStore } from '../store/type-controls.js';
 import { Scheduler, SchedulerMetrics } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
@@ -85,6 +86,8 @@ export class Service {
   /** Runs by outcome, lateness, handler time: what the dispatcher records. */
   readonly runMetrics: DispatchMetrics;
   readonly retention: Retention;
+  /** Another process's pause, resume or limit change, in force here within a second. */
+  readonly #controlsWatch: ControlsWatch;
   readonly dbClock: DbClock;
   readonly limits: TypeAdmission;
   /** The one way to change a type's pause and limits: written and put in force together. */
@@ -192,6 +195,7 @@ export class Service {
               unfenced: ids.filter((id) => !this.keeper!.owns(id) && createdHere.has(id, clock.now())),
             }),
     });
+    this.#controlsWatch = new ControlsWatch(this.typeControls, this.log);
     this.retention = new Retention({
       store: this.store,
       clock,
@@ -267,6 +271,7 @@ export class Service {
     await this.keeper?.start();
     await this.dbClock.measure();
     this.retention.start();
+    this.#controlsWatch.start();
     this.#open = !this.stopping; // booted: requests are let in
   }
 
@@ -333,6 +338,7 @@ export class Service {
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
     this.stepWatch.stop();
+    this.#controlsWatch.stop();
     await Promise.all([this.scheduler.stop(), this.retention.stop()]);
     // Handover: the leases are released at once, so the others take the shards over now.
     await this.keeper?.stop();
