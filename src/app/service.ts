@@ -36,6 +36,7 @@ import { RecentRuns } from '../observability/recent-runs.js';
 import { registerServiceGauges } from './service-gauges.js';
 import { Lifecycle } from '../lifecycle/lifecycle.js';
 import { Arming } from '../timers/arming.js';
+import { CreatedHere } from '../timers/created-here.js';
 import { Retention } from '../maintenance/retention.js';
 import { DbClock } from '../time/db-clock.js';
 import { StepWatch, StepWatchMetrics } from '../time/step-watch.js';
@@ -49,6 +50,7 @@ import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
 import { TypeControls } from '../dispatch/type-controls.js';
+import { ControlsWatch } from '../dispatch/controls-watch.js';
 import { TypeControlStore } from '../store/type-controls.js';
 import { Scheduler, SchedulerMetrics } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
@@ -97,6 +99,8 @@ export class Service {
   /** Runs by outcome, lateness, handler time: what the dispatcher records. */
   readonly runMetrics: DispatchMetrics;
   readonly retention: Retention;
+  /** Another process's pause, resume or limit change, in force here within a second. */
+  readonly #controlsWatch: ControlsWatch;
   readonly dbClock: DbClock;
   readonly limits: TypeAdmission;
   /** The one way to change a type's pause and limits: written and put in force together. */
@@ -147,7 +151,7 @@ export class Service {
     const shardMetrics = new ShardMetrics(metricRegistry);
     this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: metricRegistry });
     const queue = new DueQueue();
-    this.timers = new Timers(clock, (id) => queue.push(id), metricRegistry);
+    this.timers = new Timers(clock, (id, priority) => queue.push(id, priority), metricRegistry);
     this.keeper = config.cluster.sharding
       ? new LeaseKeeper({
           database: this.database,
@@ -160,7 +164,13 @@ export class Service {
           onLose: (shards) => void arming.disarmShards(shards),
         })
       : undefined;
-    const arming = new Arming(this.timers, queue, this.keeper);
+    const createdHere = new CreatedHere(2 * config.scheduler.refillIntervalMs);
+    const arming = new Arming(
+      this.timers,
+      queue,
+      this.keeper,
+      this.keeper === undefined ? undefined : { set: createdHere, now: () => clock.now() },
+    );
     this.lifecycle = new Lifecycle({
       database: this.database,
       store: this.store,
@@ -215,10 +225,18 @@ export class Service {
       metrics: this.runMetrics,
       limits: this.limits,
       misfireGraceMs: config.scheduler.misfireGraceMs,
-      mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id),
-      fence: this.keeper === undefined ? undefined : (ids) => this.keeper!.fence(ids),
+      mayClaim: this.keeper === undefined ? undefined : (id) => this.keeper!.mayClaim(id) || createdHere.has(id, clock.now()),
+      createdHere: this.keeper === undefined ? undefined : (id) => createdHere.has(id, clock.now()),
+      fence:
+        this.keeper === undefined
+          ? undefined
+          : (ids) => ({
+              ...this.keeper!.fence(ids),
+              unfenced: ids.filter((id) => !this.keeper!.owns(id) && createdHere.has(id, clock.now())),
+            }),
       pulled: (tasks) => this.pullHub.due(tasks),
     });
+    this.#controlsWatch = new ControlsWatch(this.typeControls, this.log);
     this.retention = new Retention({
       store: this.store,
       clock,
@@ -323,6 +341,7 @@ export class Service {
     this.targets.open(); // connects without waiting: a broker that is down is retried with backoff
     await this.dbClock.measure();
     this.retention.start();
+    this.#controlsWatch.start();
     this.#open = !this.stopping; // booted: requests are let in
   }
 
@@ -392,6 +411,7 @@ export class Service {
     await this.#closeHttp();
     this.log.debug('stop: no longer accepting requests');
     this.stepWatch.stop();
+    this.#controlsWatch.stop();
     await Promise.all([this.scheduler.stop(), this.retention.stop()]);
     // Handover: the leases are released at once, so the others take the shards over now.
     await this.keeper?.stop();

@@ -36,3 +36,9 @@ export const MAX_RATE = 1_000_000;
 
 /** GET /types counts a type's due tasks up to this many: the answer is this number when there are as many or more. */
 export const DUE_COUNT_CAP = 10_000;
+
+/** A task's priority: among tasks due now or overdue, a higher one is claimed first; 0 when not given. */
+export const MIN_PRIORITY = -10;
+/** The longest spreadMs: a day. */
+export const MAX_SPREAD_MS = 24 * 3600 * 1000;
+export const MAX_PRIORITY = 10;

@@ -8,10 +8,13 @@ import {
   MAX_DELAY_MS,
   MAX_KEY_LENGTH,
   MAX_PAGE,
+  MAX_PRIORITY,
+  MAX_SPREAD_MS,
   MAX_TAG_LENGTH,
   MAX_TAGS,
   MAX_TYPE_LENGTH,
   MAX_ZONE_LENGTH,
+  MIN_PRIORITY,
   MISFIRE_POLICIES,
   TAG_PATTERN,
   TASK_STATUSES,
@@ -42,6 +45,13 @@ export const TaskJson = Type.Object(
     lastHttpStatus: Nullable(Type.Integer({ description: "an outside (webhook) run: the latest run's HTTP status (0: no answer)" })),
     lastDurationMs: Nullable(Type.Integer({ description: "an outside run: the latest run's duration in ms" })),
     lastResponseBytes: Nullable(Type.Integer({ description: "an outside run: the latest response's body size in bytes" })),
+    priority: Type.Integer({
+      description: `${MIN_PRIORITY} to ${MAX_PRIORITY}: among tasks due now or overdue, a higher one is claimed first`,
+    }),
+    expireAfterMs: Nullable(
+      Type.Integer({ description: 'no attempt starts later than this after runAt: the task is skipped as expired instead' }),
+    ),
+    group: Nullable(Type.String({ description: 'its group: the limits of a type with groupBy "group" apply per value of it' })),
   },
   {
     additionalProperties: false,
@@ -69,6 +79,9 @@ export const TaskJson = Type.Object(
         lastHttpStatus: null,
         lastDurationMs: null,
         lastResponseBytes: null,
+        priority: 0,
+        expireAfterMs: null,
+        group: null,
       },
     ],
   },
@@ -84,6 +97,12 @@ export const Timezone = Type.String({
   minLength: 1,
   maxLength: MAX_ZONE_LENGTH,
   description: "IANA zone for a naive runAt; default the service's TIMEZONE",
+});
+
+export const Priority = Type.Integer({
+  minimum: MIN_PRIORITY,
+  maximum: MAX_PRIORITY,
+  description: `${MIN_PRIORITY} to ${MAX_PRIORITY}, default 0: among tasks due now or overdue, a higher one is claimed first (a payment-timeout close before a wall of marketing webhooks due at the same second)`,
 });
 
 export const CreateTaskBody = Type.Object(
@@ -112,6 +131,46 @@ export const CreateTaskBody = Type.Object(
       Type.Array(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN }), {
         maxItems: MAX_TAGS,
         description: `at most ${MAX_TAGS} labels of 1 to ${MAX_TAG_LENGTH} characters of A-Z a-z 0-9 _ . : - (e.g. merchant:42), no repeats; bulk changes and the pending list select by them`,
+      }),
+    ),
+    priority: Type.Optional(Priority),
+    onKeyConflict: Type.Optional(
+      Type.Union([Type.Literal('reject'), Type.Literal('replace')], {
+        description:
+          'with key: what a create does when the key names a task with other content. reject (default): 409. replace: a pending task takes the new payload, runAt, timezone and priority (200 with the task as it now is); a running or finished one is still 409',
+      }),
+    ),
+    expireAfterMs: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_DELAY_MS,
+        description:
+          'expiry: a task that has not started within this many ms after its runAt never runs; it ends skipped, lastError "expired: …"',
+      }),
+    ),
+    group: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_TAG_LENGTH,
+        pattern: TAG_PATTERN,
+        description:
+          'the task\'s group, on any type (e.g. merchant:42): a type whose limits say groupBy "group" limits each group on its own',
+      }),
+    ),
+    spreadMs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_SPREAD_MS,
+        description:
+          'runs the task at runAt + hash(key) mod spreadMs (the same key always lands on the same instant), or a random offset chosen once without a key: a wall due at one second spread over the next spreadMs',
+      }),
+    ),
+    maxDelayMs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_DELAY_MS,
+        description:
+          'with onKeyConflict replace: debounce with a ceiling, replaces never move the task more than this past its first runAt',
       }),
     ),
   },

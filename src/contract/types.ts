@@ -16,7 +16,9 @@ export const TypeJson = Type.Object(
     paused: Type.Boolean({ description: 'its due tasks wait (pending, no attempt used) until it is resumed' }),
     maxConcurrency: Nullable(Type.Integer({ description: 'at most this many runs at once (per group), in each process' })),
     ratePerSecond: Nullable(Type.Number({ description: 'at most this many starts in any one second (per group), in each process' })),
-    groupBy: Nullable(Type.String({ description: 'a payload field: the limits apply per value of it' })),
+    groupBy: Nullable(
+      Type.String({ description: 'a payload field, or "group" for the task\'s own group field: the limits apply per value of it' }),
+    ),
     running: Type.Integer({ description: 'runs of the type in the process that answered, now' }),
     waiting: Type.Integer({ description: 'due tasks the pause or the limits hold back in the process that answered' }),
     due: Type.Integer({

@@ -24,6 +24,7 @@ import {
   primaryKey,
   smallint,
   text,
+  tinyint,
   uniqueIndex,
   varchar,
 } from 'drizzle-orm/mysql-core';
@@ -93,10 +94,23 @@ export const tasks = mysqlTable(
     /** The requestId of the latest bulk shift that moved this task: a repeat of it moves it no further. */
     bulkRequestId: varchar('bulk_request_id', { length: 64 }),
     /** Whole minutes from 1970-01-01 to run_at, computed by the server: the upcoming-load chart's bucket. */
+    /** Among tasks due now or overdue, a higher priority is claimed first (MIN_PRIORITY..MAX_PRIORITY). */
+    priority: tinyint('priority').notNull().default(0),
+    /**
+     * Debounce with a ceiling (onKeyConflict "replace" with maxDelayMs): the latest run_at a
+     * replace may push the task to, fixed by the first create that gave maxDelayMs.
+     */
+    latestRunAt: datetime('latest_run_at', { mode: 'date', fsp: 3 }),
+    /** Expiry: an attempt that would start more than this many ms after the asked runAt is skipped instead. */
+    expireAfterMs: int('expire_after_ms', { unsigned: true }),
+    /** The task's group, on any type: the limits of a type with `groupBy: "group"` apply per value of it. */
+    groupKey: exactVarchar('group_key', { length: MAX_TAG_LENGTH }),
     runMinute: int('run_minute').generatedAlwaysAs(sql`(TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', \`run_at\`))`, { mode: 'virtual' }),
   },
   (table) => [
-    index('tasks_status_run_at').on(table.status, table.runAt),
+    // id is named so that priority can follow it: the due pages read (id, run_at, priority) from
+    // this index alone, in (run_at, id) order, as they did (id, run_at) before priority.
+    index('tasks_status_run_at').on(table.status, table.runAt, table.id, table.priority),
     // The upcoming-load chart counts pending tasks per minute and type from this index alone, in
     // its order: grouped by (run_minute, type), the groups come one after another, with no
     // temporary table (grouped by an expression of run_at they would need one, and that took 3x

@@ -1,9 +1,10 @@
 /**
  * What becomes of each task a batch has locked, decided before anything runs, in (runAt, id) order:
  * failed as unrunnable, deferred (no free outside slot: not leased), skipped (waited past the
- * misfire grace), held (its type's pause or limits), leased (outside, to run after COMMIT), failed
- * again (its handler threw in an earlier try), runnable (database, grouped by its handler), or
- * pulled (a worker type's: not claimed here, handed to the waiting pull workers after COMMIT). Pure
+ * misfire grace), expired (not started within its expireAfterMs), held (its type's pause or
+ * limits), leased (outside, to run after COMMIT), failed again (its handler threw in an earlier
+ * try), runnable (database, grouped by its handler), or pulled (a worker type's: not claimed here,
+ * handed to the waiting pull workers after COMMIT). Pure
  * but for the two questions it asks the type limits (`waited`, `admit`).
  * See docs/architecture.md#a-batchs-plan.
  */
@@ -31,6 +32,8 @@ export interface BatchPlan {
   leased: { task: Task; handler: OutsideHandler }[];
   deferred: Task[];
   skipped: Task[];
+  /** Past their expireAfterMs: skipped as expired, never run. */
+  expired: Task[];
   held: Task[];
   runnable: Map<DatabaseHandler, Task[]>;
   /** Due tasks of worker types: left pending, for a pull worker to lease (pull-hub.ts). */
@@ -46,6 +49,7 @@ export function planBatch(locked: readonly Task[], inputs: PlanInputs): BatchPla
     leased: [],
     deferred: [],
     skipped: [],
+    expired: [],
     held: [],
     runnable: new Map(),
     pulled: [],
@@ -56,6 +60,10 @@ export function planBatch(locked: readonly Task[], inputs: PlanInputs): BatchPla
     const problem = handlers.payloadProblem(task.type, task.payload);
     if (handler === undefined || problem !== undefined) {
       plan.failures.push(unrunnable(task, handler === undefined ? `no handler for type ${JSON.stringify(task.type)}` : problem!));
+      continue;
+    }
+    if (task.expireAfterMs !== null && now > task.requestedRunAt + task.expireAfterMs) {
+      plan.expired.push(task); // whatever held it (an outage, a pause, a full slot), it is too late now
       continue;
     }
     if (handler.effect === 'worker') {

@@ -111,5 +111,6 @@ async function runLocked(
   );
   await tx.fail(result.failures, now);
   await tx.skip(result.skipped, now);
+  await tx.expire(result.expired, now);
   return result;
 }

@@ -82,6 +82,8 @@ export interface DispatcherOptions {
   mayClaim?: (id: number) => boolean;
   /** SHARDING=on: the shards (at their epochs) a claim of these ids is decided under; the claim holds only while they do. */
   fence?: (ids: readonly number[]) => ClaimFence;
+  /** SHARDING=on: tasks created here in shards others own, claimed here too (timers/created-here.ts). */
+  createdHere?: (id: number) => boolean;
   metrics?: DispatchMetrics;
   /** Due tasks of worker types, after COMMIT: told to the waiting pull workers (pull-hub.ts). */
   pulled?: (tasks: readonly Task[]) => void;
@@ -116,7 +118,7 @@ export class Dispatcher {
   constructor(options: DispatcherOptions) {
     this.#options = options;
     this.#warnings = new RepeatedWarnings(options.log);
-    this.#outcomes = new Outcomes(options.log, options.metrics);
+    this.#outcomes = new Outcomes(options.log, options.metrics, options.createdHere);
     this.#outsideSlots = new OutsideSlots(options.concurrency);
     this.#lines = { 'outside-waiting': this.#outsideWaiting, released: this.#released, due: options.queue };
     this.#parts = {
@@ -294,6 +296,7 @@ export class Dispatcher {
     const { finished, over, shareMs } = settlementOf(result, batch, clock.now() - now);
     for (const { task, outcome } of result.done) this.#outcomes.done(task, now, shareMs, outcome);
     for (const { task, failure } of result.failures) this.#outcomes.failed(task, failure, now, shareMs);
+    for (const task of result.expired) this.#outcomes.expired(task, now);
     for (const ticket of over) limits.release(ticket);
     queue.release(finished);
     for (const id of finished) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
@@ -326,7 +329,9 @@ export class Dispatcher {
     const missing = batch.filter((id) => !lockedIds.has(id));
     const { effects, store } = this.#options;
     try {
-      effects.apply((await store.pendingAmong(missing)).map((task) => arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS)));
+      effects.apply(
+        (await store.pendingAmong(missing)).map((task) => arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.priority)),
+      );
     } catch {
       effects.apply(missing.map((id) => arm(id, now + RECHECK_MS)));
     }

@@ -213,16 +213,28 @@ export class TypeAdmission {
   }
 }
 
+/** The groupBy that names the task's own `group` field. */
+export const GROUP_FIELD = 'group';
+
 /**
  * A task's group under its type's limits: the type, or the type and a digest of the `groupBy`
  * field's value. A digest, not the value: the value may be as large as the payload (64 KiB with
  * `groupBy: "body"`), and every map of the limits holds the key. 128 bits of SHA-256: two values
  * sharing a group by chance is not a concern.
  */
-export function keyOf(task: Pick<Task, 'type' | 'payload'>, control: Pick<TypeControl, 'groupBy'> | undefined): string {
+export function keyOf(
+  task: Pick<Task, 'type' | 'payload'> & { group?: string | null },
+  control: Pick<TypeControl, 'groupBy'> | undefined,
+): string {
   if (control?.groupBy == null) return task.type;
+  // "group": the task's own group field, which every type has (the built-in handlers' payloads
+  // are closed); a task without one falls back to a payload field of that name.
   const value =
-    typeof task.payload === 'object' && task.payload !== null ? (task.payload as Record<string, unknown>)[control.groupBy] : undefined;
+    control.groupBy === GROUP_FIELD && task.group != null
+      ? task.group
+      : typeof task.payload === 'object' && task.payload !== null
+        ? (task.payload as Record<string, unknown>)[control.groupBy]
+        : undefined;
   const text = value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
   return `${task.type}\u0000${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
 }

@@ -21,6 +21,7 @@ export class DispatchMetrics {
   readonly dispatchDbFailures: Counter;
   readonly emptyClaims: Counter;
   readonly fencedClaims: Counter;
+  readonly expired: Counter<'type'>;
 
   /** `recent`: the dashboard's last hour of runs, fed with every run recorded here. */
   constructor(
@@ -69,6 +70,12 @@ export class DispatchMetrics {
       help: 'Fired tasks not claimed because this process could not prove it holds their shard.',
       registers,
     });
+    this.expired = new Counter({
+      name: 'punctual_tasks_expired_total',
+      help: 'Tasks skipped unrun because they could not start within their expireAfterMs of runAt (an outage, a pause, a wall).',
+      labelNames: ['type'] as const,
+      registers,
+    });
   }
 
   /** Records one run that started at `startedAt` for a task due at `runAt`. */
@@ -85,12 +92,23 @@ export class Outcomes {
   constructor(
     private readonly log: Logger,
     private readonly metrics: DispatchMetrics | undefined,
+    /** SHARDING=on: whether a task was created here in a shard another process owns (its run line says so). */
+    private readonly createdHere?: (id: number) => boolean,
   ) {}
 
   /** `startedAt` is when the run began (its lateness is measured from runAt to it). */
   done(task: Task, startedAt: number, durationMs: number, outcome: string): void {
     this.log.info(
-      { taskId: task.id, type: task.type, key: task.key, startedAt, lateMs: startedAt - task.runAt, durationMs, outcome },
+      {
+        taskId: task.id,
+        type: task.type,
+        key: task.key,
+        startedAt,
+        lateMs: startedAt - task.runAt,
+        durationMs,
+        outcome,
+        ...(this.createdHere?.(task.id) === true ? { createdHere: true } : {}),
+      },
       'task done',
     );
     this.metrics?.recordRun(task.type, 'done', task.runAt, startedAt, durationMs);
@@ -109,6 +127,15 @@ export class Outcomes {
       failure.retryAt === null ? 'task failed' : 'task will be retried',
     );
     this.metrics?.recordRun(task.type, failure.retryAt === null ? 'failed' : 'retry', task.runAt, startedAt, durationMs);
+  }
+
+  /** A task past its expireAfterMs, skipped unrun (committed). */
+  expired(task: Task, now: number): void {
+    this.log.warn(
+      { taskId: task.id, type: task.type, key: task.key, lateMs: now - task.requestedRunAt, expireAfterMs: task.expireAfterMs },
+      'task expired: skipped, not run',
+    );
+    this.metrics?.expired.inc({ type: task.type });
   }
 
   /** An outside run whose lease was lost before its record: not counted, the new owner's run counts. */

@@ -2,7 +2,8 @@
  * TypeControls: the one owner of a type's pause and limits. A change is one operation here: it
  * writes the stored setting (store/type-controls.ts) and then puts the stored settings in force in
  * this process (limits.ts), so a caller — a route today, any caller tomorrow — cannot write a
- * change and forget to apply it. Other processes apply it at their next reconcile (`reload`).
+ * change and forget to apply it. Other processes apply it within a second (controls-watch.ts), and
+ * at their next reconcile (`reload`).
  *
  * It also answers what the type routes show: the settings in force, the runs and waiting tasks
  * per type, and the due tasks per type.
@@ -36,6 +37,11 @@ export class TypeControls {
     this.load().catch((error: unknown) =>
       this.log.warn({ err: loggable(error) }, 'could not read the type controls; keeping the last ones'),
     );
+  }
+
+  /** The stored settings' digest: another process's change moves it. */
+  signature(): Promise<string> {
+    return this.store.signature();
   }
 
   /** Pauses `type`: its due tasks wait, pending with no attempt used. In force here when this resolves. */

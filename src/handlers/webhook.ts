@@ -14,6 +14,7 @@ import { request } from 'undici';
 import { Egress, listed, portOf } from './egress.js';
 import { type OutsideHandler, PermanentError } from './handler.js';
 import { firstReserved } from './outgoing-headers.js';
+import { RetryLater, retryAfterMs } from './retry-after.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 const USER_AGENT = `punctual/${version}`;
@@ -218,6 +219,9 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       const message = answerError(url, status, answer);
       // A 4xx says the request itself is wrong; sending it again will not help (but 408/425/429 say "later").
       const later = status >= 500 || [408, 425, 429].includes(status);
+      // 429 and 503 may say when to come back: the next attempt waits at least that long.
+      const asked = status === 429 || status === 503 ? retryAfterMs(response.headers['retry-after'], now) : undefined;
+      if (asked !== undefined) throw new RetryLater(`${message}; Retry-After ${Math.ceil(asked / 1000)} s`, asked);
       throw later ? new Error(message) : new PermanentError(message);
     },
   };

@@ -8,6 +8,7 @@ import type { HandlerRegistry } from '../handlers/registry.js';
 import type { CreateRequest } from '../lifecycle/create.js';
 import { checkCron, CronError, nextOccurrence } from '../time/recurrence.js';
 import { tagsProblem } from '../store/tags.js';
+import { spreadOffset } from '../time/spread.js';
 import { canonicalZone, parseRunAt, TimeInputError } from '../time/zones.js';
 import { describeErrors, jsonProblem } from '../util/schema-errors.js';
 import { badRequest, HttpError } from './errors.js';
@@ -85,9 +86,19 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
   const tags = body.tags ?? [];
   const badTags = tagsProblem(tags, 'body/tags');
   if (badTags !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', badTags);
+  if (body.maxDelayMs !== undefined && body.onKeyConflict !== 'replace') {
+    throw badRequest('body/maxDelayMs', 'needs body/onKeyConflict "replace"');
+  }
+  if (body.onKeyConflict === 'replace' && body.key === undefined) throw badRequest('body/onKeyConflict', '"replace" needs body/key');
+  if (body.onKeyConflict === 'replace' && body.cron !== undefined) {
+    throw badRequest('body/onKeyConflict', '"replace" is for one-shot tasks, not with body/cron');
+  }
   const zone = zoneOf(body.timezone, input.timezone);
   const cron = checkedCron(body.cron, zone, now);
-  const runAt = instantOf(body, zone, now);
+  if (body.spreadMs !== undefined && body.cron !== undefined)
+    throw badRequest('body/spreadMs', 'is for one-shot tasks, not with body/cron');
+  const offsetMs = body.spreadMs === undefined ? 0 : spreadOffset(body.key ?? null, body.spreadMs);
+  const runAt = instantOf(body, zone, now) + offsetMs;
   const problem = registry.payloadProblem(body.type, payload, 'body/payload');
   if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
   if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
@@ -104,8 +115,15 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
       misfire: body.misfire ?? 'run',
       cron,
       tags,
+      priority: body.priority ?? 0,
+      latestRunAt: body.maxDelayMs === undefined ? null : runAt + body.maxDelayMs,
+      expireAfterMs: body.expireAfterMs ?? null,
+      group: body.group ?? null,
     },
     delayMs: body.delayMs,
+    ...(offsetMs === 0 ? {} : { offsetMs }),
+    ...(body.onKeyConflict === 'replace' ? { onKeyConflict: 'replace' as const } : {}),
+    ...(body.maxDelayMs === undefined ? {} : { maxDelayMs: body.maxDelayMs }),
   };
 }
 

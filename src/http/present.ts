@@ -51,5 +51,8 @@ export function present(task: Task, role: Role | undefined): TaskJson {
     lastHttpStatus: task.lastHttpStatus,
     lastDurationMs: task.lastDurationMs,
     lastResponseBytes: task.lastResponseBytes,
+    priority: task.priority,
+    expireAfterMs: task.expireAfterMs,
+    group: task.group,
   };
 }

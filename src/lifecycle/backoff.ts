@@ -17,7 +17,13 @@ export function backoffMs(policy: BackoffPolicy, attemptsUsed: number): number {
   return Math.round(capped * (1 + 0.1 * (policy.random ?? Math.random)()));
 }
 
-/** When to run again after a failed attempt, or null when the task is out of attempts. */
-export function retryAt(policy: BackoffPolicy, attemptsUsed: number, maxAttempts: number, now: number): number | null {
-  return attemptsUsed >= maxAttempts ? null : now + backoffMs(policy, attemptsUsed);
+/**
+ * When to run again after a failed attempt, or null when the task is out of attempts. `askedMs`:
+ * the wait the other side asked for (Retry-After); the retry comes no sooner than that, capped
+ * at the policy's maximum, and no sooner than the backoff either.
+ */
+export function retryAt(policy: BackoffPolicy, attemptsUsed: number, maxAttempts: number, now: number, askedMs?: number): number | null {
+  if (attemptsUsed >= maxAttempts) return null;
+  const backoff = backoffMs(policy, attemptsUsed);
+  return now + (askedMs === undefined ? backoff : Math.max(backoff, Math.min(askedMs, policy.maxMs)));
 }

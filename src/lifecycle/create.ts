@@ -16,34 +16,44 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { InsertResult, NewTask, Task, TaskStore } from '../store/task-store.js';
-import { arm, type TimerEffect } from './effects.js';
+import { armCreated, type TimerEffect } from './effects.js';
 
 export interface CreateRequest {
   task: NewTask;
   /** When the request gave delayMs instead of runAt: compared against the existing task's creation. */
   delayMs?: number;
+  /** The spread's offset (spreadMs) added to the instant asked for; part of it, as delayMs is. */
+  offsetMs?: number;
+  /** "replace": a key that names a pending task gives it this request's content (replace.ts). */
+  onKeyConflict?: 'replace';
+  /** With "replace": how far past the first runAt replaces may push the task. */
+  maxDelayMs?: number;
 }
 
 export type CreateResult =
   | { outcome: 'created'; task: Task; effects: TimerEffect[] }
+  | { outcome: 'replaced'; task: Task; effects: TimerEffect[] }
   | { outcome: 'repeated'; task: Task; effects: TimerEffect[] }
   | { outcome: 'conflict'; task: Task; effects: TimerEffect[] };
 
 /** Whether `existing` is what `request` would have created. */
 export function sameRequest(existing: Task, request: CreateRequest): boolean {
   const { task } = request;
-  const asked = request.delayMs !== undefined ? existing.createdAt + request.delayMs : task.runAt;
+  const asked = request.delayMs !== undefined ? existing.createdAt + request.delayMs + (request.offsetMs ?? 0) : task.runAt;
   return (
     existing.type === task.type &&
     existing.requestedRunAt === asked &&
     existing.cron === task.cron &&
+    existing.priority === (task.priority ?? 0) &&
+    existing.group === (task.group ?? null) &&
     isDeepStrictEqual(existing.tags, task.tags ?? []) &&
     isDeepStrictEqual(existing.payload, task.payload)
   );
 }
 
 function answer(result: InsertResult, request: CreateRequest): CreateResult {
-  if (result.created) return { outcome: 'created', task: result.task, effects: [arm(result.task.id, result.task.runAt)] };
+  if (result.created)
+    return { outcome: 'created', task: result.task, effects: [armCreated(result.task.id, result.task.runAt, result.task.priority)] };
   return { outcome: sameRequest(result.task, request) ? 'repeated' : 'conflict', task: result.task, effects: [] };
 }
 

@@ -7,10 +7,16 @@
  * `arm` is a wish, not an order: the sink arms only what is within its horizon (and, later,
  * what belongs to a shard this process owns); the refill arms the rest when it comes near.
  */
-export type TimerEffect = { kind: 'arm'; id: number; runAt: number } | { kind: 'disarm'; id: number };
+export type TimerEffect = { kind: 'arm'; id: number; runAt: number; priority?: number; created?: true } | { kind: 'disarm'; id: number };
 
-export const arm = (id: number, runAt: number): TimerEffect => ({ kind: 'arm', id, runAt });
+/** `priority`: the task's, so that when it is due it is handed over before lower ones (0 when left out). */
+export const arm = (id: number, runAt: number, priority?: number): TimerEffect =>
+  priority === undefined || priority === 0 ? { kind: 'arm', id, runAt } : { kind: 'arm', id, runAt, priority };
 export const disarm = (id: number): TimerEffect => ({ kind: 'disarm', id });
+
+/** A task this process has just created: it may be armed here even in a shard another process owns. */
+export const armCreated = (id: number, runAt: number, priority: number): TimerEffect =>
+  priority === 0 ? { kind: 'arm', id, runAt, created: true } : { kind: 'arm', id, runAt, priority, created: true };
 
 /** Where effects are applied: the one place that turns them into timers. */
 export interface EffectSink {

@@ -18,7 +18,8 @@ import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bu
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
-import { recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
+import { EXPIRED_REASON, recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
+import { replaceIfAsked } from './replace.js';
 import * as run from './run.js';
 
 export interface LifecycleOptions {
@@ -44,6 +45,8 @@ export interface RunTransaction {
   fail(failed: run.Failed[], now: number): Promise<void>;
   /** Locked tasks that waited for their type past the misfire grace and asked to be skipped. */
   skip(tasks: Task[], now: number): Promise<void>;
+  /** Locked tasks past their expireAfterMs: skipped as expired. */
+  expire(tasks: Task[], now: number): Promise<void>;
 }
 
 export class Lifecycle {
@@ -63,12 +66,18 @@ export class Lifecycle {
 
   /** `now` is the instant the request's time was read at (a delayMs counts from it). */
   async create(request: CreateRequest, now = this.#options.clock.now()): Promise<CreateResult> {
-    return this.#apply(await create(this.#options.store, request, now));
+    const { store } = this.#options;
+    return this.#apply(await replaceIfAsked(store, await create(store, request, now), request, now));
   }
 
   /** Many creates at once (a batch), each answered as `create` would; written together, or none. */
   async createMany(requests: readonly CreateRequest[], now = this.#options.clock.now()): Promise<CreateResult[]> {
-    const results = await createMany(this.#options.store, requests, now);
+    const { store } = this.#options;
+    const results: CreateResult[] = [];
+    // Replaces one after another, in the batch's order: a key given twice ends with the later content.
+    for (const [i, result] of (await createMany(store, requests, now)).entries()) {
+      results.push(await replaceIfAsked(store, result, requests[i]!, now));
+    }
     this.#apply({ effects: results.flatMap((result) => result.effects) });
     return results;
   }
@@ -143,13 +152,18 @@ export class Lifecycle {
         fn({
           conn,
           claim: async (ids, now, fence) => {
-            const claimable = fence === undefined ? ids : inShards(ids, await heldAt(conn, fence));
+            let claimable = fence === undefined ? ids : inShards(ids, await heldAt(conn, fence));
+            if (fence?.unfenced !== undefined && fence.unfenced.length > 0) {
+              const fenced = new Set(claimable);
+              claimable = [...claimable, ...fence.unfenced.filter((id) => !fenced.has(id) && ids.includes(id))];
+            }
             return claimable.length === 0 ? [] : run.claim(store, conn, claimable, now);
           },
           lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
           complete: async (tasks, now) => void effects.push(...(await run.complete(store, conn, tasks, now))),
           fail: async (failed, now) => void effects.push(...(await run.fail(store, conn, failed, now))),
           skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),
+          expire: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now, EXPIRED_REASON))),
         }),
       { retry: ONCE, deadlineMs },
     );
@@ -159,7 +173,9 @@ export class Lifecycle {
 
   /** Completes an outside run if it is still the run this process leased (`task` as claimed); retried per `persist`. */
   async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist));
+    return this.#apply(
+      await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist),
+    );
   }
 
   async failLeased(task: Task, failure: Failure, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {

@@ -13,6 +13,8 @@ import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
 
 export const SKIPPED_REASON = 'skipped: its time passed while punctual was down';
+/** The lastError of a task skipped because it could not start within its expireAfterMs. */
+export const EXPIRED_REASON = 'expired: not started within expireAfterMs of its runAt';
 /** Misfired tasks locked and skipped per transaction. */
 const SKIP_CHUNK = 1000;
 
@@ -50,12 +52,18 @@ export async function skipMisfired(
 export const WAITED_REASON = 'skipped: its time passed while its type was paused or over a limit';
 
 /** Locked tasks that waited for their type past the grace, in the caller's transaction: skipped. */
-export async function skipWaited(store: TaskStore, conn: Connection, tasks: Task[], now: number): Promise<TimerEffect[]> {
+export async function skipWaited(
+  store: TaskStore,
+  conn: Connection,
+  tasks: Task[],
+  now: number,
+  reason = WAITED_REASON,
+): Promise<TimerEffect[]> {
   if (tasks.length === 0) return [];
   const skipped = await store.markSkipped(
     conn,
     tasks.map((task) => task.id),
-    WAITED_REASON,
+    reason,
     now,
   );
   expectAll('skip waited', skipped, tasks.length);
@@ -88,6 +96,10 @@ export async function recoverExpiredLeases(
     );
     expectAll('release expired leases', released, again.length);
     const next = await nextOccurrences(store, conn, spent, now);
-    return { recovered: again.length, failed: spent.length, effects: [...again.map((task) => arm(task.id, task.runAt)), ...next] };
+    return {
+      recovered: again.length,
+      failed: spent.length,
+      effects: [...again.map((task) => arm(task.id, task.runAt, task.priority)), ...next],
+    };
   });
 }

@@ -9,6 +9,7 @@
 import type { Connection } from '../db/connection.js';
 import { rootMessage } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
+import { RetryLater } from '../handlers/retry-after.js';
 import type { CallRecord, Failure, LeasedRun, Task, TaskStore } from '../store/task-store.js';
 import { arm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
@@ -29,7 +30,12 @@ export interface Settled {
 /** Retry with backoff, or failed for good: what becomes of a task whose attempt `attemptsUsed` threw `error`. */
 export function failureOf(policy: BackoffPolicy, task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
   const permanent = error instanceof PermanentError;
-  return { id: task.id, error: rootMessage(error), retryAt: permanent ? null : retryAt(policy, attemptsUsed, task.maxAttempts, now) };
+  const asked = error instanceof RetryLater ? error.afterMs : undefined;
+  return {
+    id: task.id,
+    error: rootMessage(error),
+    retryAt: permanent ? null : retryAt(policy, attemptsUsed, task.maxAttempts, now, asked),
+  };
 }
 
 /** A task that cannot run at all (no handler, a payload its handler refuses): failed for good. */
@@ -67,7 +73,7 @@ export async function fail(store: TaskStore, conn: Connection, failed: Failed[],
   const effects: TimerEffect[] = [];
   for (const { task, failure } of failed) {
     expectAll('fail', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
-    if (failure.retryAt !== null) effects.push(arm(failure.id, failure.retryAt));
+    if (failure.retryAt !== null) effects.push(arm(failure.id, failure.retryAt, task.priority));
   }
   const final = failed.filter(({ failure }) => failure.retryAt === null).map(({ task }) => task);
   effects.push(...(await nextOccurrences(store, conn, final, now)));
@@ -115,6 +121,6 @@ async function afterFailure(
   now: number,
 ): Promise<Settled> {
   if (!recorded) return { recorded, effects: [] };
-  if (failure.retryAt !== null) return { recorded, effects: [arm(task.id, failure.retryAt)] };
+  if (failure.retryAt !== null) return { recorded, effects: [arm(task.id, failure.retryAt, task.priority)] };
   return { recorded, effects: await nextOccurrences(store, conn, [task], now) };
 }

@@ -21,6 +21,8 @@ type Statements = Pick<mysql.Connection, 'query'>;
 export interface ClaimFence {
   owner: string;
   epochs: readonly (readonly [shard: number, epoch: number])[];
+  /** Ids claimed on their row's state alone, whatever their shard (tasks created in this process: timers/created-here.ts). */
+  unfenced?: readonly number[];
 }
 
 async function arrays<T>(conn: Statements, sql: string, values: unknown[], timeout?: number): Promise<T[]> {

@@ -42,6 +42,12 @@ export interface Task {
   lastHttpStatus: number | null;
   lastDurationMs: number | null;
   lastResponseBytes: number | null;
+  /** Among tasks due now or overdue, a higher one is claimed first. */
+  priority: number;
+  /** No attempt starts later than this many ms after requestedRunAt: it is skipped as expired. */
+  expireAfterMs: number | null;
+  /** Its group under limits with `groupBy: "group"`. */
+  group: string | null;
 }
 
 export interface NewTask {
@@ -55,12 +61,22 @@ export interface NewTask {
   cron: string | null;
   /** At most MAX_TAGS tags (see tags.ts); none when left out. */
   tags?: string[];
+  /** 0 when left out. */
+  priority?: number;
+  /** The ceiling of replaces (maxDelayMs after the first runAt); none when left out. */
+  latestRunAt?: number | null;
+  /** None when left out. */
+  expireAfterMs?: number | null;
+  /** None when left out. */
+  group?: string | null;
 }
 
 /** What a timer needs: the id and the time. The rest is read when the task fires. */
 export interface TimerEntry {
   id: number;
   runAt: number;
+  /** 0 when left out: the order in which due tasks are handed to the dispatcher. */
+  priority?: number;
 }
 
 /** Position in (runAt, id) order, for keyset pagination. */
@@ -98,6 +114,9 @@ export const TASK_COLUMNS = [
   'last_http_status',
   'last_duration_ms',
   'last_response_bytes',
+  'priority',
+  'expire_after_ms',
+  'group_key',
 ].join(', ');
 
 export interface TaskRow extends mysql.RowDataPacket {
@@ -125,6 +144,9 @@ export interface TaskRow extends mysql.RowDataPacket {
   last_http_status: number | null;
   last_duration_ms: number | null;
   last_response_bytes: number | null;
+  priority: number;
+  expire_after_ms: number | null;
+  group_key: string | null;
 }
 
 const orNull = (value: number | null) => (value === null ? null : Number(value));
@@ -155,6 +177,9 @@ export function fromRow(row: TaskRow): Task {
     lastHttpStatus: orNull(row.last_http_status),
     lastDurationMs: orNull(row.last_duration_ms),
     lastResponseBytes: orNull(row.last_response_bytes),
+    priority: Number(row.priority),
+    expireAfterMs: orNull(row.expire_after_ms),
+    group: row.group_key,
   };
 }
 
@@ -188,6 +213,9 @@ export function created(task: NewTask, id: number, now: number): Task {
     lastHttpStatus: null,
     lastDurationMs: null,
     lastResponseBytes: null,
+    priority: task.priority ?? 0,
+    expireAfterMs: task.expireAfterMs ?? null,
+    group: task.group ?? null,
   };
 }
 
@@ -207,10 +235,14 @@ export function insertValues(task: NewTask, now: number): unknown[] {
     task.tags === undefined || task.tags.length === 0 ? null : JSON.stringify(task.tags),
     at,
     at,
+    task.priority ?? 0,
+    task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
+    task.expireAfterMs ?? null,
+    task.group ?? null,
   ];
 }
 
 /** Rows of [id, runAt ms] (a timer's worth) as entries. */
-export function toEntries(rows: [number, number][]): TimerEntry[] {
-  return rows.map(([id, runAt]) => ({ id: Number(id), runAt: Number(runAt) }));
+export function toEntries(rows: [number, number, number?][]): TimerEntry[] {
+  return rows.map(([id, runAt, priority]) => ({ id: Number(id), runAt: Number(runAt), priority: Number(priority ?? 0) }));
 }

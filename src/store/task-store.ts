@@ -188,14 +188,19 @@ export class TaskStore {
     const values: unknown[] = from === undefined ? [] : [new Date(from)];
     values.push(new Date(until), ...(shards === undefined ? [] : [shards]), ...cursorValues(cursor), limit);
     return toEntries(
-      await this.#arrays<[number, number]>(SQL.duePage(from !== undefined, cursor !== undefined, shards !== undefined), values),
+      await this.#arrays<[number, number, number]>(SQL.duePage(from !== undefined, cursor !== undefined, shards !== undefined), values),
     );
   }
 
   /** Rows with id above `afterId`, any status, in id order: the refill's view of new inserts. */
   async insertedAfter(afterId: number, limit: number): Promise<(TimerEntry & { pending: boolean })[]> {
-    const rows = await this.#arrays<[number, number, number]>(SQL.insertedAfter, [afterId, limit]);
-    return rows.map(([id, runAt, pending]) => ({ id: Number(id), runAt: Number(runAt), pending: Number(pending) === 1 }));
+    const rows = await this.#arrays<[number, number, number, number]>(SQL.insertedAfter, [afterId, limit]);
+    return rows.map(([id, runAt, pending, priority]) => ({
+      id: Number(id),
+      runAt: Number(runAt),
+      pending: Number(pending) === 1,
+      priority: Number(priority),
+    }));
   }
 
   /** How many rows have an id in (after, upTo]. */
@@ -212,7 +217,7 @@ export class TaskStore {
   /** The pending ones among `ids`, read without locks. */
   async pendingAmong(ids: number[]): Promise<TimerEntry[]> {
     if (ids.length === 0) return [];
-    return toEntries(await this.#arrays<[number, number]>(SQL.pendingAmong, [ids]));
+    return toEntries(await this.#arrays<[number, number, number]>(SQL.pendingAmong, [ids]));
   }
 
   async maxId(): Promise<number> {
@@ -278,6 +283,18 @@ export class TaskStore {
   /** Moves the pending ones among `ids` to `runAt` (read in `timezone`); answers how many. */
   async reschedule(ids: number[], runAt: number, timezone: string, now: number): Promise<number> {
     return (await this.#query<Result>(SQL.reschedule, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids])).affectedRows;
+  }
+
+  /**
+   * Replaces a pending task's content (onKeyConflict "replace"): its payload, zone, priority and
+   * instant, the instant held to the ceiling (`ceiling` sets one if the task has none). Answers
+   * whether the task was still pending (and of that type, not recurring) and so replaced.
+   */
+  async replacePending(id: number, task: NewTask, ceiling: number | null, now: number): Promise<boolean> {
+    const runAt = new Date(task.runAt);
+    const values: unknown[] = [ceiling === null ? null : new Date(ceiling), runAt, runAt, runAt, JSON.stringify(task.payload)];
+    values.push(task.timezone, task.priority ?? 0, new Date(now), id, task.type);
+    return (await this.#query<Result>(SQL.replacePending, values)).affectedRows === 1;
   }
 
   /** failed → pending at `runAt` with attempts reset, for the failed ones among `ids`; answers how many. */
@@ -400,6 +417,7 @@ export class TaskStore {
       task.tags.length === 0 ? null : JSON.stringify(task.tags),
       at,
       at,
+      task.priority,
     ]);
     // The series keeps its tags, so a bulk change by tag reaches its next occurrence too.
     if (task.tags.length > 0) await conn.query(SQL.insertTags(task.tags.length, true), tagPairs(result.insertId, task.tags));

@@ -50,6 +50,14 @@ export class TypeControlStore {
     });
   }
 
+  /** A digest of every stored setting: it moves with any change (sql/type-controls.ts, signature). */
+  async signature(): Promise<string> {
+    return autocommit(this.database, async (conn) => {
+      const [rows] = await conn.query<[number, number][] & mysql.RowDataPacket[]>({ sql: TYPE_CONTROLS.signature, rowsAsArray: true });
+      return `${rows[0]?.[0] ?? 0}:${rows[0]?.[1] ?? 0}`;
+    });
+  }
+
   /** Pending tasks of each of `types` due by `now`, each counted up to `cap`. */
   async countDueByType(types: readonly string[], now: number, cap: number): Promise<Map<string, number>> {
     return autocommit(this.database, async (conn) => {

@@ -10,6 +10,7 @@ import { everything, type Ownership } from '../cluster/lease-keeper.js';
 import { shardOf } from '../cluster/shards.js';
 import type { EffectSink, TimerEffect } from '../lifecycle/effects.js';
 import type { TimerEntry } from '../store/task-store.js';
+import type { CreatedHere } from './created-here.js';
 import type { DueQueue } from './due-queue.js';
 import type { Timers } from './timers.js';
 
@@ -22,25 +23,36 @@ export class Arming implements EffectSink {
     readonly timers: Timers,
     private readonly queue: DueQueue,
     private readonly ownership: Ownership = everything,
+    /** SHARDING=on: tasks created here in shards others own, armed here too (created-here.ts). */
+    private readonly createdHere?: { set: CreatedHere; now: () => number },
   ) {}
 
   apply(effects: readonly TimerEffect[]): void {
     for (const effect of effects) {
       if (effect.kind === 'disarm') this.timers.disarm(effect.id);
-      else this.#wish(effect.id, effect.runAt);
+      else if (effect.created === true && this.#strayCreate(effect.id, effect.runAt))
+        this.timers.arm(effect.id, effect.runAt, effect.priority);
+      else this.#wish(effect.id, effect.runAt, effect.priority);
     }
   }
 
   /** A task whose time was written by this process: armed if within the horizon, else not. */
-  #wish(id: number, runAt: number): void {
+  #wish(id: number, runAt: number, priority?: number): void {
     if (this.#stopped) return;
-    if (runAt <= this.coveredUntil && this.ownership.owns(id)) this.timers.arm(id, runAt);
+    if (runAt <= this.coveredUntil && this.ownership.owns(id)) this.timers.arm(id, runAt, priority);
     else this.timers.disarm(id);
+  }
+
+  /** A create in a shard this process does not own, due soon: armed here as well as by its owner. */
+  #strayCreate(id: number, runAt: number): boolean {
+    if (this.#stopped || this.createdHere === undefined || runAt > this.coveredUntil || this.ownership.owns(id)) return false;
+    return this.createdHere.set.add(id, runAt, this.createdHere.now());
   }
 
   /** A pending task read from the table. */
   armRead(entry: TimerEntry): void {
-    if (!this.#stopped && this.ownership.owns(entry.id) && !this.queue.isBusy(entry.id)) this.timers.arm(entry.id, entry.runAt);
+    if (!this.#stopped && this.ownership.owns(entry.id) && !this.queue.isBusy(entry.id))
+      this.timers.arm(entry.id, entry.runAt, entry.priority);
   }
 
   /** Disarms the tasks of shards this process no longer owns. */

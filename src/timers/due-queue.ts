@@ -3,13 +3,20 @@
  * in this process. A timer is not armed again for a busy id (the table read that would arm it
  * raced its run), and an id fired twice is queued once.
  *
+ * Priority: one lane per priority value, taken highest first, each in the order its timers fired.
+ * A task of priority 5 fired after 50,000 of priority 0 is taken before any of them that is still
+ * waiting, so the payment-timeout closes of a sale's midnight do not wait behind its marketing wall.
+ *
  * It stands between the timers (which push) and the dispatcher (which takes), so neither has to
  * know the other.
  */
 import { Fifo } from '../util/async.js';
 
 export class DueQueue {
-  readonly #due = new Fifo<number>();
+  /** The lanes by priority, and the priorities that have one, highest first (a handful at most). */
+  readonly #lanes = new Map<number, Fifo<number>>();
+  #order: number[] = [];
+  #length = 0;
   readonly #busy = new Set<number>();
   #closed = false;
   #onPush: () => void = () => undefined;
@@ -20,20 +27,42 @@ export class DueQueue {
   }
 
   /** A task's timer fired. */
-  push(id: number): void {
+  push(id: number, priority = 0): void {
     if (this.#closed || this.#busy.has(id)) return;
     this.#busy.add(id);
-    this.#due.push(id);
+    this.#lane(priority).push(id);
+    this.#length++;
     this.#onPush();
   }
 
-  /** Up to `count` ids, oldest first; they stay busy until released. */
+  /** Up to `count` ids, the highest priority first, then oldest first; they stay busy until released. */
   take(count: number): number[] {
-    return this.#due.take(count);
+    if (this.#order.length === 1) {
+      const taken = this.#lanes.get(this.#order[0]!)!.take(count);
+      this.#length -= taken.length;
+      return taken;
+    }
+    const taken: number[] = [];
+    for (const priority of this.#order) {
+      if (taken.length >= count) break;
+      for (const id of this.#lanes.get(priority)!.take(count - taken.length)) taken.push(id);
+    }
+    this.#length -= taken.length;
+    return taken;
   }
 
   get length(): number {
-    return this.#due.length;
+    return this.#length;
+  }
+
+  #lane(priority: number): Fifo<number> {
+    let lane = this.#lanes.get(priority);
+    if (lane === undefined) {
+      lane = new Fifo<number>();
+      this.#lanes.set(priority, lane);
+      this.#order = [...this.#lanes.keys()].sort((a, b) => b - a);
+    }
+    return lane;
   }
 
   isBusy(id: number): boolean {

@@ -12,9 +12,11 @@ export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 interface ArmedTimer extends NodeJS.Timeout {
   runAt: number;
+  /** The task's priority, handed over with its id when it is due (0 for most). */
+  priority: number;
 }
 
-export type DueCallback = (id: number) => void;
+export type DueCallback = (id: number, priority: number) => void;
 
 export class Timers {
   readonly #armed = new Map<number, ArmedTimer>();
@@ -40,13 +42,13 @@ export class Timers {
   }
 
   /** Arms (or re-arms) task `id` for `runAt`. Arming again for the same time changes nothing. */
-  arm(id: number, runAt: number): void {
+  arm(id: number, runAt: number, priority = 0): void {
     const current = this.#armed.get(id);
     if (current !== undefined) {
-      if (current.runAt === runAt) return;
+      if (current.runAt === runAt && current.priority === priority) return;
       clearTimeout(current);
     }
-    this.#start(id, runAt);
+    this.#start(id, runAt, priority);
   }
 
   disarm(id: number): boolean {
@@ -87,24 +89,25 @@ export class Timers {
    */
   rearmAll(): number {
     const now = this.clock.now();
-    const due: { id: number; runAt: number }[] = [];
+    const due: { id: number; runAt: number; priority: number }[] = [];
     for (const [id, timer] of this.#armed) {
       clearTimeout(timer);
-      if (timer.runAt <= now) due.push({ id, runAt: timer.runAt });
-      else this.#start(id, timer.runAt, now); // replaces this entry: no new key while iterating
+      if (timer.runAt <= now) due.push({ id, runAt: timer.runAt, priority: timer.priority });
+      else this.#start(id, timer.runAt, timer.priority, now); // replaces this entry: no new key while iterating
     }
     due.sort((a, b) => a.runAt - b.runAt || a.id - b.id);
-    for (const { id } of due) {
+    for (const { id, priority } of due) {
       this.#armed.delete(id);
-      this.onDue(id);
+      this.onDue(id, priority);
     }
     return due.length;
   }
 
-  #start(id: number, runAt: number, now = this.clock.now()): void {
+  #start(id: number, runAt: number, priority: number, now = this.clock.now()): void {
     const delay = Math.min(Math.max(runAt - now, 0), MAX_TIMER_DELAY_MS);
     const timer = setTimeout(this.#onTimer, delay, id) as ArmedTimer;
     timer.runAt = runAt;
+    timer.priority = priority;
     timer.unref();
     this.#armed.set(id, timer);
   }
@@ -113,10 +116,10 @@ export class Timers {
     const timer = this.#armed.get(id);
     if (timer === undefined) return;
     if (this.clock.now() < timer.runAt) {
-      this.#start(id, timer.runAt); // woke early by the wall clock, or clamped: sleep the rest
+      this.#start(id, timer.runAt, timer.priority); // woke early by the wall clock, or clamped: sleep the rest
       return;
     }
     this.#armed.delete(id);
-    this.onDue(id);
+    this.onDue(id, timer.priority);
   }
 }

@@ -10,6 +10,8 @@ import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
 import { batchIntake } from './b8-batch.js';
 import { pullWorkers } from './b10-workers.js';
+import { priorityWall } from './b11-priority.js';
+import { shardedCreates } from './b7-creates.js';
 import {
   BenchDb,
   heapAfterGc,
@@ -376,6 +378,11 @@ async function herd(db: BenchDb): Promise<void> {
   }
 }
 
+described['B7 creates'] =
+  'creates on a sharded fleet: 600 `close_order` created 400 ms ahead through each of 3 processes in turn; baseline: the same through 1 process owning every shard';
+described.B11 =
+  'priority wall: 50,000 `close_order` of low priority and 500 of high priority due at the same second; baseline: the 500 at the low priority';
+
 // ── B7 ──────────────────────────────────────────────────────────────────────────────────────
 /** BENCH_B7_TASKS makes it smaller on a busy machine. */
 const B7_TASKS = Number(process.env.BENCH_B7_TASKS ?? 100_000);
@@ -506,8 +513,10 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B6: herd,
   B8: (db) => batchIntake(db, record),
   B7: scaleOut,
+  B7C: (db) => shardedCreates(db, record),
   B9: largePages,
   B10: (db) => pullWorkers(db, record),
+  B11: (db) => priorityWall(db, record),
 };
 
 async function main(): Promise<void> {

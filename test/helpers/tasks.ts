@@ -27,6 +27,9 @@ export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {
     lastHttpStatus: null,
     lastDurationMs: null,
     lastResponseBytes: null,
+    priority: 0,
+    expireAfterMs: null,
+    group: null,
     ...fields,
   };
 }

@@ -207,7 +207,7 @@ describe('POST /tasks', () => {
       ['empty key', closeOrder({ key: '' }), 400, 'body/key'],
       ['maxAttempts zero', closeOrder({ maxAttempts: 0 }), 400, 'body/maxAttempts must be >= 1'],
       ['misfire unknown', closeOrder({ misfire: 'later' }), 400, 'body/misfire must be one of "run", "skip"'],
-      ['an unknown field', closeOrder({ priority: 1 }), 400, 'body must not have additional properties (priority)'],
+      ['an unknown field', closeOrder({ urgency: 1 }), 400, 'body must not have additional properties (urgency)'],
       [
         'webhook host not allowed',
         { type: 'webhook', payload: { url: 'https://evil.example.net/x' }, delayMs: 0 },

@@ -42,6 +42,6 @@ describe('migrations', () => {
       `INSERT INTO tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'SN1'), ('close_order', '{}', UTC_TIMESTAMP(3), 'sn1')`,
     );
     const indexes = await db.query<any[]>("SHOW INDEX FROM tasks WHERE Key_name = 'tasks_status_run_at'");
-    expect(indexes.map((row) => row.Column_name)).toEqual(['status', 'run_at']);
+    expect(indexes.map((row) => row.Column_name)).toEqual(['status', 'run_at', 'id', 'priority']);
   });
 });

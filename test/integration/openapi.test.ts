@@ -72,6 +72,12 @@ describe('the OpenAPI document', () => {
       'misfire',
       'cron',
       'tags',
+      'priority',
+      'onKeyConflict',
+      'expireAfterMs',
+      'group',
+      'spreadMs',
+      'maxDelayMs',
     ]);
     expect(Object.values(media.examples).map((example: any) => example.value.type)).toEqual(['close_order', 'webhook', 'webhook']);
     expect(Object.keys(create.responses).sort()).toEqual(['200', '201', '400', '401', '409']);

@@ -50,7 +50,7 @@ beforeAll(async () => {
       API_TOKENS_WORKER: WORKER,
       API_TOKENS_WRITE: WRITER,
       WORKER_TYPES:
-        'reset_membership,t_runat,t_wait,t_nack,t_backoff,t_extend,t_killed,t_many,t_fair,t_paused,t_limited,t_bad,t_bounded,t_loop,t_loop2',
+        'reset_membership,t_runat,t_wait,t_nack,t_backoff,t_extend,t_killed,t_many,t_fair,t_paused,t_limited,t_bad,t_bounded,t_loop,t_loop2,t_expired',
       WORKER_MAX_WAITING: '12',
       WORKER_MAX_LEASE_MS: '600000',
     },
@@ -71,6 +71,19 @@ afterAll(async () => {
 });
 
 describe('leasing', () => {
+  it('never leases a task past its expireAfterMs: the dispatcher ends it as expired', async () => {
+    // The shop's own INSERT, due 10 s ago with 1 s to start: the lease may meet it before the dispatcher does.
+    const inserted = await db.execute(
+      "INSERT INTO tasks (type, payload, run_at, expire_after_ms) VALUES ('t_expired', JSON_OBJECT('n', 1), UTC_TIMESTAMP(3) - INTERVAL 10 SECOND, 1000)",
+    );
+    expect(await worker.lease({ types: ['t_expired'], max: 5, leaseMs: 10_000, waitMs: 0 })).toEqual([]);
+    const ended = await waitFor(async () => {
+      const found = await row(inserted.insertId);
+      return found.status === 'skipped' ? found : undefined;
+    }, 20_000);
+    expect(ended).toMatchObject({ attempts: 0, last_error: expect.stringMatching(/^expired: /) });
+  });
+
   it('leases a due task with its token, attempt, payload and idempotency key; ack makes it done, once', async () => {
     const id = await create('reset_membership', { memberId: 7 }, { delayMs: 0 }, { key: 'reset:7' });
     const [task, ...more] = await worker.lease({ types: ['reset_membership'], max: 5, leaseMs: 10_000, waitMs: 5000 });

@@ -10,7 +10,19 @@ const ticket = (id: number): Ticket => ({ type: 'alpha', key: `alpha-${id}`, sta
 const hook = { type: 'hook', effect: 'outside' } as OutsideHandler;
 
 function result(fields: Partial<BatchResult>): BatchResult {
-  return { locked: [], done: [], failures: [], leased: [], deferred: [], skipped: [], held: [], pulled: [], tickets: new Map(), ...fields };
+  return {
+    locked: [],
+    done: [],
+    failures: [],
+    leased: [],
+    deferred: [],
+    skipped: [],
+    expired: [],
+    held: [],
+    pulled: [],
+    tickets: new Map(),
+    ...fields,
+  };
 }
 
 describe('the settlement of a batch', () => {

@@ -61,7 +61,12 @@ final class Client
      * ("2026-12-01T10:00:00+08:00"), a naive local time ("2026-12-01 10:00:00", read in
      * `timezone`, else the service's TIMEZONE), an integer of epoch milliseconds, or a
      * DateTimeInterface. `created` in the answer is false when `key` named an existing task with
-     * the same content; a key taken by other content throws a ConflictException.
+     * the same content; a key taken by other content throws a ConflictException, unless
+     * `onKeyConflict` is "replace": then a pending task under the key takes the new payload and
+     * runAt (`created` false, the task as it now is), and `maxDelayMs` caps how far repeated
+     * replaces push it past its first runAt. `priority` (-10 to 10) orders tasks due together,
+     * `expireAfterMs` skips a task that could not start that long after its runAt, and `spreadMs`
+     * runs it at runAt + hash(key) mod spreadMs.
      */
     public function create(
         string $type,
@@ -73,6 +78,12 @@ final class Client
         ?int $maxAttempts = null,
         ?string $misfire = null,
         ?string $cron = null,
+        ?int $priority = null,
+        ?string $onKeyConflict = null,
+        ?int $maxDelayMs = null,
+        ?int $expireAfterMs = null,
+        ?int $spreadMs = null,
+        ?string $group = null,
     ): Created {
         $body = self::withoutNulls([
             'type' => $type,
@@ -85,6 +96,12 @@ final class Client
             'maxAttempts' => $maxAttempts,
             'misfire' => $misfire,
             'cron' => $cron,
+            'priority' => $priority,
+            'onKeyConflict' => $onKeyConflict,
+            'maxDelayMs' => $maxDelayMs,
+            'expireAfterMs' => $expireAfterMs,
+            'spreadMs' => $spreadMs,
+            'group' => $group,
         ]);
         // With a key, a second send finds the task the first one made: safe to repeat.
         [$status, $task] = $this->call('POST', '/tasks', $body, $key !== null);

@@ -30,6 +30,12 @@ final class Task
         public readonly ?string $finishedAt,
         public readonly ?string $cron = null,
         public readonly ?int $seriesId = null,
+        /** -10 to 10: among tasks due now or overdue, a higher one is claimed first. */
+        public readonly int $priority = 0,
+        /** No attempt starts later than this many ms after runAt; past it the task ends skipped, lastError "expired: …". */
+        public readonly ?int $expireAfterMs = null,
+        /** Its group: a type whose limits say groupBy "group" limits each group on its own. */
+        public readonly ?string $group = null,
     ) {
     }
 
@@ -53,6 +59,9 @@ final class Task
             $task['finishedAt'] ?? null,
             $task['cron'] ?? null,
             isset($task['seriesId']) ? (int) $task['seriesId'] : null,
+            (int) ($task['priority'] ?? 0),
+            isset($task['expireAfterMs']) ? (int) $task['expireAfterMs'] : null,
+            $task['group'] ?? null,
         );
     }
 
@@ -65,5 +74,11 @@ final class Task
     public function isPending(): bool
     {
         return $this->status === 'pending';
+    }
+
+    /** Skipped because it could not start within its expireAfterMs. */
+    public function isExpired(): bool
+    {
+        return $this->status === 'skipped' && str_starts_with((string) $this->lastError, 'expired:');
     }
 }

@@ -96,6 +96,31 @@ final class ClientTest extends ServiceTestCase
         self::assertSame('cancelled', $client->cancelByKey($cronKey)->status);
     }
 
+    public function testCreatesWithPriorityReplaceExpiryAndSpread(): void
+    {
+        $client = self::client();
+        $key = self::unique('flow:');
+        $first = $client->create('close_order', ['orderSn' => $key], runAt: '2027-01-01T00:00:00Z', key: $key, priority: 5, expireAfterMs: 600000, spreadMs: 30000, group: 'merchant:42');
+        self::assertTrue($first->created);
+        self::assertSame(5, $first->task->priority);
+        self::assertSame(600000, $first->task->expireAfterMs);
+        self::assertSame('merchant:42', $first->task->group);
+        $offset = strtotime(substr($first->task->runAt, 0, 19) . 'Z') - strtotime('2027-01-01T00:00:00Z');
+        self::assertGreaterThanOrEqual(0, $offset);
+        self::assertLessThan(30, $offset);
+        self::assertFalse($first->task->isExpired());
+
+        // Other content under the key, with replace: the pending task takes it (not created, same id).
+        $replaced = $client->create('close_order', ['orderSn' => $key . '-new'], runAt: '2027-01-02T00:00:00Z', key: $key, onKeyConflict: 'replace', maxDelayMs: 3600000);
+        self::assertFalse($replaced->created);
+        self::assertSame($first->task->id, $replaced->task->id);
+        self::assertSame(['orderSn' => $key . '-new'], $replaced->task->payload);
+        // Held to its first runAt + maxDelayMs.
+        $ceiling = (new \DateTimeImmutable($first->task->runAt))->modify('+1 hour')->format('Y-m-d\\TH:i:s.v\\Z');
+        self::assertSame($ceiling, $replaced->task->runAt);
+        self::assertSame('cancelled', $client->cancelByKey($key)->status);
+    }
+
     public function testReadsCancelsAndReschedulesByIdAndByKey(): void
     {
         $client = self::client();

@@ -12,9 +12,15 @@ import { ms, TASK_COLUMNS } from '../rows.js';
 const HELD = "id = ? AND status = 'running' AND lease_owner = ? AND lease_until >= ?";
 
 export const PULL_SQL = {
-  /** The due pending tasks of the types ?, oldest first, at most ?, locked; rows another transaction holds are skipped. */
+  /**
+   * The due pending tasks of the types ?, oldest first, not past their expireAfterMs at ?, at most
+   * ?, locked; rows another transaction holds are skipped. An expired one is left to the
+   * dispatcher, which ends it as expired: a worker never gets it.
+   */
   lockDueOfTypes: `SELECT ${TASK_COLUMNS} FROM tasks FORCE INDEX (tasks_type_status_run_at)
-    WHERE type IN (?) AND status = 'pending' AND run_at <= ? ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    WHERE type IN (?) AND status = 'pending' AND run_at <= ?
+      AND (expire_after_ms IS NULL OR COALESCE(requested_run_at, run_at) >= ? - INTERVAL expire_after_ms * 1000 MICROSECOND)
+    ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
   /** Running tasks of the types ? whose lease ran out before ?, at most ?, as [id]: the lease recovery's input. */
   expiredOfTypes: "SELECT id FROM tasks WHERE type IN (?) AND status = 'running' AND lease_until < ? LIMIT ?",
   /** Tasks of type ? under a lease not run out by ?: what a maxConcurrency of the type counts, fleet-wide. */

@@ -51,14 +51,14 @@ export const SQL = {
    * Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index
    * alone. With `shards`, only those of the listed shards (IN_SHARDS). */
   duePage: (lower: boolean, cursor: boolean, shards = false) =>
-    `SELECT id, ${ms('run_at')} FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
+    `SELECT id, ${ms('run_at')}, priority FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
     `${shards ? IN_SHARDS : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
-  /** Rows above an id, any status, as [id, runAt, pending]: the refill's view of new inserts. */
-  insertedAfter: `SELECT id, ${ms('run_at')}, status = 'pending' FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
+  /** Rows above an id, any status, as [id, runAt, pending, priority]: the refill's view of new inserts. */
+  insertedAfter: `SELECT id, ${ms('run_at')}, status = 'pending', priority FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
   /** How many rows have an id in (?, ?]: the refill's check for inserts that committed late. */
   countIdsBetween: 'SELECT COUNT(*) FROM tasks WHERE id > ? AND id <= ?',
   idsBetween: 'SELECT id FROM tasks WHERE id > ? AND id <= ? ORDER BY id',
-  pendingAmong: `SELECT id, ${ms('run_at')} FROM tasks WHERE id IN (?) AND status = 'pending'`,
+  pendingAmong: `SELECT id, ${ms('run_at')}, priority FROM tasks WHERE id IN (?) AND status = 'pending'`,
   maxId: 'SELECT COALESCE(MAX(id), 0) FROM tasks',
   countOpen: "SELECT status, COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
   countPendingByType: "SELECT type, COUNT(*) FROM tasks WHERE status = 'pending' GROUP BY type",
@@ -82,8 +82,8 @@ export const SQL = {
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
   insertRows: (rows: number, returning: boolean) =>
-    'INSERT INTO tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
+    'INSERT INTO tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms, group_key) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
     (returning ? ' RETURNING id' : ''),
   /**
    * `rows` (task_id, tag) pairs of tasks just inserted, in their transaction. `again`: the
@@ -94,8 +94,8 @@ export const SQL = {
     Array.from({ length: rows }, () => '(?, ?)').join(', ') +
     (again ? ' ON DUPLICATE KEY UPDATE tag = tag' : ''),
   /** The next occurrence of a series; if it is there already, LAST_INSERT_ID answers its id. */
-  insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
+  insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at, priority)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
 
   // Every write below that finishes, fails, retries or moves a task names the state it expects
   // (invariant 13, docs/architecture.md#invariants), even under a lock the same transaction took: its affected rows
@@ -127,6 +127,16 @@ export const SQL = {
    * now, so a repeated create compares with it (requested_run_at, as moveTo and retry set it).
    */
   reschedule: "UPDATE tasks SET run_at = ?, requested_run_at = ?, timezone = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+  /**
+   * A create with onKeyConflict "replace" found its key on a pending task: the task takes the new
+   * payload, zone, priority and instant in one statement (a run sees the old version or the new,
+   * never a mix). The ceiling is set by the first replace that gives one and kept after; the
+   * instant is held to it. Values: ceiling or NULL, runAt, runAt, runAt, payload, zone,
+   * priority, now, id, type.
+   */
+  replacePending: `UPDATE tasks SET latest_run_at = COALESCE(latest_run_at, ?),
+    run_at = LEAST(?, COALESCE(latest_run_at, ?)), requested_run_at = ?, payload = ?, timezone = ?, priority = ?, updated_at = ?
+    WHERE id = ? AND status = 'pending' AND type = ? AND cron IS NULL`,
   /** failed → pending with its attempts reset. */
   retry:
     "UPDATE tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, timezone = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",

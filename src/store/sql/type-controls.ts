@@ -16,6 +16,13 @@ export const TYPE_CONTROLS = {
   setLimits: `INSERT INTO type_controls (type, max_concurrency, rate_per_second, group_by, updated_at) VALUES (?, ?, ?, ?, ?)
     ON DUPLICATE KEY UPDATE max_concurrency = VALUES(max_concurrency), rate_per_second = VALUES(rate_per_second),
       group_by = VALUES(group_by), updated_at = VALUES(updated_at)`,
+  /**
+   * What every process polls to learn of another's change within a second: a digest of every row
+   * (a handful of rows, one per controlled type), so any change of any field moves it, whatever
+   * the clocks of the processes that wrote updated_at.
+   */
+  signature: `SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', type, paused, IFNULL(max_concurrency, '-'),
+    IFNULL(rate_per_second, '-'), IFNULL(group_by, '-'), updated_at))), 0) FROM type_controls`,
   /** One type's row, locked: a change of its limits merges into what is stored. */
   lockOne: `SELECT ${COLUMNS} FROM type_controls WHERE type = ? FOR UPDATE`,
 } as const;

@@ -1,0 +1,1 @@
+ALTER TABLE `tasks` ADD `latest_run_at` datetime(3);

@@ -1,0 +1,1 @@
+ALTER TABLE `tasks` ADD `expire_after_ms` int unsigned;

@@ -1,0 +1,94 @@
+/**
+ * expireAfterMs: a task that could not start within that long after its runAt (punctual was down,
+ * its type was paused) ends skipped as expired and never runs; one still within it runs. A ledger
+ * row per run shows what ran.
+ */
+import type { RowDataPacket } from 'mysql2';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { testHandler } from '../helpers/handlers.js';
+import { waitFor } from '../helpers/server.js';
+import { sleep, startTestService, type TestService } from '../helpers/service.js';
+
+let db: TestDatabase;
+let service: TestService | undefined;
+
+beforeAll(async () => {
+  db = await createTestDatabase('expiry');
+  await db.execute('CREATE TABLE ledger (task_id BIGINT UNSIGNED PRIMARY KEY)');
+});
+
+afterEach(async () => {
+  await service?.stop();
+  service = undefined;
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+const sale = testHandler('start_sale', async ({ conn, task }) => {
+  await conn.query('INSERT INTO ledger (task_id) VALUES (?)', [task.id]);
+});
+
+const start = () => startTestService(db, {}, { handlers: [sale] });
+
+async function ran(ids: number[]): Promise<number[]> {
+  const rows = await db.query<RowDataPacket[]>('SELECT task_id FROM ledger WHERE task_id IN (?) ORDER BY task_id', [ids]);
+  return rows.map((row) => Number(row.task_id));
+}
+
+async function settled(s: TestService, id: number) {
+  return waitFor(
+    async () => {
+      const task = (await s.call('GET', `/tasks/${id}`)).body;
+      return task.status === 'pending' ? undefined : task;
+    },
+    10_000,
+    `task ${id} to settle`,
+  );
+}
+
+describe('expireAfterMs', () => {
+  it('through an outage: the task past its expiry is skipped unrun, the one within it runs', async () => {
+    service = await start();
+    const expiring = await service.call('POST', '/tasks', { type: 'start_sale', delayMs: 300, expireAfterMs: 1_000 });
+    expect(expiring.status).toBe(201);
+    expect(expiring.body.expireAfterMs).toBe(1_000);
+    const patient = await service.call('POST', '/tasks', { type: 'start_sale', delayMs: 300, expireAfterMs: 60_000 });
+    const plain = await service.call('POST', '/tasks', { type: 'start_sale', delayMs: 300 });
+    // punctual goes down before they are due and comes back 1.5 s after.
+    await service.stop();
+    service = undefined;
+    await sleep(1_800);
+    service = await start();
+    const expired = await settled(service, expiring.body.id);
+    expect(expired).toMatchObject({ status: 'skipped', attempts: 0, lastError: expect.stringMatching(/^expired: /) });
+    expect((await settled(service, patient.body.id)).status).toBe('done');
+    expect((await settled(service, plain.body.id)).status).toBe('done');
+    expect(await ran([expiring.body.id, patient.body.id, plain.body.id])).toEqual([patient.body.id, plain.body.id]);
+    const metrics = await service.app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toMatch(/punctual_tasks_expired_total\{type="start_sale"\} 1/);
+    expect(service.logs.some((line) => line.msg === 'task expired: skipped, not run' && line.taskId === expiring.body.id)).toBe(true);
+  });
+
+  it('through a pause of its type: resumed after its expiry, it is skipped, never run', async () => {
+    service = await start();
+    expect((await service.call('POST', '/types/start_sale/pause')).status).toBeLessThan(300);
+    const task = await service.call('POST', '/tasks', { type: 'start_sale', delayMs: 100, expireAfterMs: 700 });
+    await sleep(1_200);
+    expect((await service.call('GET', `/tasks/${task.body.id}`)).body.status).toBe('pending');
+    expect((await service.call('POST', '/types/start_sale/resume')).status).toBeLessThan(300);
+    expect(await settled(service, task.body.id)).toMatchObject({ status: 'skipped', lastError: expect.stringMatching(/^expired: /) });
+    expect(await ran([task.body.id])).toEqual([]);
+  });
+
+  it('is refused outside 1..10 years with a 400 naming it', async () => {
+    service = await start();
+    for (const bad of [0, -1, 1.5, 'soon']) {
+      const answer = await service.call('POST', '/tasks', { type: 'start_sale', delayMs: 0, expireAfterMs: bad });
+      expect(answer.status, String(bad)).toBe(400);
+      expect(answer.body.message).toMatch(/expireAfterMs/);
+    }
+  });
+});
