@@ -237,6 +237,13 @@ export const VARIABLES = {
     'database batches (and, separately, outside calls) running at once',
   ),
   BATCH_SIZE: setting('dispatcher', 'batchSize', integer(1, 1000), 50, 'most tasks claimed and completed in one transaction'),
+  RUN_HISTORY: setting(
+    'dispatcher',
+    'runHistory',
+    onOff,
+    true,
+    '`on`: every run of a task is kept in `task_runs` (`GET /tasks/{id}/runs`), written in the transaction of its outcome; `off`: only the latest run, on the task',
+  ),
   RETRY_BASE_MS: setting('retry', 'baseMs', milliseconds(1, MAX_TIMER_MS), 2000, 'first retry delay; doubles per attempt'),
   RETRY_MAX_MS: setting(
     'retry',

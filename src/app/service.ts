@@ -45,6 +45,7 @@ import { TypeControlStore } from '../store/type-controls.js';
 import { Scheduler, SchedulerMetrics } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
+import { RunHistory } from '../store/run-history.js';
 import { SummaryReader } from '../store/summary.js';
 import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
@@ -69,6 +70,8 @@ export class StoppedWhileStarting extends Error {
 export class Service {
   readonly database: Database;
   readonly store: TaskStore;
+  /** Every run of every task (task_runs), written with its outcome. */
+  readonly runHistory: RunHistory;
   readonly registry: HandlerRegistry;
   readonly timers: Timers;
   readonly lifecycle: Lifecycle;
@@ -111,6 +114,7 @@ export class Service {
       metricRegistry,
     );
     this.store = new TaskStore(this.database);
+    this.runHistory = new RunHistory(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config.webhook);
     this.limits = new TypeAdmission(clock, { registry: metricRegistry });
@@ -145,6 +149,7 @@ export class Service {
       clock,
       retry: config.retry,
       effects: arming,
+      runs: config.dispatcher.runHistory ? { history: this.runHistory, process: this.owner } : undefined,
     });
     this.scheduler = new Scheduler({
       store: this.store,
@@ -213,6 +218,7 @@ export class Service {
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
       },
+      runs: { store: this.store, history: this.runHistory },
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },

@@ -14,3 +14,4 @@ export * from './health.js';
 export * from './limits.js';
 export * from './tasks.js';
 export * from './types.js';
+export * from './runs.js';

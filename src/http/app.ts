@@ -21,6 +21,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
 import { typeRoutes, type TypeRoutesOptions } from './routes/types.js';
 import { clusterRoutes, type ClusterRoutesOptions } from './routes/cluster.js';
+import { runRoutes, type RunRoutesOptions } from './routes/runs.js';
 import type { Metrics } from '../observability/metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
@@ -37,6 +38,7 @@ export interface AppOptions {
   charts: ChartRoutesOptions;
   types: TypeRoutesOptions;
   cluster: ClusterRoutesOptions;
+  runs: RunRoutesOptions;
   security: SecurityOptions;
 }
 
@@ -76,5 +78,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(chartRoutes, options.charts);
   void app.register(typeRoutes, options.types);
   void app.register(clusterRoutes, options.cluster);
+  void app.register(runRoutes, options.runs);
   return app;
 }

@@ -24,6 +24,7 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /tasks/recent': 'read',
   'GET /tasks/summary': 'read',
   'GET /tasks/:id': 'read',
+  'GET /tasks/:id/runs': 'read',
   'GET /tasks/by-key/:key': 'read',
   'POST /tasks': 'write',
   'POST /tasks/:id/cancel': 'write',

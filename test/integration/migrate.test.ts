@@ -27,6 +27,7 @@ describe('migrations', () => {
       'members',
       MIGRATIONS_TABLE,
       'shard_leases',
+      'task_runs',
       'task_tags',
       'tasks',
       'type_controls',
