@@ -19,6 +19,7 @@ import {
   hosts,
   integer,
   milliseconds,
+  namedTokens,
   onOff,
   oneOf,
   secret,
@@ -199,6 +200,15 @@ export const VARIABLES = {
   API_TOKENS_ADMIN: orFile(
     setting('roles', 'admin', tokens, [], 'comma-separated tokens with the `admin` role (also bulk changes, pauses, limits)'),
   ),
+  API_TOKENS: orFile(
+    setting(
+      'roles',
+      'named',
+      namedTokens,
+      [],
+      'comma-separated `name:role:token` (role `read`, `write` or `admin`): tokens with a name, which the audit trail records beside each change they make; the unnamed tokens are named `API_TOKEN`, `read-1`, `write-1`, …',
+    ),
+  ),
   TIMEZONE: setting('tasks', 'timezone', zone, 'UTC', 'IANA zone for a naive `runAt` when the request names none'),
   MAX_ATTEMPTS: setting('tasks', 'maxAttempts', integer(1, 1000), 4, 'attempts of a task that does not say'),
   HORIZON_MS: setting(
@@ -302,6 +312,13 @@ export const VARIABLES = {
     30 * DAY_MS,
     '`failed` tasks are deleted this long after they failed; `0` keeps them',
   ),
+  AUDIT_RETENTION_MS: setting(
+    'retention',
+    'auditRetentionMs',
+    milliseconds(0, CENTURY_MS),
+    90 * DAY_MS,
+    'audit trail entries (`GET /audit`) are deleted this long after they were written; `0` keeps them',
+  ),
   RETENTION_INTERVAL_MS: setting('retention', 'intervalMs', milliseconds(1000, DAY_MS), 10 * 60_000, 'how often the retention sweep runs'),
   RETENTION_BATCH_SIZE: setting('retention', 'batchSize', integer(1, 10_000), 500, 'most rows one retention `DELETE` removes'),
   RETENTION_PAUSE_MS: setting('retention', 'pauseMs', milliseconds(0, 60_000), 200, 'pause between two retention `DELETE`s'),
@@ -355,7 +372,7 @@ export function isLoopback(host: string): boolean {
 
 export const RULES: readonly Rule[] = [
   {
-    says: 'each token in `API_TOKEN` and `API_TOKENS_*` appears once (one token, one role)',
+    says: 'each token in `API_TOKEN`, `API_TOKENS` and `API_TOKENS_*` appears once (one token, one role)',
     check({ http, roles }) {
       const seen = new Set(http.apiToken === undefined ? [] : [http.apiToken]);
       for (const role of ROLES) {
@@ -364,13 +381,17 @@ export const RULES: readonly Rule[] = [
           seen.add(token);
         }
       }
+      for (const { name, token } of roles.named) {
+        if (seen.has(token)) return `the token named ${name} in API_TOKENS is also given elsewhere: each token may appear once`;
+        seen.add(token);
+      }
       return undefined;
     },
   },
   {
     says: '`HOST` other than loopback needs `API_TOKEN` or a scoped token',
     check: ({ http, roles }) =>
-      http.apiToken === undefined && ROLES.every((role) => roles[role].length === 0) && !isLoopback(http.host)
+      http.apiToken === undefined && ROLES.every((role) => roles[role].length === 0) && roles.named.length === 0 && !isLoopback(http.host)
         ? `HOST ${http.host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`
         : undefined,
   },

@@ -46,6 +46,7 @@ import { Scheduler, SchedulerMetrics } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
 import { RunHistory } from '../store/run-history.js';
+import { AuditStore } from '../store/audit.js';
 import { SummaryReader } from '../store/summary.js';
 import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
@@ -72,6 +73,8 @@ export class Service {
   readonly store: TaskStore;
   /** Every run of every task (task_runs), written with its outcome. */
   readonly runHistory: RunHistory;
+  /** Every change made through the API, by whom (audit_log). */
+  readonly audit: AuditStore;
   readonly registry: HandlerRegistry;
   readonly timers: Timers;
   readonly lifecycle: Lifecycle;
@@ -115,6 +118,7 @@ export class Service {
     );
     this.store = new TaskStore(this.database);
     this.runHistory = new RunHistory(this.database);
+    this.audit = new AuditStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config.webhook);
     this.limits = new TypeAdmission(clock, { registry: metricRegistry });
@@ -185,6 +189,7 @@ export class Service {
     });
     this.retention = new Retention({
       store: this.store,
+      audit: this.audit,
       clock,
       log: this.log,
       registry: metricRegistry,
@@ -219,6 +224,7 @@ export class Service {
         dbClock: () => this.dbClock.reading,
       },
       runs: { store: this.store, history: this.runHistory },
+      audit: { store: this.audit, clock },
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },

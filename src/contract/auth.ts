@@ -13,5 +13,8 @@ export const WhoAmI = Type.Object({
   role: Type.Union([Type.Literal(ROLES[0]), Type.Literal(ROLES[1]), Type.Literal(ROLES[2])], {
     description: 'read: lists, summary, metrics; write: also create, cancel, reschedule, retry; admin: everything',
   }),
+  name: Type.Optional(
+    Type.String({ description: "the token's name, as the audit trail records it (`open` when the API asks for no token)" }),
+  ),
 });
 export type WhoAmI = Static<typeof WhoAmI>;

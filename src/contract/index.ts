@@ -15,3 +15,4 @@ export * from './limits.js';
 export * from './tasks.js';
 export * from './types.js';
 export * from './runs.js';
+export * from './audit.js';

@@ -11,10 +11,9 @@ export const RunJson = Type.Object({
   id: Type.Integer({ description: 'the run; ids grow with time across every task' }),
   taskId: Type.Integer(),
   attempt: Type.Integer({ description: 'which attempt of the task this run was, from 1' }),
-  outcome: Type.Enum(
-    [...RUN_OUTCOMES],
-    { description: '`done`; `retry`: failed, to be tried again; `failed`: for good; `lost`: its lease ran out (its process stopped mid-run)' },
-  ),
+  outcome: Type.Enum([...RUN_OUTCOMES], {
+    description: '`done`; `retry`: failed, to be tried again; `failed`: for good; `lost`: its lease ran out (its process stopped mid-run)',
+  }),
   dueAt: Type.String({ format: 'date-time', description: 'the runAt it was due at' }),
   startedAt: Type.String({ format: 'date-time' }),
   finishedAt: Type.String({ format: 'date-time' }),

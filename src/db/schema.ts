@@ -195,3 +195,34 @@ export const taskRuns = mysqlTable(
     foreignKey({ name: 'task_runs_task_fk', columns: [table.taskId], foreignColumns: [tasks.id] }).onDelete('cascade'),
   ],
 );
+
+/**
+ * The audit trail: one row per change made through the API (cancel, reschedule, retry, bulk
+ * changes, pause, resume, limits), with the name of the token that made it, the request's id,
+ * what it changed and what came of it. Written before the answer is sent; kept for
+ * AUDIT_RETENTION_MS.
+ */
+export const auditLog = mysqlTable(
+  'audit_log',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    at: datetime('at', { mode: 'date', fsp: 3 }).notNull(),
+    /** The token's name (API_TOKENS), or `API_TOKEN`, `read-1`…, or `open` without tokens. */
+    actor: varchar('actor', { length: 64 }).notNull(),
+    role: varchar('role', { length: 8 }).notNull(),
+    requestId: varchar('request_id', { length: 64 }).notNull(),
+    /** What was done: cancel, reschedule, retry, bulk-cancel, bulk-reschedule, pause, resume, limits. */
+    action: varchar('action', { length: 32 }).notNull(),
+    /** What it was done to: `task:<id>`, `key:<key>`, `type:<type>`, `tag:<tag>`, `key-prefix:<prefix>`. */
+    target: varchar('target', { length: 255 }).notNull(),
+    /** The answer's status code. */
+    status: smallint('status', { unsigned: true }).notNull(),
+    /** The request's parameters and what came of it (counts, the task's status after). */
+    detail: jsonColumn('detail'),
+  },
+  (table) => [
+    index('audit_log_at').on(table.at),
+    index('audit_log_actor').on(table.actor, table.id),
+    index('audit_log_target').on(table.target, table.id),
+  ],
+);

@@ -22,6 +22,9 @@ import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
 import { typeRoutes, type TypeRoutesOptions } from './routes/types.js';
 import { clusterRoutes, type ClusterRoutesOptions } from './routes/cluster.js';
 import { runRoutes, type RunRoutesOptions } from './routes/runs.js';
+import { auditRoutes, type AuditRoutesOptions } from './routes/audit.js';
+import { installAudit } from './audit.js';
+import { randomUUID } from 'node:crypto';
 import type { Metrics } from '../observability/metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
@@ -39,6 +42,7 @@ export interface AppOptions {
   types: TypeRoutesOptions;
   cluster: ClusterRoutesOptions;
   runs: RunRoutesOptions;
+  audit: AuditRoutesOptions;
   security: SecurityOptions;
 }
 
@@ -51,6 +55,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     // A key is up to 191 characters, up to 12 URL-encoded characters each.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2400 },
+    // Unique across restarts and processes: the audit trail records it.
+    genReqId: () => randomUUID(),
     ...serverOptions(options.security),
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
@@ -68,6 +74,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     }
   });
   installOpenApi(app);
+  installAudit(app, options.audit.store, options.audit.clock);
   void app.register(healthRoutes, options.health);
   void app.register(taskRoutes, options.tasks);
   void app.register(batchRoutes, options.tasks);
@@ -79,5 +86,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(typeRoutes, options.types);
   void app.register(clusterRoutes, options.cluster);
   void app.register(runRoutes, options.runs);
+  void app.register(auditRoutes, options.audit);
   return app;
 }

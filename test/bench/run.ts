@@ -476,7 +476,8 @@ described.B8 =
   'batch intake: 40 × `POST /tasks/batch` of 1,000 keyed, tagged tasks; baseline: the same rows as 1,000-row INSERTs on as many connections';
 
 // ── B9 ──────────────────────────────────────────────────────────────────────────────────────
-described.B9 = 'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
+described.B9 =
+  'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
 async function largePages(db: BenchDb): Promise<void> {
   const S = 'B9';
   const TASKS = 1000;

@@ -99,6 +99,8 @@ function calls(client: PunctualClient): Record<string, () => Promise<unknown>> {
       await waitFor(async () => (await client.get(failed)).status === 'failed');
       return client.retry(failed, { delayMs: 3_600_000 });
     },
+    runs: () => client.runs(failed, { limit: 10 }),
+    audit: () => client.audit({ action: 'retry', limit: 5 }),
     pending: () => client.pending({ tag: 'shop:1', limit: 10 }),
     allPending: () => drain(client.allPending({ pageSize: 1 })),
     pendingPages: () => drain(client.pendingPages({ pageSize: 1 })),

@@ -71,9 +71,15 @@ afterAll(async () => {
 
 describe('scoped tokens', () => {
   it('answer /auth/whoami with their role; API_TOKEN has every role', async () => {
-    for (const role of ROLES) expect((await service.call('GET', '/auth/whoami', undefined, bearer(TOKENS[role]))).body).toEqual({ role });
-    expect((await service.call('GET', '/auth/whoami', undefined, bearer('another-read-token-0123'))).body).toEqual({ role: 'read' });
-    expect((await service.call('GET', '/auth/whoami', undefined, bearer(FULL))).body).toEqual({ role: 'admin' });
+    for (const role of ROLES) {
+      expect((await service.call('GET', '/auth/whoami', undefined, bearer(TOKENS[role]))).body).toEqual({ role, name: `${role}-1` });
+    }
+    // Unnamed tokens are named by their place: the second read token is read-2.
+    expect((await service.call('GET', '/auth/whoami', undefined, bearer('another-read-token-0123'))).body).toEqual({
+      role: 'read',
+      name: 'read-2',
+    });
+    expect((await service.call('GET', '/auth/whoami', undefined, bearer(FULL))).body).toEqual({ role: 'admin', name: 'API_TOKEN' });
   });
 
   it('get a 403 naming the role needed on every route above their role, and change nothing', async () => {
@@ -184,7 +190,7 @@ describe('the token settings', () => {
 
   it('turn auth on by themselves: a read token alone may listen beyond loopback', () => {
     const config = loadConfig({ HOST: '0.0.0.0', API_TOKENS_READ: TOKENS.read });
-    expect(config.roles).toEqual({ read: [TOKENS.read], write: [], admin: [] });
+    expect(config.roles).toEqual({ read: [TOKENS.read], write: [], admin: [], named: [] });
     expect(config.http.apiToken).toBeUndefined();
   });
 });
