@@ -192,6 +192,14 @@ export const VARIABLES = {
     72_000,
     'an idle keep-alive connection is closed after this',
   ),
+  EVENTS_REPLAY: setting(
+    'http',
+    'eventsReplay',
+    integer(0, 1_000_000),
+    10_000,
+    '`GET /events`: how many runs (and as many changes) back a reconnect with `Last-Event-ID` may resume; further back starts there, after a `gap` event',
+  ),
+  EVENTS_POLL_MS: setting('http', 'eventsPollMs', milliseconds(50, 60_000), 500, '`GET /events`: how often each stream reads the tables for what is new'),
   MAX_CONNECTIONS: setting('http', 'maxConnections', integer(1, 1_000_000), 1024, 'open connections at most; more are dropped at once'),
   API_TOKENS_READ: orFile(setting('roles', 'read', tokens, [], 'comma-separated tokens with the `read` role (lists, summary, metrics)')),
   API_TOKENS_WRITE: orFile(

@@ -47,6 +47,7 @@ import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
 import { RunHistory } from '../store/run-history.js';
 import { AuditStore } from '../store/audit.js';
+import { EventStore } from '../store/events.js';
 import { SummaryReader } from '../store/summary.js';
 import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
@@ -225,6 +226,7 @@ export class Service {
       },
       runs: { store: this.store, history: this.runHistory },
       audit: { store: this.audit, clock },
+      events: { store: new EventStore(this.database), replay: config.http.eventsReplay, pollMs: config.http.eventsPollMs },
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },

@@ -23,6 +23,7 @@ import { typeRoutes, type TypeRoutesOptions } from './routes/types.js';
 import { clusterRoutes, type ClusterRoutesOptions } from './routes/cluster.js';
 import { runRoutes, type RunRoutesOptions } from './routes/runs.js';
 import { auditRoutes, type AuditRoutesOptions } from './routes/audit.js';
+import { eventRoutes, type EventRoutesOptions } from './routes/events.js';
 import { installAudit } from './audit.js';
 import { randomUUID } from 'node:crypto';
 import type { Metrics } from '../observability/metrics.js';
@@ -43,6 +44,7 @@ export interface AppOptions {
   cluster: ClusterRoutesOptions;
   runs: RunRoutesOptions;
   audit: AuditRoutesOptions;
+  events: EventRoutesOptions;
   security: SecurityOptions;
 }
 
@@ -87,5 +89,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(clusterRoutes, options.cluster);
   void app.register(runRoutes, options.runs);
   void app.register(auditRoutes, options.audit);
+  void app.register(eventRoutes, options.events);
   return app;
 }

@@ -17,6 +17,7 @@ import { ROLES, type Role } from '../contract/auth.js';
 export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /auth/whoami': 'read',
   'GET /audit': 'admin',
+  'GET /events': 'read',
   'GET /charts/upcoming': 'read',
   'GET /charts/recent': 'read',
   'GET /cluster': 'read',

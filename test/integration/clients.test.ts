@@ -16,8 +16,12 @@ import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
-/** Routes that are for people or tools, not for a client library: the document, its pages, the dashboard's files. */
-const NOT_FOR_CLIENTS = /^\/(openapi\.json|docs|ui|favicon\.ico)?(\/|$)/;
+/**
+ * Routes that are for people or tools, not for a client library: the document, its pages, the
+ * dashboard's files, and the event stream (read with an EventSource or any SSE reader, not a call
+ * and its answer).
+ */
+const NOT_FOR_CLIENTS = /^\/(openapi\.json|docs|ui|favicon\.ico|events)?(\/|$)/;
 /** The dashboard's chart data: the TypeScript client reads it too (a tool may draw its own), the PHP client does not. */
 const CHARTS = /^(GET|POST) \/charts\//;
 

@@ -114,6 +114,8 @@ describe('scoped tokens', () => {
     for (const role of ROLES) {
       for (const [route, needed] of Object.entries(ROUTE_ROLES)) {
         if (ROLES.indexOf(role) < ROLES.indexOf(needed)) continue;
+        // A stream that never ends: events.test.ts listens to it with each role over a socket.
+        if (route === 'GET /events') continue;
         const key = `k:${role}:${route}`;
         const task = await service.call(
           'POST',
