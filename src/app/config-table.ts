@@ -286,6 +286,12 @@ export const VARIABLES = {
     [],
     'comma-separated `host` (any port) or `host:port` a webhook may call; an internal address only if listed as an address, and then only on the listed port if the entry has one',
   ),
+  NOTIFY_URL: optional(
+    'webhook',
+    'notifyUrl',
+    text,
+    'where a task that fails for good is told: a `POST` of `{ event: "task.failed", at, task }`, sent once per failure as a `webhook` task (signed, retried up to `MAX_ATTEMPTS`); its host must be in `WEBHOOK_ALLOWED_HOSTS`, with `WEBHOOK_SECRET` or a host key',
+  ),
   WEBHOOK_TIMEOUT_MS: setting('webhook', 'timeoutMs', milliseconds(100, 600_000), 10_000, 'time limit of one webhook call'),
   WEBHOOK_HOST_SECRETS: orFile(
     setting(
@@ -416,6 +422,24 @@ export const RULES: readonly Rule[] = [
       scheduler.horizonMs <= scheduler.refillIntervalMs
         ? `HORIZON_MS (${scheduler.horizonMs}) must be longer than REFILL_INTERVAL_MS (${scheduler.refillIntervalMs})`
         : undefined,
+  },
+  {
+    says: '`NOTIFY_URL` is an http(s) URL on a host of `WEBHOOK_ALLOWED_HOSTS`, with `WEBHOOK_SECRET` or a key of its host',
+    check({ webhook }) {
+      if (webhook.notifyUrl === undefined) return undefined;
+      let url: URL;
+      try {
+        url = new URL(webhook.notifyUrl);
+      } catch {
+        return 'NOTIFY_URL must be an http(s) URL';
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'NOTIFY_URL must be an http(s) URL';
+      const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+      const allowed = webhook.allowedHosts.some((entry) => entry === url.hostname || entry === `${url.hostname}:${port}`);
+      if (!allowed) return `NOTIFY_URL goes to ${url.hostname}, which is not in WEBHOOK_ALLOWED_HOSTS: list it there`;
+      const keyed = webhook.secret !== undefined || webhook.hostSecrets.has(url.hostname) || webhook.hostSecrets.has(`${url.hostname}:${port}`);
+      return keyed ? undefined : 'NOTIFY_URL needs WEBHOOK_SECRET (or a key of its host in WEBHOOK_HOST_SECRETS): the notices are signed';
+    },
   },
   {
     says: '`WEBHOOK_SECRET_NEXT` comes with `WEBHOOK_SECRET`',

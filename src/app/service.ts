@@ -155,6 +155,7 @@ export class Service {
       retry: config.retry,
       effects: arming,
       runs: config.dispatcher.runHistory ? { history: this.runHistory, process: this.owner } : undefined,
+      notify: config.webhook.notifyUrl === undefined ? undefined : { url: config.webhook.notifyUrl, maxAttempts: config.tasks.maxAttempts },
     });
     this.scheduler = new Scheduler({
       store: this.store,

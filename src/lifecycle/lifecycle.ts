@@ -20,6 +20,7 @@ import { create, createMany, type CreateRequest, type CreateResult } from './cre
 import type { EffectSink, TimerEffect } from './effects.js';
 import { failureOutcome, recordRuns, runOf, type RunRecorder } from './history.js';
 import type { NewRun } from '../store/run-history.js';
+import { notifyFailures, type FailureNotifier } from './notify.js';
 import { recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
 import * as run from './run.js';
 
@@ -33,6 +34,8 @@ export interface LifecycleOptions {
   effects: EffectSink;
   /** Where each run's row goes, in the transaction of its outcome; none: no run history. */
   runs?: RunRecorder;
+  /** NOTIFY_URL: a task that fails for good is told there, in the transaction of its failure. */
+  notify?: FailureNotifier;
 }
 
 /** The run transitions inside one transaction (a dispatcher batch); effects are applied after COMMIT. */
@@ -123,7 +126,9 @@ export class Lifecycle {
 
   /** With `shards`, of those shards only (repair.ts). */
   async recoverExpiredLeases(shards?: readonly number[]): Promise<{ recovered: number; failed: number }> {
-    return this.#apply(await recoverExpiredLeases(this.#options.store, this.#options.clock.now(), shards, this.#options.runs));
+    return this.#apply(
+      await recoverExpiredLeases(this.#options.store, this.#options.clock.now(), shards, this.#options.runs, this.#options.notify),
+    );
   }
 
   // ── runs ──────────────────────────────────────────────────────────────────────────────────
@@ -139,7 +144,7 @@ export class Lifecycle {
    * to it. The effects they return are applied once COMMIT succeeded; a rollback drops them with the rows.
    */
   async inTransaction<T>(fn: (tx: RunTransaction) => Promise<T>, deadlineMs?: number): Promise<T> {
-    const { store, database, clock, runs: recorder } = this.#options;
+    const { store, database, clock, runs: recorder, notify } = this.#options;
     const effects: TimerEffect[] = [];
     const value = await transaction(
       database,
@@ -161,6 +166,13 @@ export class Lifecycle {
           },
           fail: async (failed, now) => {
             effects.push(...(await run.fail(store, conn, failed, now)));
+            const final = failed.filter(({ failure }) => failure.retryAt === null);
+            await notifyFailures(
+              notify,
+              conn,
+              final.map(({ task, failure }) => ({ task, attempt: task.attempts + 1, error: failure.error })),
+              now,
+            );
             if (recorder === undefined) return;
             const times = { startedAt: now, finishedAt: clock.now() };
             for (const { task, failure } of failed) runs.push(runOf(recorder, task, failureOutcome(failure), failure.error, times));
@@ -194,13 +206,15 @@ export class Lifecycle {
     call: CallRecord,
     startedAt?: number,
   ): Promise<run.Settled> {
-    const { store, clock, runs } = this.#options;
-    return this.#apply(await retrying(() => run.failLeased(store, task, failure, owner, call, clock.now(), runs, startedAt), persist));
+    const { store, clock, runs, notify } = this.#options;
+    return this.#apply(
+      await retrying(() => run.failLeased(store, task, failure, owner, call, clock.now(), runs, startedAt, notify), persist),
+    );
   }
 
   /** Records the failure of a run (started at `startedAt`) that lost its transaction, if `task` is still pending as it was claimed. */
   async failAlone(task: Task, failure: Failure, persist: RetryPolicy, startedAt?: number): Promise<run.Settled> {
-    const { store, clock, runs } = this.#options;
-    return this.#apply(await retrying(() => run.failAlone(store, task, failure, clock.now(), runs, startedAt), persist));
+    const { store, clock, runs, notify } = this.#options;
+    return this.#apply(await retrying(() => run.failAlone(store, task, failure, clock.now(), runs, startedAt, notify), persist));
   }
 }

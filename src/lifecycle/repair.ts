@@ -12,6 +12,7 @@ import { arm, disarm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
 import type { RunRecorder } from './history.js';
+import { notifyFailures, type FailureNotifier } from './notify.js';
 
 export const SKIPPED_REASON = 'skipped: its time passed while punctual was down';
 /** Misfired tasks locked and skipped per transaction. */
@@ -68,6 +69,7 @@ export async function recoverExpiredLeases(
   now: number,
   shards?: readonly number[],
   recorder?: RunRecorder,
+  notify?: FailureNotifier,
 ): Promise<{ recovered: number; failed: number; effects: TimerEffect[] }> {
   // Read first, then lock by id: a locking range read would lock (and wait for) every running
   // row it walks past, those of other shards too.
@@ -90,6 +92,12 @@ export async function recoverExpiredLeases(
       now,
     );
     expectAll('fail expired leases', failed, spent.length);
+    await notifyFailures(
+      notify,
+      conn,
+      spent.map((task) => ({ task, attempt: task.attempts, error: 'lease expired on its last attempt' })),
+      now,
+    );
     const released = await store.releaseExpiredLeases(
       conn,
       again.map((task) => task.id),

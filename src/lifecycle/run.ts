@@ -15,6 +15,7 @@ import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
 import { retryAt, type BackoffPolicy } from './backoff.js';
 import { failureOutcome, recordRuns, runOf, type RunRecorder, type RunTimes } from './history.js';
+import { notifyFailures, type FailureNotifier } from './notify.js';
 
 export interface Failed {
   task: Task;
@@ -116,9 +117,12 @@ export function failLeased(
   now: number,
   recorder?: RunRecorder,
   startedAt = now,
+  notify?: FailureNotifier,
 ): Promise<Settled> {
   return store.transaction(async (conn) => {
     const recorded = await store.failLeased(conn, failure, leasedRun(task, owner), call, now);
+    if (recorded && failure.retryAt === null)
+      await notifyFailures(notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
     if (recorded && recorder !== undefined) {
       await recordRuns(recorder, conn, [runOf(recorder, task, failureOutcome(failure), failure.error, leasedTimes(startedAt, call, now))]);
     }
@@ -138,9 +142,12 @@ export function failAlone(
   now: number,
   recorder?: RunRecorder,
   startedAt = now,
+  notify?: FailureNotifier,
 ): Promise<Settled> {
   return store.transaction(async (conn) => {
     const recorded = await store.failClaimed(conn, failure, task, now);
+    if (recorded && failure.retryAt === null)
+      await notifyFailures(notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
     if (recorded && recorder !== undefined) {
       await recordRuns(recorder, conn, [runOf(recorder, task, failureOutcome(failure), failure.error, { startedAt, finishedAt: now })]);
     }
