@@ -118,11 +118,12 @@ function precision(S: string, N: number, p99Ms: number, maxMs?: number): (db: Be
 }
 
 described.BH =
-  "run history's cost on the hot path: B1b's and B1c's loads (50,000 and 100,000 `close_order` over 10 s), each with `RUN_HISTORY=off` (the baseline: no row per run) and `on`, in one run";
-/** B1b and B1c with the run history off, then on: the same loads, the same machine, minutes apart. */
+  "run history's cost on the hot path: B1's, B1b's and B1c's loads (10,000, 50,000 and 100,000 `close_order` over 10 s), each with `RUN_HISTORY=off` (the baseline: no row per run) and `on`, in one run";
+/** B1, B1b and B1c with the run history off, then on: the same loads, the same machine, minutes apart. */
 async function historyCost(db: BenchDb): Promise<void> {
   const S = 'BH';
   for (const [label, N] of [
+    ['B1', 10_000],
     ['B1b', 50_000],
     ['B1c', 100_000],
   ] as const) {
