@@ -224,6 +224,8 @@ export class Service {
         armed: () => this.timers.size,
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
+        authRequired:
+          config.http.apiToken !== undefined || config.roles.named.length > 0 || (['read', 'write', 'admin'] as const).some((role) => config.roles[role].length > 0),
       },
       runs: { store: this.store, history: this.runHistory },
       audit: { store: this.audit, clock },

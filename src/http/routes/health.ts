@@ -14,6 +14,8 @@ export interface HealthOptions {
   shards?: () => number;
   /** The database clock's offset from punctual's (src/time/db-clock.ts). */
   dbClock?: () => ClockReading;
+  /** Whether the API asks for a token (API_TOKEN or any scoped token). */
+  authRequired?: boolean;
 }
 
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, options) => {
@@ -22,7 +24,7 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
   app.get(
     '/healthz',
     { schema: { summary: 'The process is alive', tags: ['operations'], security: [], response: { 200: Health } } },
-    async () => ({ status: 'ok' }),
+    async () => ({ status: 'ok', auth: options.authRequired ?? false }),
   );
 
   app.get(
