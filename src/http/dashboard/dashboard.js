@@ -69,6 +69,7 @@ async function loadRole() {
     $('#whoami').textContent = `signed in as ${who.name ?? 'a token'} (${who.role})`;
     $('#signed-in').hidden = state.token === '';
     $('#token-form').hidden = true;
+    dispatchEvent(new Event('punctual:signed-in'));
   } catch {
     state.role = undefined;
   }
