@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', 'node_modules/', 'clients/*/dist/', 'clients/php/', 'src/http/dashboard/', 'test-artifacts/'] },
+  { ignores: ['dist/', 'dist-demo/', 'coverage/', 'node_modules/', 'clients/*/dist/', 'clients/php/', 'src/http/dashboard/', 'test-artifacts/'] },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {

@@ -1,10 +1,19 @@
 #!/usr/bin/env node
 /**
  * The `punctual` command and what `npm start` runs: builds dist/ first when it is missing or
- * older than src/ (or refuses to start when that build fails), then runs the built service in
- * this same process. One process, so a supervisor's SIGTERM reaches the service itself.
+ * older than src/ (or refuses to start when that build fails). With no command, or `start`
+ * alone, it runs the built service in this same process, so a supervisor's SIGTERM reaches the
+ * service itself; any other command line (migrate, doctor, tasks, export, import, --help,
+ * --version) is the CLI's (src/app/cli.ts), which exits when its command is done.
  */
 import { ensureBuild } from '../scripts/ensure-build.mjs';
 
+const args = process.argv.slice(2);
 ensureBuild();
-await import('../dist/app/main.js');
+if (args.length === 0 || (args.length === 1 && args[0] === 'start')) {
+  await import('../dist/app/main.js');
+} else {
+  const { runCli } = await import('../dist/app/cli.js');
+  await runCli(args);
+  process.exit(process.exitCode ?? 0);
+}

@@ -309,6 +309,45 @@ export const typeNames: Kind<string[]> = (() => {
   };
 })();
 
+/** A token with a name and a role (API_TOKENS). */
+export interface NamedToken {
+  name: string;
+  role: 'read' | 'write' | 'admin' | 'worker';
+  token: string;
+}
+
+/**
+ * Comma-separated `name:role:token` entries: the name is what the audit trail records for the
+ * token's changes (letters, digits, `.`, `_`, `-`, at most 64), the role one of read, write,
+ * admin, worker, the token at least 16 printable characters without spaces or commas.
+ */
+export const namedTokens: Kind<NamedToken[]> = (() => {
+  const schema = Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}:(read|write|admin|worker):[\\x21-\\x2b\\x2d-\\x7e]{16,}$' });
+  return {
+    type: 'list of `name:role:token`',
+    schema,
+    read(value, name) {
+      const entries = value.split(',').map((entry, index) => {
+        const match = /^([A-Za-z0-9._-]{1,64}):(read|write|admin|worker):([\x21-\x7e]{16,})$/.exec(entry.trim());
+        if (match === null) {
+          // The position, never the entry: it holds a token.
+          throw new ConfigError(
+            `${name} entry ${index + 1} must be name:role:token (a name of letters, digits, . _ - up to 64; a role read, write, admin or worker; a token of at least 16 printable characters without spaces)`,
+          );
+        }
+        return { name: match[1]!, role: match[2] as NamedToken['role'], token: match[3]! };
+      });
+      const names = new Set<string>();
+      for (const entry of entries) {
+        if (names.has(entry.name)) throw new ConfigError(`${name}: the name ${entry.name} is given twice; each token has its own name`);
+        names.add(entry.name);
+      }
+      return entries;
+    },
+    show: () => '—',
+  };
+})();
+
 /** TARGETS: `name=url#kind:destination`, comma-separated (src/targets/spec.ts); URLs hold credentials, so no message quotes one. */
 export const targetList: Kind<TargetSpec[]> = {
   type: 'list of `name=url#stream:…`, `name=url#exchange:…/key` or `name=url#subject:…`',

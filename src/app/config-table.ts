@@ -19,6 +19,7 @@ import {
   hosts,
   integer,
   milliseconds,
+  namedTokens,
   onOff,
   oneOf,
   secret,
@@ -197,6 +198,14 @@ export const VARIABLES = {
     72_000,
     'an idle keep-alive connection is closed after this',
   ),
+  EVENTS_REPLAY: setting(
+    'http',
+    'eventsReplay',
+    integer(0, 1_000_000),
+    10_000,
+    '`GET /events`: how many runs (and as many changes) back a reconnect with `Last-Event-ID` may resume; further back starts there, after a `gap` event',
+  ),
+  EVENTS_POLL_MS: setting('http', 'eventsPollMs', milliseconds(50, 60_000), 500, '`GET /events`: how often each stream reads the tables for what is new'),
   MAX_CONNECTIONS: setting('http', 'maxConnections', integer(1, 1_000_000), 1024, 'open connections at most; more are dropped at once'),
   API_TOKENS_READ: orFile(setting('roles', 'read', tokens, [], 'comma-separated tokens with the `read` role (lists, summary, metrics)')),
   API_TOKENS_WRITE: orFile(
@@ -212,6 +221,15 @@ export const VARIABLES = {
       tokens,
       [],
       'comma-separated tokens with the `worker` role (lease and settle tasks of worker types, nothing else)',
+    ),
+  ),
+  API_TOKENS: orFile(
+    setting(
+      'roles',
+      'named',
+      namedTokens,
+      [],
+      'comma-separated `name:role:token` (role `read`, `write`, `admin` or `worker`): tokens with a name, which the audit trail records beside each change they make; the unnamed tokens are named `API_TOKEN`, `read-1`, `write-1`, …',
     ),
   ),
   TIMEZONE: setting('tasks', 'timezone', zone, 'UTC', 'IANA zone for a naive `runAt` when the request names none'),
@@ -252,6 +270,13 @@ export const VARIABLES = {
     'database batches (and, separately, outside calls) running at once',
   ),
   BATCH_SIZE: setting('dispatcher', 'batchSize', integer(1, 1000), 50, 'most tasks claimed and completed in one transaction'),
+  RUN_HISTORY: setting(
+    'dispatcher',
+    'runHistory',
+    onOff,
+    true,
+    '`on`: every run of a task is kept in `task_runs` (`GET /tasks/{id}/runs`), written in the transaction of its outcome; `off`: only the latest run, on the task',
+  ),
   RETRY_BASE_MS: setting('retry', 'baseMs', milliseconds(1, MAX_TIMER_MS), 2000, 'first retry delay; doubles per attempt'),
   RETRY_MAX_MS: setting(
     'retry',
@@ -275,6 +300,12 @@ export const VARIABLES = {
     hosts,
     [],
     'comma-separated `host` (any port) or `host:port` a webhook may call; an internal address only if listed as an address, and then only on the listed port if the entry has one',
+  ),
+  NOTIFY_URL: optional(
+    'webhook',
+    'notifyUrl',
+    text,
+    'where a task that fails for good is told: a `POST` of `{ event: "task.failed", at, task }`, sent once per failure as a `webhook` task (signed, retried up to `MAX_ATTEMPTS`); its host must be in `WEBHOOK_ALLOWED_HOSTS`, with `WEBHOOK_SECRET` or a host key',
   ),
   WEBHOOK_TIMEOUT_MS: setting('webhook', 'timeoutMs', milliseconds(100, 600_000), 10_000, 'time limit of one webhook call'),
   WEBHOOK_HOST_SECRETS: orFile(
@@ -309,6 +340,13 @@ export const VARIABLES = {
     milliseconds(0, CENTURY_MS),
     30 * DAY_MS,
     '`failed` tasks are deleted this long after they failed; `0` keeps them',
+  ),
+  AUDIT_RETENTION_MS: setting(
+    'retention',
+    'auditRetentionMs',
+    milliseconds(0, CENTURY_MS),
+    90 * DAY_MS,
+    'audit trail entries (`GET /audit`) are deleted this long after they were written; `0` keeps them',
   ),
   RETENTION_INTERVAL_MS: setting('retention', 'intervalMs', milliseconds(1000, DAY_MS), 10 * 60_000, 'how often the retention sweep runs'),
   RETENTION_BATCH_SIZE: setting('retention', 'batchSize', integer(1, 10_000), 500, 'most rows one retention `DELETE` removes'),
@@ -407,7 +445,7 @@ export function isLoopback(host: string): boolean {
 
 export const RULES: readonly Rule[] = [
   {
-    says: 'each token in `API_TOKEN` and `API_TOKENS_*` appears once (one token, one role)',
+    says: 'each token in `API_TOKEN`, `API_TOKENS` and `API_TOKENS_*` appears once (one token, one role)',
     check({ http, roles }) {
       const seen = new Set(http.apiToken === undefined ? [] : [http.apiToken]);
       for (const role of ROLES) {
@@ -416,13 +454,17 @@ export const RULES: readonly Rule[] = [
           seen.add(token);
         }
       }
+      for (const { name, token } of roles.named) {
+        if (seen.has(token)) return `the token named ${name} in API_TOKENS is also given elsewhere: each token may appear once`;
+        seen.add(token);
+      }
       return undefined;
     },
   },
   {
     says: '`HOST` other than loopback needs `API_TOKEN` or a scoped token',
     check: ({ http, roles }) =>
-      http.apiToken === undefined && ROLES.every((role) => roles[role].length === 0) && !isLoopback(http.host)
+      http.apiToken === undefined && ROLES.every((role) => roles[role].length === 0) && roles.named.length === 0 && !isLoopback(http.host)
         ? `HOST ${http.host} is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1`
         : undefined,
   },
@@ -448,6 +490,24 @@ export const RULES: readonly Rule[] = [
       scheduler.horizonMs <= scheduler.refillIntervalMs
         ? `HORIZON_MS (${scheduler.horizonMs}) must be longer than REFILL_INTERVAL_MS (${scheduler.refillIntervalMs})`
         : undefined,
+  },
+  {
+    says: '`NOTIFY_URL` is an http(s) URL on a host of `WEBHOOK_ALLOWED_HOSTS`, with `WEBHOOK_SECRET` or a key of its host',
+    check({ webhook }) {
+      if (webhook.notifyUrl === undefined) return undefined;
+      let url: URL;
+      try {
+        url = new URL(webhook.notifyUrl);
+      } catch {
+        return 'NOTIFY_URL must be an http(s) URL';
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'NOTIFY_URL must be an http(s) URL';
+      const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+      const allowed = webhook.allowedHosts.some((entry) => entry === url.hostname || entry === `${url.hostname}:${port}`);
+      if (!allowed) return `NOTIFY_URL goes to ${url.hostname}, which is not in WEBHOOK_ALLOWED_HOSTS: list it there`;
+      const keyed = webhook.secret !== undefined || webhook.hostSecrets.has(url.hostname) || webhook.hostSecrets.has(`${url.hostname}:${port}`);
+      return keyed ? undefined : 'NOTIFY_URL needs WEBHOOK_SECRET (or a key of its host in WEBHOOK_HOST_SECRETS): the notices are signed';
+    },
   },
   {
     says: '`WEBHOOK_SECRET_NEXT` comes with `WEBHOOK_SECRET`',

@@ -55,6 +55,9 @@ import { TypeControlStore } from '../store/type-controls.js';
 import { Scheduler, SchedulerMetrics } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
+import { RunHistory } from '../store/run-history.js';
+import { AuditStore } from '../store/audit.js';
+import { EventStore } from '../store/events.js';
 import { SummaryReader } from '../store/summary.js';
 import { sleep } from '../util/async.js';
 import { UpcomingLoad } from '../store/upcoming-load.js';
@@ -84,6 +87,10 @@ export class StoppedWhileStarting extends Error {
 export class Service {
   readonly database: Database;
   readonly store: TaskStore;
+  /** Every run of every task (task_runs), written with its outcome. */
+  readonly runHistory: RunHistory;
+  /** Every change made through the API, by whom (audit_log). */
+  readonly audit: AuditStore;
   readonly registry: HandlerRegistry;
   readonly timers: Timers;
   readonly lifecycle: Lifecycle;
@@ -135,6 +142,8 @@ export class Service {
       metricRegistry,
     );
     this.store = new TaskStore(this.database);
+    this.runHistory = new RunHistory(this.database);
+    this.audit = new AuditStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config.webhook, config.workers.types);
     this.targets = new Targets(config.targets.list, metricRegistry);
@@ -177,6 +186,8 @@ export class Service {
       clock,
       retry: config.retry,
       effects: arming,
+      runs: config.dispatcher.runHistory ? { history: this.runHistory, process: this.owner } : undefined,
+      notify: config.webhook.notifyUrl === undefined ? undefined : { url: config.webhook.notifyUrl, maxAttempts: config.tasks.maxAttempts },
     });
     this.scheduler = new Scheduler({
       store: this.store,
@@ -239,6 +250,7 @@ export class Service {
     this.#controlsWatch = new ControlsWatch(this.typeControls, this.log);
     this.retention = new Retention({
       store: this.store,
+      audit: this.audit,
       clock,
       log: this.log,
       registry: metricRegistry,
@@ -272,7 +284,14 @@ export class Service {
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         dbClock: () => this.dbClock.reading,
         targets: this.targets.size === 0 ? undefined : () => this.targets.health(),
+        authRequired:
+          config.http.apiToken !== undefined ||
+          config.roles.named.length > 0 ||
+          (['read', 'write', 'admin', 'worker'] as const).some((role) => config.roles[role].length > 0),
       },
+      runs: { store: this.store, history: this.runHistory },
+      audit: { store: this.audit, clock },
+      events: { store: new EventStore(this.database), replay: config.http.eventsReplay, pollMs: config.http.eventsPollMs },
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },

@@ -16,5 +16,8 @@ export const WhoAmI = Type.Object({
     description:
       'read: lists, summary, metrics; write: also create, cancel, reschedule, retry; admin: everything; worker: lease and settle worker tasks, nothing else',
   }),
+  name: Type.Optional(
+    Type.String({ description: "the token's name, as the audit trail records it (`open` when the API asks for no token)" }),
+  ),
 });
 export type WhoAmI = Static<typeof WhoAmI>;

@@ -1,7 +1,12 @@
 /** Liveness and readiness: open without a token, so a probe needs no secret. */
 import { Type, type Static } from 'typebox';
 
-export const Health = Type.Object({ status: Type.String() });
+export const Health = Type.Object({
+  status: Type.String(),
+  auth: Type.Optional(
+    Type.Boolean({ description: 'whether the API asks for a token: the dashboard asks for one before it sends anything else' }),
+  ),
+});
 export type Health = Static<typeof Health>;
 
 /** One delivery target's health on /readyz: reported, never failing readiness. */

@@ -16,3 +16,5 @@ export * from './tasks.js';
 export * from './types.js';
 export * from './handler-module.js';
 export * from './workers.js';
+export * from './runs.js';
+export * from './audit.js';

@@ -180,3 +180,65 @@ export const shardLeases = mysqlTable('shard_leases', {
   epoch: bigint('epoch', { mode: 'number', unsigned: true }).notNull().default(0),
   leaseUntil: datetime('lease_until', { mode: 'date', fsp: 3 }),
 });
+
+/**
+ * One row per run of a task (an attempt that started and ended, or whose lease ran out), written
+ * by the statement's transaction that records the outcome on the task, so the history never
+ * disagrees with the task. `lateness_ms` is the start's lateness (started_at − the run_at it was
+ * due at); the finish's is finished_at − run_at. A task's runs go with it (cascade), so retention
+ * needs no second delete. The id orders the runs of every task: GET /events resumes after one.
+ */
+export const taskRuns = mysqlTable(
+  'task_runs',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    taskId: bigint('task_id', { mode: 'number', unsigned: true }).notNull(),
+    attempt: int('attempt', { unsigned: true }).notNull(),
+    outcome: mysqlEnum('outcome', ['done', 'retry', 'failed', 'lost']).notNull(),
+    /** The run_at the run was due at. */
+    dueAt: datetime('due_at', { mode: 'date', fsp: 3 }).notNull(),
+    startedAt: datetime('started_at', { mode: 'date', fsp: 3 }).notNull(),
+    finishedAt: datetime('finished_at', { mode: 'date', fsp: 3 }).notNull(),
+    latenessMs: bigint('lateness_ms', { mode: 'number' }).notNull(),
+    durationMs: int('duration_ms', { unsigned: true }).notNull(),
+    error: text('error'),
+    httpStatus: smallint('http_status', { unsigned: true }),
+    /** The process that ran it (lease_owner's form: host, pid, a random tag). */
+    process: varchar('process', { length: 64 }).notNull(),
+  },
+  (table) => [
+    index('task_runs_task').on(table.taskId, table.id),
+    foreignKey({ name: 'task_runs_task_fk', columns: [table.taskId], foreignColumns: [tasks.id] }).onDelete('cascade'),
+  ],
+);
+
+/**
+ * The audit trail: one row per change made through the API (cancel, reschedule, retry, bulk
+ * changes, pause, resume, limits), with the name of the token that made it, the request's id,
+ * what it changed and what came of it. Written before the answer is sent; kept for
+ * AUDIT_RETENTION_MS.
+ */
+export const auditLog = mysqlTable(
+  'audit_log',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    at: datetime('at', { mode: 'date', fsp: 3 }).notNull(),
+    /** The token's name (API_TOKENS), or `API_TOKEN`, `read-1`…, or `open` without tokens. */
+    actor: varchar('actor', { length: 64 }).notNull(),
+    role: varchar('role', { length: 8 }).notNull(),
+    requestId: varchar('request_id', { length: 64 }).notNull(),
+    /** What was done: cancel, reschedule, retry, bulk-cancel, bulk-reschedule, pause, resume, limits. */
+    action: varchar('action', { length: 32 }).notNull(),
+    /** What it was done to: `task:<id>`, `key:<key>`, `type:<type>`, `tag:<tag>`, `key-prefix:<prefix>`. */
+    target: varchar('target', { length: 255 }).notNull(),
+    /** The answer's status code. */
+    status: smallint('status', { unsigned: true }).notNull(),
+    /** The request's parameters and what came of it (counts, the task's status after). */
+    detail: jsonColumn('detail'),
+  },
+  (table) => [
+    index('audit_log_at').on(table.at),
+    index('audit_log_actor').on(table.actor, table.id),
+    index('audit_log_target').on(table.target, table.id),
+  ],
+);

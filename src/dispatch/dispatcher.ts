@@ -348,6 +348,7 @@ export class Dispatcher {
         untilStopped(this.#abort.signal, (cause, _round, delay) =>
           this.#warnings.warn(RECORD_FAILED, { err: loggable(cause), retryInMs: delay }, RECORD_FAILED),
         ),
+        now,
       )
       .catch(() => undefined); // stopping with the database away: the task is pending, the next process runs it
     queue.release([error.task.id]);

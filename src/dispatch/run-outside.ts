@@ -80,11 +80,11 @@ export class OutsideExecutor {
       // A record that wrote no row lost its lease: the task is another process's run now, and
       // counting it here too would count one run twice across the fleet.
       if (failure === undefined) {
-        const { recorded } = await lifecycle.completeLeased(task, owner, persist, call);
+        const { recorded } = await lifecycle.completeLeased(task, owner, persist, call, claimedAt);
         if (recorded) this.outcomes.done(task, claimedAt, clock.now() - started, outcome || 'done');
         else this.outcomes.leaseLost(task);
       } else {
-        const { recorded } = await lifecycle.failLeased(task, failure, owner, persist, call);
+        const { recorded } = await lifecycle.failLeased(task, failure, owner, persist, call, claimedAt);
         if (recorded) this.outcomes.failed(task, failure, claimedAt, clock.now() - started);
         else this.outcomes.leaseLost(task);
       }

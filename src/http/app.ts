@@ -22,6 +22,11 @@ import { chartRoutes, type ChartRoutesOptions } from './routes/charts.js';
 import { typeRoutes, type TypeRoutesOptions } from './routes/types.js';
 import { clusterRoutes, type ClusterRoutesOptions } from './routes/cluster.js';
 import { workerRoutes, type WorkerRoutesOptions } from './routes/workers.js';
+import { runRoutes, type RunRoutesOptions } from './routes/runs.js';
+import { auditRoutes, type AuditRoutesOptions } from './routes/audit.js';
+import { eventRoutes, type EventRoutesOptions } from './routes/events.js';
+import { installAudit } from './audit.js';
+import { randomUUID } from 'node:crypto';
 import type { Metrics } from '../observability/metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
@@ -40,6 +45,9 @@ export interface AppOptions {
   cluster: ClusterRoutesOptions;
   /** Pull workers' routes (POST /workers/lease, ack, nack, extend). */
   workers?: WorkerRoutesOptions;
+  runs: RunRoutesOptions;
+  audit: AuditRoutesOptions;
+  events: EventRoutesOptions;
   security: SecurityOptions;
 }
 
@@ -52,6 +60,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
     // A key is up to 191 characters, up to 12 URL-encoded characters each.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2400 },
+    // Unique across restarts and processes: the audit trail records it.
+    genReqId: () => randomUUID(),
     ...serverOptions(options.security),
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
@@ -69,6 +79,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     }
   });
   installOpenApi(app, () => options.tasks.registry.payloadSchemas());
+  installAudit(app, options.audit.store, options.audit.clock);
   void app.register(healthRoutes, options.health);
   void app.register(taskRoutes, options.tasks);
   void app.register(batchRoutes, options.tasks);
@@ -80,5 +91,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(typeRoutes, options.types);
   void app.register(clusterRoutes, options.cluster);
   if (options.workers !== undefined) void app.register(workerRoutes, options.workers);
+  void app.register(runRoutes, options.runs);
+  void app.register(auditRoutes, options.audit);
+  void app.register(eventRoutes, options.events);
   return app;
 }

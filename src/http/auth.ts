@@ -28,8 +28,13 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller's role, once the token is checked (admin when the API has no tokens). */
     role?: Role;
+    /** The name of the caller's token (API_TOKENS, or `API_TOKEN`, `read-1`, …); `open` when the API has no tokens. */
+    tokenName?: string;
   }
 }
+
+/** Who made a change when the API asks for no token (loopback only). */
+export const OPEN_NAME = 'open';
 
 const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', '/', '/favicon.ico']);
 
@@ -63,9 +68,11 @@ export function installAuth(app: FastifyInstance, { tokens, failuresPerMinute }:
   });
 
   app.decorateRequest('role', undefined);
+  app.decorateRequest('tokenName', undefined);
   if (!tokens.enabled) {
     app.addHook('onRequest', async (request) => {
       request.role = 'admin';
+      request.tokenName = OPEN_NAME;
     });
     return;
   }
@@ -96,8 +103,10 @@ export function installAuth(app: FastifyInstance, { tokens, failuresPerMinute }:
     app.addHook('preParsing', async (request, reply) => {
       if (publicPath(request)) return;
       const given = bearerCredential(request.headers.authorization);
-      const role = given === undefined ? undefined : tokens.roleOf(given);
+      const identity = given === undefined ? undefined : tokens.identify(given);
+      const role = identity?.role;
       request.role = role;
+      request.tokenName = identity?.name;
       if (role === undefined) {
         await failures(request);
         reply.header('www-authenticate', 'Bearer realm="punctual"');

@@ -2,7 +2,8 @@
  * Who may call what. A token has one role; the roles (src/contract/auth.ts) are ordered, each
  * allowing what the one below it allows: `read` (lists, summary, metrics: what the dashboard
  * shows) < `write` (create, cancel, reschedule, retry) < `admin` (bulk changes, pauses, limits).
- * API_TOKEN may do everything, so it has the highest role.
+ * API_TOKEN may do everything, so it has the highest role. `worker` stands apart: it may lease and
+ * settle worker types' tasks (pull workers), nothing else; admin may do that too.
  *
  * ROUTE_ROLES is the one table from route to role. A route missing from it (and not public)
  * stops the app from starting, so no route ships open by accident: a new route adds its line.
@@ -16,6 +17,8 @@ import { ROLES, type Role } from '../contract/auth.js';
 /** `METHOD route pattern` (as Fastify registers it) → the least role that may call it. */
 export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /auth/whoami': 'read',
+  'GET /audit': 'admin',
+  'GET /events': 'read',
   'GET /charts/upcoming': 'read',
   'GET /charts/recent': 'read',
   'GET /cluster': 'read',
@@ -24,6 +27,7 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /tasks/recent': 'read',
   'GET /tasks/summary': 'read',
   'GET /tasks/:id': 'read',
+  'GET /tasks/:id/runs': 'read',
   'GET /tasks/by-key/:key': 'read',
   'POST /tasks': 'write',
   'POST /tasks/:id/cancel': 'write',
@@ -62,13 +66,30 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
-export class TokenRoles {
-  readonly #known: { digest: Buffer; role: Role }[] = [];
+/** Who a token is: its role, and the name the audit trail records for it. */
+export interface TokenIdentity {
+  role: Role;
+  name: string;
+}
 
-  /** `full` is API_TOKEN (every role); `scoped` the tokens of each role. */
-  constructor(full: string | undefined, scoped: Partial<Record<Role, string[]>> = {}) {
-    if (full !== undefined) this.#known.push({ digest: digest(full), role: 'admin' });
-    for (const role of ROLES) for (const token of scoped[role] ?? []) this.#known.push({ digest: digest(token), role });
+/** The tokens of each role (API_TOKENS_READ, …), and the named ones (API_TOKENS). */
+export type ScopedTokens = Partial<Record<Role, readonly string[]>> & {
+  named?: readonly { name: string; role: Role; token: string }[];
+};
+
+/** The name of API_TOKEN, and of an unnamed scoped token: `read-1`, `write-2`, … by position. */
+export const FULL_TOKEN_NAME = 'API_TOKEN';
+
+export class TokenRoles {
+  readonly #known: { digest: Buffer; identity: TokenIdentity }[] = [];
+
+  /** `full` is API_TOKEN (every role); `scoped` the tokens of each role, and the named ones. */
+  constructor(full: string | undefined, scoped: ScopedTokens = {}) {
+    if (full !== undefined) this.#known.push({ digest: digest(full), identity: { role: 'admin', name: FULL_TOKEN_NAME } });
+    for (const role of ROLES) {
+      (scoped[role] ?? []).forEach((token, i) => this.#known.push({ digest: digest(token), identity: { role, name: `${role}-${i + 1}` } }));
+    }
+    for (const { name, role, token } of scoped.named ?? []) this.#known.push({ digest: digest(token), identity: { role, name } });
   }
 
   /** False when no token is configured: the API is open (on loopback only, config sees to it). */
@@ -78,10 +99,15 @@ export class TokenRoles {
 
   /** The role of `token`, or undefined for an unknown one. */
   roleOf(token: string): Role | undefined {
+    return this.identify(token)?.role;
+  }
+
+  /** Who `token` is, or undefined for an unknown one. */
+  identify(token: string): TokenIdentity | undefined {
     const given = digest(token);
-    let found: Role | undefined;
+    let found: TokenIdentity | undefined;
     for (const known of this.#known) {
-      if (timingSafeEqual(given, known.digest)) found = known.role;
+      if (timingSafeEqual(given, known.digest)) found = known.identity;
     }
     return found;
   }

@@ -20,6 +20,9 @@ import { create, createMany, type CreateRequest, type CreateResult } from './cre
 import type { EffectSink, TimerEffect } from './effects.js';
 import { EXPIRED_REASON, recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
 import { replaceIfAsked } from './replace.js';
+import { failureOutcome, recordRuns, runOf, type RunRecorder } from './history.js';
+import type { NewRun } from '../store/run-history.js';
+import { notifyFailures, type FailureNotifier } from './notify.js';
 import * as run from './run.js';
 
 export interface LifecycleOptions {
@@ -30,6 +33,10 @@ export interface LifecycleOptions {
   retry: BackoffPolicy;
   /** Where timer effects go after COMMIT. */
   effects: EffectSink;
+  /** Where each run's row goes, in the transaction of its outcome; none: no run history. */
+  runs?: RunRecorder;
+  /** NOTIFY_URL: a task that fails for good is told there, in the transaction of its failure. */
+  notify?: FailureNotifier;
 }
 
 /** The run transitions inside one transaction (a dispatcher batch); effects are applied after COMMIT. */
@@ -128,7 +135,9 @@ export class Lifecycle {
 
   /** With `shards`, of those shards only (repair.ts). */
   async recoverExpiredLeases(shards?: readonly number[]): Promise<{ recovered: number; failed: number }> {
-    return this.#apply(await recoverExpiredLeases(this.#options.store, this.#options.clock.now(), shards));
+    return this.#apply(
+      await recoverExpiredLeases(this.#options.store, this.#options.clock.now(), shards, this.#options.runs, this.#options.notify),
+    );
   }
 
   // ── runs ──────────────────────────────────────────────────────────────────────────────────
@@ -144,12 +153,14 @@ export class Lifecycle {
    * to it. The effects they return are applied once COMMIT succeeded; a rollback drops them with the rows.
    */
   async inTransaction<T>(fn: (tx: RunTransaction) => Promise<T>, deadlineMs?: number): Promise<T> {
-    const { store, database } = this.#options;
+    const { store, database, clock, runs: recorder, notify } = this.#options;
     const effects: TimerEffect[] = [];
     const value = await transaction(
       database,
-      (conn) =>
-        fn({
+      async (conn) => {
+        // The batch's runs, written together in one statement before COMMIT: on record with their outcomes.
+        const runs: NewRun[] = [];
+        const result = await fn({
           conn,
           claim: async (ids, now, fence) => {
             let claimable = fence === undefined ? ids : inShards(ids, await heldAt(conn, fence));
@@ -160,11 +171,31 @@ export class Lifecycle {
             return claimable.length === 0 ? [] : run.claim(store, conn, claimable, now);
           },
           lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
-          complete: async (tasks, now) => void effects.push(...(await run.complete(store, conn, tasks, now))),
-          fail: async (failed, now) => void effects.push(...(await run.fail(store, conn, failed, now))),
+          complete: async (tasks, now) => {
+            effects.push(...(await run.complete(store, conn, tasks, now)));
+            if (recorder === undefined) return;
+            const times = { startedAt: now, finishedAt: clock.now() };
+            for (const task of tasks) runs.push(runOf(recorder, task, 'done', null, times));
+          },
+          fail: async (failed, now) => {
+            effects.push(...(await run.fail(store, conn, failed, now)));
+            const final = failed.filter(({ failure }) => failure.retryAt === null);
+            await notifyFailures(
+              notify,
+              conn,
+              final.map(({ task, failure }) => ({ task, attempt: task.attempts + 1, error: failure.error })),
+              now,
+            );
+            if (recorder === undefined) return;
+            const times = { startedAt: now, finishedAt: clock.now() };
+            for (const { task, failure } of failed) runs.push(runOf(recorder, task, failureOutcome(failure), failure.error, times));
+          },
           skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),
           expire: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now, EXPIRED_REASON))),
-        }),
+        });
+        await recordRuns(recorder, conn, runs);
+        return result;
+      },
       { retry: ONCE, deadlineMs },
     );
     this.#apply({ effects });
@@ -172,20 +203,32 @@ export class Lifecycle {
   }
 
   /** Completes an outside run if it is still the run this process leased (`task` as claimed); retried per `persist`. */
-  async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
+  /**
+   * Completes an outside run if it is still the run this process leased (`task` as claimed, at
+   * `startedAt`); retried per `persist`.
+   */
+  async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord, startedAt?: number): Promise<run.Settled> {
+    const { store, clock, runs } = this.#options;
+    return this.#apply(await retrying(() => run.completeLeased(store, task, owner, call, clock.now(), runs, startedAt), persist));
+  }
+
+  async failLeased(
+    task: Task,
+    failure: Failure,
+    owner: string,
+    persist: RetryPolicy,
+    call: CallRecord,
+    startedAt?: number,
+  ): Promise<run.Settled> {
+    const { store, clock, runs, notify } = this.#options;
     return this.#apply(
-      await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist),
+      await retrying(() => run.failLeased(store, task, failure, owner, call, clock.now(), runs, startedAt, notify), persist),
     );
   }
 
-  async failLeased(task: Task, failure: Failure, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
-    return this.#apply(
-      await retrying(() => run.failLeased(this.#options.store, task, failure, owner, call, this.#options.clock.now()), persist),
-    );
-  }
-
-  /** Records the failure of a run that lost its transaction, if `task` is still pending as it was claimed. */
-  async failAlone(task: Task, failure: Failure, persist: RetryPolicy): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.failAlone(this.#options.store, task, failure, this.#options.clock.now()), persist));
+  /** Records the failure of a run (started at `startedAt`) that lost its transaction, if `task` is still pending as it was claimed. */
+  async failAlone(task: Task, failure: Failure, persist: RetryPolicy, startedAt?: number): Promise<run.Settled> {
+    const { store, clock, runs, notify } = this.#options;
+    return this.#apply(await retrying(() => run.failAlone(store, task, failure, clock.now(), runs, startedAt, notify), persist));
   }
 }

@@ -11,6 +11,8 @@ import type { Task, TaskStore } from '../store/task-store.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
+import type { RunRecorder } from './history.js';
+import { notifyFailures, type FailureNotifier } from './notify.js';
 
 export const SKIPPED_REASON = 'skipped: its time passed while punctual was down';
 /** The lastError of a task skipped because it could not start within its expireAfterMs. */
@@ -74,6 +76,8 @@ export async function recoverExpiredLeases(
   store: TaskStore,
   now: number,
   shards?: readonly number[],
+  recorder?: RunRecorder,
+  notify?: FailureNotifier,
 ): Promise<{ recovered: number; failed: number; effects: TimerEffect[] }> {
   // Read first, then lock by id: a locking range read would lock (and wait for) every running
   // row it walks past, those of other shards too.
@@ -81,6 +85,13 @@ export async function recoverExpiredLeases(
   if (ids.length === 0) return { recovered: 0, failed: 0, effects: [] };
   return store.transaction(async (conn) => {
     const expired = await store.lockExpiredLeases(conn, ids, now);
+    // Each one a run that never reported: on record before the repair writes its row.
+    await recorder?.history.recordLost(
+      conn,
+      expired.map((task) => task.id),
+      now,
+      now,
+    );
     const spent = expired.filter((task) => task.attempts >= task.maxAttempts);
     const again = expired.filter((task) => task.attempts < task.maxAttempts);
     const failed = await store.failExpiredLeases(
@@ -89,6 +100,12 @@ export async function recoverExpiredLeases(
       now,
     );
     expectAll('fail expired leases', failed, spent.length);
+    await notifyFailures(
+      notify,
+      conn,
+      spent.map((task) => ({ task, attempt: task.attempts, error: 'lease expired on its last attempt' })),
+      now,
+    );
     const released = await store.releaseExpiredLeases(
       conn,
       again.map((task) => task.id),

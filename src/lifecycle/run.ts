@@ -15,6 +15,8 @@ import { arm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
 import { retryAt, type BackoffPolicy } from './backoff.js';
+import { failureOutcome, recordRuns, runOf, type RunRecorder, type RunTimes } from './history.js';
+import { notifyFailures, type FailureNotifier } from './notify.js';
 
 export interface Failed {
   task: Task;
@@ -85,19 +87,53 @@ function leasedRun(task: Task, owner: string): LeasedRun {
   return { id: task.id, owner, attempts: task.attempts + 1 };
 }
 
-/** Completes an outside run, keeping its `call`, if it is still the run `owner` leased (`task` as the claim locked it). */
-export function completeLeased(store: TaskStore, task: Task, owner: string, call: CallRecord, now: number): Promise<Settled> {
+/** An outside run's times: it started at `startedAt` (its claim), ran `call.durationMs`, ended `now`. */
+function leasedTimes(startedAt: number, call: CallRecord, now: number): RunTimes {
+  return { startedAt, finishedAt: now, durationMs: call.durationMs, httpStatus: call.httpStatus };
+}
+
+/**
+ * Completes an outside run, keeping its `call`, if it is still the run `owner` leased (`task` as
+ * the claim locked it); its run row (started at `startedAt`) in the same transaction.
+ */
+export function completeLeased(
+  store: TaskStore,
+  task: Task,
+  owner: string,
+  call: CallRecord,
+  now: number,
+  recorder?: RunRecorder,
+  startedAt = now,
+): Promise<Settled> {
   return store.transaction(async (conn) => {
     const recorded = await store.completeLeased(conn, leasedRun(task, owner), call, now);
-    return { recorded, effects: recorded ? await nextOccurrences(store, conn, [task], now) : [] };
+    if (!recorded) return { recorded, effects: [] };
+    if (recorder !== undefined) await recordRuns(recorder, conn, [runOf(recorder, task, 'done', null, leasedTimes(startedAt, call, now))]);
+    return { recorded, effects: await nextOccurrences(store, conn, [task], now) };
   });
 }
 
 /** Records a failed outside run (its attempt counted by the claim) and its `call`, if it is still the run `owner` leased. */
-export function failLeased(store: TaskStore, task: Task, failure: Failure, owner: string, call: CallRecord, now: number): Promise<Settled> {
-  return store.transaction(async (conn) =>
-    afterFailure(store, conn, task, failure, await store.failLeased(conn, failure, leasedRun(task, owner), call, now), now),
-  );
+export function failLeased(
+  store: TaskStore,
+  task: Task,
+  failure: Failure,
+  owner: string,
+  call: CallRecord,
+  now: number,
+  recorder?: RunRecorder,
+  startedAt = now,
+  notify?: FailureNotifier,
+): Promise<Settled> {
+  return store.transaction(async (conn) => {
+    const recorded = await store.failLeased(conn, failure, leasedRun(task, owner), call, now);
+    if (recorded && failure.retryAt === null)
+      await notifyFailures(notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
+    if (recorded && recorder !== undefined) {
+      await recordRuns(recorder, conn, [runOf(recorder, task, failureOutcome(failure), failure.error, leasedTimes(startedAt, call, now))]);
+    }
+    return afterFailure(store, conn, task, failure, recorded, now);
+  });
 }
 
 /**
@@ -105,10 +141,24 @@ export function failLeased(store: TaskStore, task: Task, failure: Failure, owner
  * claim rolled back with it), counting the attempt, if the task is still pending as `task` was
  * claimed: a cancel or a reschedule that took the row meanwhile stays as it is.
  */
-export function failAlone(store: TaskStore, task: Task, failure: Failure, now: number): Promise<Settled> {
-  return store.transaction(async (conn) =>
-    afterFailure(store, conn, task, failure, await store.failClaimed(conn, failure, task, now), now),
-  );
+export function failAlone(
+  store: TaskStore,
+  task: Task,
+  failure: Failure,
+  now: number,
+  recorder?: RunRecorder,
+  startedAt = now,
+  notify?: FailureNotifier,
+): Promise<Settled> {
+  return store.transaction(async (conn) => {
+    const recorded = await store.failClaimed(conn, failure, task, now);
+    if (recorded && failure.retryAt === null)
+      await notifyFailures(notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
+    if (recorded && recorder !== undefined) {
+      await recordRuns(recorder, conn, [runOf(recorder, task, failureOutcome(failure), failure.error, { startedAt, finishedAt: now })]);
+    }
+    return afterFailure(store, conn, task, failure, recorded, now);
+  });
 }
 
 /** What a failure written on its own (`recorded`) asks for: the retry's timer, or the next occurrence. */

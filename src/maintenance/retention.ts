@@ -10,9 +10,12 @@ import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { FinishedStatus, TaskStore } from '../store/task-store.js';
+import type { AuditStore } from '../store/audit.js';
 
 export interface RetentionOptions {
   store: TaskStore;
+  /** The audit trail, whose entries are deleted after `auditRetentionMs`. */
+  audit?: AuditStore;
   clock: Clock;
   log: Logger;
   registry: Registry;
@@ -20,6 +23,8 @@ export interface RetentionOptions {
   retentionMs: number;
   /** failed are deleted this long after they failed; 0 keeps them. */
   failedRetentionMs: number;
+  /** Audit entries are deleted this long after they were written; 0 (or none) keeps them. */
+  auditRetentionMs?: number;
   intervalMs: number;
   batchSize: number;
   pauseMs: number;
@@ -27,7 +32,9 @@ export interface RetentionOptions {
 
 export interface SweepResult {
   deleted: Record<FinishedStatus, number>;
-  /** DELETE statements run. */
+  /** Audit entries deleted. */
+  audit: number;
+  /** DELETE statements run on tasks. */
   batches: number;
   /** True when stop() ended the sweep before it was through. */
   stopped: boolean;
@@ -100,7 +107,7 @@ export class Retention {
 
   async #sweep(): Promise<SweepResult> {
     const { store, clock, retentionMs, failedRetentionMs, batchSize, pauseMs } = this.#options;
-    const result: SweepResult = { deleted: { done: 0, cancelled: 0, skipped: 0, failed: 0 }, batches: 0, stopped: false };
+    const result: SweepResult = { deleted: { done: 0, cancelled: 0, skipped: 0, failed: 0 }, audit: 0, batches: 0, stopped: false };
     const now = clock.now();
     const plan: [FinishedStatus, number][] = [
       ['done', retentionMs],
@@ -122,6 +129,15 @@ export class Retention {
         if (ids.length < batchSize) break;
         if (!(await this.#pause(pauseMs))) return { ...result, stopped: true };
       }
+    }
+    const { audit, auditRetentionMs = 0 } = this.#options;
+    if (audit === undefined || auditRetentionMs === 0) return result;
+    for (;;) {
+      if (this.#abort.signal.aborted) return { ...result, stopped: true };
+      const deleted = await audit.deleteBefore(now - auditRetentionMs, batchSize);
+      result.audit += deleted;
+      if (deleted < batchSize) break;
+      if (!(await this.#pause(pauseMs))) return { ...result, stopped: true };
     }
     return result;
   }

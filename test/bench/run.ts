@@ -87,32 +87,67 @@ async function startup(db: BenchDb): Promise<void> {
 }
 
 // ── B1, B1b, B1c ──────────────────────────────────────────────────────────────────────────
+/** N `close_order` due uniformly over 10 s, run by a server started with `env`: how late each order closed (ms), sorted. */
+async function closeLatenesses(db: BenchDb, S: string, N: number, env: Record<string, string> = {}): Promise<number[]> {
+  await db.reset();
+  await db.seedOrders(N);
+  const server = await startServer(db, { env });
+  try {
+    await scrape(server); // resets the event-loop histogram
+    // Inserted straight into the table, the refill arms them; far enough ahead that the insert is done.
+    const first = Date.now() + 3000 + N / 5;
+    await db.seedTasks(N, utcSql(first, `(seq - 1) * ${10_000 / N}`));
+    if (Date.now() >= first) throw new Error(`seeding ${N} tasks outlasted the lead time`);
+    await waitUntil(async () => (await doneCount(db)) === N, 300_000, `${S} tasks to run`);
+    await eventLoop(server, S);
+    peakRss(server, S);
+    return await db.closeLateness();
+  } finally {
+    await server.stop();
+  }
+}
+
 function precision(S: string, N: number, p99Ms: number, maxMs?: number): (db: BenchDb) => Promise<void> {
   described[S] = `precision: ${N.toLocaleString('en')} \`close_order\` due uniformly over 10 s (${(N / 10).toLocaleString('en')}/s)`;
   return async (db) => {
-    await db.reset();
-    await db.seedOrders(N);
-    const server = await startServer(db);
-    try {
-      await scrape(server); // resets the event-loop histogram
-      // Inserted straight into the table, the refill arms them; far enough ahead that the insert is done.
-      const first = Date.now() + 3000 + N / 5;
-      await db.seedTasks(N, utcSql(first, `(seq - 1) * ${10_000 / N}`));
-      if (Date.now() >= first) throw new Error(`seeding ${N} tasks outlasted the lead time`);
-      await waitUntil(async () => (await doneCount(db)) === N, 300_000, `${S} tasks to run`);
-      await eventLoop(server, S);
-      const late = await db.closeLateness();
-      record(S, 'tasks run', late.length, 'tasks', { text: `= ${N}`, ok: late.length === N });
-      record(S, 'early', late.filter((ms) => ms < 0).length, 'tasks', { text: '= 0', ok: late.every((ms) => ms >= 0) });
-      record(S, 'lateness p50', quantile(late, 0.5), 'ms');
-      record(S, 'lateness p99', quantile(late, 0.99), 'ms', { text: `≤ ${p99Ms} ms`, ok: quantile(late, 0.99) <= p99Ms });
-      const max = late[late.length - 1]!;
-      record(S, 'lateness max', max, 'ms', maxMs === undefined ? undefined : { text: `≤ ${maxMs} ms`, ok: max <= maxMs });
-      peakRss(server, S);
-    } finally {
-      await server.stop();
-    }
+    const late = await closeLatenesses(db, S, N);
+    record(S, 'tasks run', late.length, 'tasks', { text: `= ${N}`, ok: late.length === N });
+    record(S, 'early', late.filter((ms) => ms < 0).length, 'tasks', { text: '= 0', ok: late.every((ms) => ms >= 0) });
+    record(S, 'lateness p50', quantile(late, 0.5), 'ms');
+    record(S, 'lateness p99', quantile(late, 0.99), 'ms', { text: `≤ ${p99Ms} ms`, ok: quantile(late, 0.99) <= p99Ms });
+    const max = late[late.length - 1]!;
+    record(S, 'lateness max', max, 'ms', maxMs === undefined ? undefined : { text: `≤ ${maxMs} ms`, ok: max <= maxMs });
   };
+}
+
+described.BH =
+  "run history's cost on the hot path: B1's, B1b's and B1c's loads (10,000, 50,000 and 100,000 `close_order` over 10 s), each with `RUN_HISTORY=off` (the baseline: no row per run) and `on`, in one run";
+/** B1, B1b and B1c with the run history off, then on: the same loads, the same machine, minutes apart. */
+async function historyCost(db: BenchDb): Promise<void> {
+  const S = 'BH';
+  for (const [label, N] of [
+    ['B1', 10_000],
+    ['B1b', 50_000],
+    ['B1c', 100_000],
+  ] as const) {
+    const p: Record<string, { p50: number; p99: number }> = {};
+    for (const history of ['off', 'on'] as const) {
+      const late = await closeLatenesses(db, `${S} ${label} history ${history}`, N, { RUN_HISTORY: history });
+      const runs = await db.count('SELECT COUNT(*) AS n FROM task_runs');
+      const expected = history === 'on' ? N : 0;
+      record(S, `${label} history ${history}: run rows`, runs, 'rows', { text: `= ${expected}`, ok: runs === expected });
+      record(S, `${label} history ${history}: tasks run`, late.length, 'tasks', { text: `= ${N}`, ok: late.length === N });
+      record(S, `${label} history ${history}: early`, late.filter((ms) => ms < 0).length, 'tasks', {
+        text: '= 0',
+        ok: late.every((ms) => ms >= 0),
+      });
+      p[history] = { p50: quantile(late, 0.5), p99: quantile(late, 0.99) };
+      record(S, `${label} history ${history}: lateness p50`, p[history].p50, 'ms');
+      record(S, `${label} history ${history}: lateness p99`, p[history].p99, 'ms');
+    }
+    record(S, `${label}: lateness p99, on − off`, p.on!.p99 - p.off!.p99, 'ms');
+    record(S, `${label}: lateness p99, on / off`, p.on!.p99 / Math.max(1, p.off!.p99), '×');
+  }
 }
 
 // ── B2 ──────────────────────────────────────────────────────────────────────────────────────
@@ -450,7 +485,8 @@ described.B8 =
   'batch intake: 40 × `POST /tasks/batch` of 1,000 keyed, tagged tasks; baseline: the same rows as 1,000-row INSERTs on as many connections';
 
 // ── B9 ──────────────────────────────────────────────────────────────────────────────────────
-described.B9 = 'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
+described.B9 =
+  'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
 async function largePages(db: BenchDb): Promise<void> {
   const S = 'B9';
   const TASKS = 1000;
@@ -506,6 +542,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B1: precision('B1', 10_000, 10, 50),
   B1B: precision('B1b', 50_000, 10),
   B1C: precision('B1c', 100_000, 50),
+  BH: historyCost,
   B2: overload,
   B3: boot,
   B4: backlog,

@@ -299,7 +299,7 @@ describe('auth', () => {
   });
 
   it('leaves the probes open', async () => {
-    expect(await call('GET', '/healthz', undefined, {})).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await call('GET', '/healthz', undefined, {})).toEqual({ status: 200, body: { status: 'ok', auth: true } });
     expect(await call('GET', '/readyz', undefined, {})).toMatchObject({ status: 200, body: { status: 'ready' } });
   });
 });

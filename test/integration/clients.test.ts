@@ -16,8 +16,12 @@ import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
-/** Routes that are for people or tools, not for a client library: the document, its pages, the dashboard's files. */
-const NOT_FOR_CLIENTS = /^\/(openapi\.json|docs|ui|favicon\.ico)?(\/|$)/;
+/**
+ * Routes that are for people or tools, not for a client library: the document, its pages, the
+ * dashboard's files, and the event stream (read with an EventSource or any SSE reader, not a call
+ * and its answer).
+ */
+const NOT_FOR_CLIENTS = /^\/(openapi\.json|docs|ui|favicon\.ico|events)?(\/|$)/;
 /** The dashboard's chart data: the TypeScript client reads it too (a tool may draw its own), the PHP client does not. */
 const CHARTS = /^(GET|POST) \/charts\//;
 
@@ -100,6 +104,8 @@ function calls(client: PunctualClient): Record<string, () => Promise<unknown>> {
       await waitFor(async () => (await client.get(failed)).status === 'failed');
       return client.retry(failed, { delayMs: 3_600_000 });
     },
+    runs: () => client.runs(failed, { limit: 10 }),
+    audit: () => client.audit({ action: 'retry', limit: 5 }),
     pending: () => client.pending({ tag: 'shop:1', limit: 10 }),
     allPending: () => drain(client.allPending({ pageSize: 1 })),
     pendingPages: () => drain(client.pendingPages({ pageSize: 1 })),

@@ -15,7 +15,7 @@ afterAll(async () => {
 describe('probes', () => {
   it('is alive at once, ready only once the boot load is armed, and not ready when the database is gone', async () => {
     const service = await startTestService(db, {}, { boot: false });
-    expect(await service.call('GET', '/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await service.call('GET', '/healthz')).toEqual({ status: 200, body: { status: 'ok', auth: false } });
     expect(await service.call('GET', '/readyz')).toEqual({
       status: 503,
       body: { status: 'starting', armed: 0, reason: 'the boot load is not armed yet' },

@@ -24,9 +24,11 @@ describe('migrations', () => {
     expect(applied).toHaveLength(files.length);
     const tables = await db.query<any[]>('SHOW TABLES');
     expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual([
+      'audit_log',
       'members',
       MIGRATIONS_TABLE,
       'shard_leases',
+      'task_runs',
       'task_tags',
       'tasks',
       'type_controls',

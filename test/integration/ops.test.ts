@@ -1,10 +1,13 @@
 /**
  * The files operators load into their monitoring: every metric the Grafana dashboard and the
  * alert rules query exists in /metrics after a real run (a renamed metric would leave a panel
- * empty and an alert silent, with nothing failing), and the rules pass `promtool check rules`.
+ * empty and an alert silent, with nothing failing), and the rules pass `promtool check rules` and
+ * their unit tests (`promtool test rules`); the docs' scrape configuration passes `promtool check config`.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { outcomeHandlers } from '../helpers/handlers.js';
@@ -98,6 +101,7 @@ describe('ops files', () => {
     expect(metricNames('max(b) > 100 and max(deriv(c[10m])) > 0')).toEqual(['b', 'c']);
     expect(metricNames('sum by (outcome) (rate(d_total[$__rate_interval]))')).toEqual(['d_total']);
     expect(metricNames('up{job="punctual"} == 0')).toEqual(['up']);
+    expect(metricNames('up == 0 and on (job, instance) last_over_time(b_info[1d])')).toEqual(['up', 'b_info']);
   });
 
   it('queries only metrics that /metrics has after a real run', async () => {
@@ -130,6 +134,7 @@ describe('ops files', () => {
       'nodejs_eventloop_lag_p99_seconds',
       'punctual_overdue_tasks',
       'punctual_ready',
+      'punctual_build_info',
     ]) {
       expect(queried.has(name), name).toBe(true);
     }
@@ -140,4 +145,34 @@ describe('ops files', () => {
     const output = execFileSync(promtool(), ['check', 'rules', ALERTS], { encoding: 'utf8' });
     expect(output).toContain('SUCCESS: 5 rules found');
   }, 660_000);
+
+  it('fires PunctualDown for a punctual target under any job name, and for no other target (promtool test rules)', () => {
+    const output = execFileSync(promtool(), ['test', 'rules', 'alerts.test.yml'], { cwd: 'ops', encoding: 'utf8' });
+    expect(output).toContain('SUCCESS');
+  }, 660_000);
+
+  it('has a scrape configuration in the docs that promtool accepts, the token read from a file', () => {
+    const docs = readFileSync('docs/operations.md', 'utf8');
+    const block = /```yaml\n(# prometheus\.yml\n[\s\S]*?)```/.exec(docs)?.[1];
+    expect(block).toContain('credentials_file:');
+    const dir = mkdtempSync(join(tmpdir(), 'punctual-prometheus-'));
+    try {
+      writeFileSync(join(dir, 'punctual.token'), 'a-read-token-0123456789\n');
+      copyFileSync(ALERTS, join(dir, 'punctual-alerts.yml'));
+      const config = block!
+        .replace(/credentials_file: \S+/, `credentials_file: ${join(dir, 'punctual.token')}`)
+        .replace(/- \/etc\/prometheus\/punctual-alerts\.yml/, `- ${join(dir, 'punctual-alerts.yml')}`);
+      writeFileSync(join(dir, 'prometheus.yml'), config);
+      const output = execFileSync(promtool(), ['check', 'config', join(dir, 'prometheus.yml')], { encoding: 'utf8' });
+      expect(output).toContain('SUCCESS');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 660_000);
+
+  it('says which punctual runs: punctual_build_info', async () => {
+    const text = (await service.app.inject({ url: '/metrics' })).body;
+    const version = JSON.parse(readFileSync('package.json', 'utf8')).version as string;
+    expect(text).toContain(`punctual_build_info{version="${version}",node="${process.version}"} 1`);
+  });
 });

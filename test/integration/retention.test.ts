@@ -93,13 +93,14 @@ describe('retention', () => {
     await insert('failed', 31 * DAY);
 
     const result = await service.retention.sweep();
-    expect(result).toEqual({ deleted: old, batches: 3 + 1 + 1 + 1, stopped: false });
+    expect(result).toEqual({ deleted: old, audit: 0, batches: 3 + 1 + 1 + 1, stopped: false });
     expect(await ids()).toEqual(keep);
     for (const [status, count] of Object.entries(old)) expect(await deletedMetric(service, status)).toBe(count);
 
     // A second sweep finds nothing and counts nothing.
     expect(await service.retention.sweep()).toEqual({
       deleted: { done: 0, cancelled: 0, skipped: 0, failed: 0 },
+      audit: 0,
       batches: 0,
       stopped: false,
     });
@@ -171,7 +172,7 @@ describe('retention', () => {
     const started = Date.now();
     await service.stop();
     const stopMs = Date.now() - started;
-    expect(await sweep).toEqual({ deleted: { done: 2, cancelled: 0, skipped: 0, failed: 0 }, batches: 1, stopped: true });
+    expect(await sweep).toEqual({ deleted: { done: 2, cancelled: 0, skipped: 0, failed: 0 }, audit: 0, batches: 1, stopped: true });
     expect(stopMs).toBeLessThan(3000);
     expect((await ids()).length).toBe(4);
   });

@@ -1,72 +1,274 @@
-import { spawnSync } from 'node:child_process';
+/**
+ * The `punctual` command as a process (bin/punctual.mjs on the built dist/), against real MariaDB
+ * and Redis: --help and --version on every command start nothing; migrate --dry-run prints and
+ * changes nothing; doctor reports; tasks ls/get/cancel/retry go through the running service;
+ * export and import carry the pending work over with its keys, and a repeat creates nothing; the
+ * seeds' Redis ZSET and async_task table come over the same way.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { startServer } from '../helpers/server.js';
+import { startServer, waitFor, type ServerProcess } from '../helpers/server.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/app/main.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/punctual.mjs', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TOKEN = 'cli-test-token-0123456789';
+const auth = { authorization: `Bearer ${TOKEN}` };
 
-function run(env: Record<string, string>) {
-  const result = spawnSync(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 20_000 });
-  return { code: result.status, stderr: result.stderr, stdout: result.stdout };
+function punctual(
+  args: string[],
+  env: Record<string, string> = {},
+  input?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin.end(input);
+    else child.stdin.end();
+  });
 }
 
-let db: TestDatabase;
+let source: TestDatabase;
+let target: TestDatabase;
+let server: ServerProcess;
+let env: Record<string, string>;
 
 beforeAll(async () => {
-  db = await createTestDatabase('cli');
+  source = await createTestDatabase('cli_source');
+  target = await createTestDatabase('cli_target');
+  server = await startServer({ env: { DATABASE_URL: source.url, API_TOKEN: TOKEN } });
+  env = { DATABASE_URL: source.url, PUNCTUAL_URL: server.baseUrl, API_TOKEN: TOKEN };
 });
 
 afterAll(async () => {
-  await db?.drop();
+  await server?.stop();
+  await source?.drop();
+  await target?.drop();
 });
 
-describe('start-up', () => {
-  it.each([
-    [{ PORT: 'abc' }, 'punctual: bad configuration: PORT must be an integer between 0 and 65535, got "abc"'],
-    [
-      { TIMEZONE: 'Asia/Beijing' },
-      'punctual: bad configuration: TIMEZONE must be an IANA time zone such as Asia/Shanghai or UTC, got "Asia/Beijing"',
-    ],
-    [
-      { HOST: '0.0.0.0' },
-      'punctual: bad configuration: HOST 0.0.0.0 is reachable from other machines: set API_TOKEN, or listen on 127.0.0.1',
-    ],
-  ])('refuses %j with one clear line and exit code 1', (env, message) => {
-    const { code, stderr, stdout } = run(env);
-    expect(code).toBe(1);
-    expect(stderr.trim()).toBe(message);
-    expect(stdout).toBe('');
-  });
-
-  it('exits 1 with one clear line naming DATABASE_URL when the database does not answer', () => {
-    const { code, stderr } = run({ DATABASE_URL: 'mysql://root@127.0.0.1:1/punctual_nowhere', LOG_LEVEL: 'info', DB_WAIT_MS: '0', PORT: '0' });
-    expect(code).toBe(1);
-    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^punctual: cannot start: DATABASE_URL: .*ECONNREFUSED/)]);
-  });
-
-  it('keeps the token and the webhook secret out of its log', async () => {
-    const token = 'a-very-secret-token-123456';
-    const secret = 'a-very-secret-webhook-key';
-    const server = await startServer({
-      env: { DATABASE_URL: db.url, API_TOKEN: token, WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', LOG_LEVEL: 'trace' },
-    });
-    try {
-      expect((await server.request('GET', '/tasks/pending', undefined, { authorization: `Bearer ${token}` })).status).toBe(200);
-      expect((await server.request('GET', '/tasks/pending', undefined, { authorization: `Bearer ${secret}` })).status).toBe(401);
-      const created = await server.request(
-        'POST',
-        '/tasks',
-        { type: 'webhook', payload: { url: 'http://127.0.0.1:9/x' }, delayMs: 0 },
-        { authorization: `Bearer ${token}` },
-      );
-      expect(created.status).toBe(201);
-    } finally {
-      expect(await server.stop()).toBe(0);
+describe('punctual --help and --version', () => {
+  const commands = [
+    [],
+    ['start'],
+    ['migrate'],
+    ['doctor'],
+    ['tasks'],
+    ['tasks', 'ls'],
+    ['tasks', 'get'],
+    ['tasks', 'cancel'],
+    ['tasks', 'retry'],
+    ['export'],
+    ['import'],
+  ];
+  it('answer on every command, exit 0 and start nothing', async () => {
+    for (const command of commands) {
+      const help = await punctual([...command, '--help'], { DATABASE_URL: 'mysql://root@127.0.0.1:9/none' });
+      expect(help.code, command.join(' ')).toBe(0);
+      expect(help.stdout, command.join(' ')).toContain(`Usage: punctual${command.length > 0 ? ` ${command.join(' ')}` : ''}`);
+      expect(help.stdout).not.toContain('punctual is ready');
+      const version = await punctual([...command, '--version']);
+      expect(version.code, command.join(' ')).toBe(0);
+      expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
     }
-    const everything = JSON.stringify(server.logs) + server.stderr.join('\n');
-    expect(server.logs.length).toBeGreaterThan(3);
-    expect(everything).not.toContain(token);
-    expect(everything).not.toContain(secret);
+  }, 300_000);
+
+  it('refuses an unknown command with exit 1 and the usage', async () => {
+    const run = await punctual(['frobnicate']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("unknown command 'frobnicate'");
   });
+});
+
+describe('punctual migrate and doctor', () => {
+  it('migrate --dry-run prints the statements and changes nothing; migrate applies them; a second dry run has nothing', async () => {
+    const name = `punctual_cli_${randomBytes(4).toString('hex')}`;
+    const url = `mysql://root@127.0.0.1:3306/${name}`;
+    const admin = await mysql.createConnection({ uri: 'mysql://root@127.0.0.1:3306' });
+    try {
+      const dry = await punctual(['migrate', '--dry-run'], { DATABASE_URL: url });
+      expect(dry.code).toBe(0);
+      expect(dry.stdout).toContain('-- 0000_tasks.sql');
+      expect(dry.stdout).toContain('CREATE TABLE `task_runs`');
+      expect(dry.stdout).toContain('CREATE TABLE `audit_log`');
+      const [schemas] = await admin.query<mysql.RowDataPacket[]>('SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [name]);
+      expect(schemas).toHaveLength(0);
+      const applied = await punctual(['migrate'], { DATABASE_URL: url });
+      expect(applied.stdout).toMatch(/applied \d+ migration\(s\)/);
+      const [tables] = await admin.query<mysql.RowDataPacket[]>('SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [
+        name,
+      ]);
+      expect(tables.map((row) => row.TABLE_NAME)).toContain('task_runs');
+      expect((await punctual(['migrate', '--dry-run'], { DATABASE_URL: url })).stdout).toContain('is up to date: nothing to apply');
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+      await admin.end();
+    }
+  }, 120_000);
+
+  it('doctor says what it checked, and exits 1 when the database does not answer', async () => {
+    const run = await punctual(['doctor'], { DATABASE_URL: source.url, LEASE_MS: '5000' });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^ok\s+database: answers/m);
+    expect(run.stdout).toMatch(/^ok\s+version: /m);
+    expect(run.stdout).toMatch(/time-zone tables: /);
+    expect(run.stdout).toMatch(/clock: the database's clock is -?\d+ ms/);
+    expect(run.stdout).toMatch(/^ok\s+grants: SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, REFERENCES/m);
+    expect(run.stdout).toMatch(/galera: /);
+    const down = await punctual(['doctor'], { DATABASE_URL: 'mysql://root:hunter2@127.0.0.1:9/punctual' });
+    expect(down.code).toBe(1);
+    expect(down.stdout).toMatch(/^FAIL\s+database: does not answer/m);
+    expect(down.stdout + down.stderr).not.toContain('hunter2');
+  }, 120_000);
+});
+
+describe('punctual tasks', () => {
+  it('lists, reads (with its runs), cancels and retries through the running service', async () => {
+    const created = await server.request(
+      'POST',
+      '/tasks',
+      { type: 'close_order', payload: { orderSn: 'CLI1' }, delayMs: 3_600_000, key: 'cli:ls:1', tags: ['cli'] },
+      auth,
+    );
+    expect(created.status).toBe(201);
+    const id = created.body.id as number;
+    const ls = await punctual(['tasks', 'ls', '--tag', 'cli'], env);
+    expect(ls.code).toBe(0);
+    expect(ls.stdout).toContain('cli:ls:1');
+    expect(ls.stdout).toMatch(new RegExp(`^\\s*${id}\\s+pending`, 'm'));
+    const get = await punctual(['tasks', 'get', 'key:cli:ls:1'], env);
+    expect(JSON.parse(get.stdout)).toMatchObject({ id, key: 'cli:ls:1', status: 'pending', runs: [] });
+    const cancel = await punctual(['tasks', 'cancel', String(id)], env);
+    expect(cancel.code).toBe(0);
+    expect(cancel.stdout).toMatch(/cancelled/);
+    // The service's answer, as the API gives it: not pending any more.
+    const again = await punctual(['tasks', 'cancel', String(id)], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('answered 409');
+    expect((await punctual(['tasks', 'ls', '--status', 'cancelled', '--json'], env)).stdout).toContain(`"id":${id}`);
+    // A failed task run again (this database has no shop tables: close_order fails).
+    const failing = await server.request(
+      'POST',
+      '/tasks',
+      { type: 'close_order', payload: { orderSn: 'CLI-FAIL' }, delayMs: 0, maxAttempts: 1 },
+      auth,
+    );
+    expect(failing.status).toBe(201);
+    await waitFor(async () => (await server.request('GET', `/tasks/${failing.body.id}`, undefined, auth)).body.status === 'failed', 15_000);
+    const retry = await punctual(['tasks', 'retry', String(failing.body.id)], env);
+    expect(retry.code).toBe(0);
+    expect(retry.stdout).toMatch(/pending|failed|running|done/);
+    // Without the token: the API's refusal, in one line.
+    const refused = await punctual(['tasks', 'ls'], { ...env, API_TOKEN: 'a-wrong-token-0123456789' });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('answered 401');
+    expect((await punctual(['tasks', 'get', 'nonsense'], env)).stderr).toContain('neither a task id nor key:');
+  }, 120_000);
+});
+
+describe('punctual export and import', () => {
+  it('carry the pending tasks over with their keys, and a repeat creates nothing', async () => {
+    for (const [i, key] of ['cli:x:1', 'cli:x:2', undefined].entries()) {
+      const body = { type: 'close_order', payload: { orderSn: `EX${i}` }, delayMs: 7_200_000 + i, key, tags: ['moving'] };
+      expect((await server.request('POST', '/tasks', body, auth)).status).toBe(201);
+    }
+    const exported = await punctual(['export'], { DATABASE_URL: source.url });
+    expect(exported.code).toBe(0);
+    const lines = exported.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    const moving = lines.filter((line) => line.tags?.includes('moving'));
+    expect(moving).toHaveLength(3);
+    expect(moving.map((line) => line.key).sort()).toEqual(['cli:x:1', 'cli:x:2', undefined].sort());
+
+    const other = await startServer({ env: { DATABASE_URL: target.url, API_TOKEN: TOKEN } });
+    const dir = mkdtempSync(join(tmpdir(), 'punctual-cli-'));
+    try {
+      const file = join(dir, 'pending.jsonl');
+      writeFileSync(file, moving.map((line) => JSON.stringify(line)).join('\n') + '\n');
+      const to = { PUNCTUAL_URL: other.baseUrl, API_TOKEN: TOKEN };
+      const first = await punctual(['import', file], to);
+      expect(first.stdout).toContain('created 3, already there 0, refused 0');
+      const second = await punctual(['import', '-'], to, readFileSync(file, 'utf8'));
+      expect(second.stdout).toContain('created 0, already there 3, refused 0');
+      expect((await other.request('GET', '/tasks/by-key/cli%3Ax%3A1', undefined, auth)).body.payload).toEqual({ orderSn: 'EX0' });
+      const [count] = await target.query<any>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending'");
+      expect(Number(count.n)).toBe(3);
+      // A bad line is named, and the others still go in.
+      writeFileSync(
+        file,
+        '{"type":"close_order","payload":{"orderSn":"B1"},"delayMs":1000,"key":"cli:bad:ok"}\n{"type":"no_such_type","delayMs":1}\n',
+      );
+      const bad = await punctual(['import', file], to);
+      expect(bad.code).toBe(1);
+      expect(bad.stdout).toContain('created 1, already there 0, refused 1');
+      expect(bad.stderr).toMatch(/refused line 2: 400/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await other.stop();
+    }
+  }, 120_000);
+
+  it("brings over the seeds' Redis ZSET of order numbers scored by due second", async () => {
+    const key = `queue:order:timeout:test:${randomBytes(4).toString('hex')}`;
+    const redis = new Redis('redis://127.0.0.1:6379/0');
+    const due = Math.floor(Date.now() / 1000) + 3600;
+    try {
+      await redis.zadd(key, due, 'SN-Z1', due + 60, 'SN-Z2', due + 120, 'SN-Z3');
+      const source = `redis://127.0.0.1:6379/0#${key}`;
+      const first = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
+      expect(first.stdout).toContain('created 3, already there 0, refused 0');
+      const task = await server.request('GET', '/tasks/by-key/close_order%3ASN-Z2', undefined, auth);
+      expect(task.body).toMatchObject({ type: 'close_order', payload: { orderSn: 'SN-Z2' }, status: 'pending' });
+      expect(Date.parse(task.body.runAt)).toBe((due + 60) * 1000);
+      const again = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
+      expect(again.stdout).toContain('created 0, already there 3, refused 0');
+      expect((await punctual(['import', '--from-zset', source], env)).stderr).toContain('--from-zset needs --type');
+      expect(
+        (await punctual(['import', '--from-zset', 'redis://127.0.0.1:6379/0#no-such-key-' + key, '--type', 'close_order'], env)).stderr,
+      ).toContain('is not a sorted set');
+    } finally {
+      await redis.del(key);
+      redis.disconnect();
+    }
+  }, 120_000);
+
+  it("brings over the pending rows of the seeds' async_task table, by execute_time", async () => {
+    const table = `async_task_${randomBytes(4).toString('hex')}`;
+    await source.execute(`CREATE TABLE \`${table}\` (
+      id int unsigned NOT NULL AUTO_INCREMENT, type varchar(50) NOT NULL DEFAULT '', params text,
+      execute_time int NOT NULL, status tinyint NOT NULL DEFAULT 0, retry_count tinyint NOT NULL DEFAULT 0,
+      created_at int NOT NULL DEFAULT 0, updated_at int NOT NULL DEFAULT 0, PRIMARY KEY (id), KEY idx_status_time (status, execute_time))`);
+    const due = Math.floor(Date.now() / 1000) + 3600;
+    await source.execute(`INSERT INTO \`${table}\` (type, params, execute_time, status) VALUES ?`, [
+      [
+        ['close_order', JSON.stringify({ orderSn: 'AT1' }), due, 0],
+        ['close_order', JSON.stringify({ orderSn: 'AT2' }), due + 30, 0],
+        ['close_order', JSON.stringify({ orderSn: 'AT3' }), due - 60, 2], // done there: not moved
+      ],
+    ]);
+    const from = `${source.url}#${table}`;
+    const first = await punctual(['import', '--from-async-task', from], env);
+    expect(first.stdout).toContain('created 2, already there 0, refused 0');
+    const [row] = await source.query<any>(`SELECT id FROM \`${table}\` WHERE params LIKE '%AT2%'`);
+    const task = await server.request('GET', `/tasks/by-key/${encodeURIComponent(`${table}:${row.id}`)}`, undefined, auth);
+    expect(task.body).toMatchObject({ type: 'close_order', payload: { orderSn: 'AT2' } });
+    expect(Date.parse(task.body.runAt)).toBe((due + 30) * 1000);
+    expect((await punctual(['import', '--from-async-task', from], env)).stdout).toContain('created 0, already there 2, refused 0');
+  }, 120_000);
 });

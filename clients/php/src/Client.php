@@ -250,6 +250,30 @@ final class Client
     }
 
     /**
+     * A task's runs (one per attempt), newest first: ['runs' => [...], 'nextCursor' => ?string].
+     *
+     * @return array<string, mixed>
+     */
+    public function runs(int $id, ?int $limit = null, ?string $cursor = null): array
+    {
+        $query = http_build_query(array_filter(['limit' => $limit, 'cursor' => $cursor], static fn ($v) => $v !== null));
+        return $this->call('GET', "/tasks/{$id}/runs" . ($query === '' ? '' : "?{$query}"))[1];
+    }
+
+    /**
+     * The audit trail (admin), newest first: ['entries' => [...], 'nextCursor' => ?string].
+     * Filters: actor, action, target, since, until, limit, cursor.
+     *
+     * @param array<string, string|int> $filters
+     * @return array<string, mixed>
+     */
+    public function audit(array $filters = []): array
+    {
+        $query = http_build_query($filters);
+        return $this->call('GET', '/audit' . ($query === '' ? '' : "?{$query}"))[1];
+    }
+
+    /**
      * The backlog at a glance: pending, running, failed, armed, latenessP50Ms, latenessP99Ms, countedAt.
      */
     public function summary(): array

@@ -14,6 +14,8 @@
  *   await punctual.work(['reset_membership'], async (task) => { await resetMembership(task.payload) }, { signal });
  */
 import type {
+  AuditPage,
+  AuditQuery,
   BatchResult,
   BulkCancelBody,
   BulkRescheduleBody,
@@ -30,6 +32,7 @@ import type {
   RecentRunsJson,
   RescheduleBody,
   Role,
+  RunsPage,
   Summary,
   TaskJson,
   TypeJson,
@@ -78,6 +81,12 @@ export type { ClusterMember };
 export type UpcomingLoad = UpcomingLoadJson;
 /** The answering process's runs over the last hour, per 10 s. */
 export type RecentRuns = RecentRunsJson;
+/** A page of a task's runs, newest first. */
+export type TaskRuns = RunsPage;
+/** A page of the audit trail, newest first. */
+export type AuditTrail = AuditPage;
+/** What audit() may select: actor, action, target, since, until, limit, cursor. */
+export type AuditSelection = AuditQuery;
 /** The statuses recent() can list. */
 export type FinishedStatus = NonNullable<RecentQuery['status']>;
 
@@ -188,6 +197,16 @@ export class PunctualClient {
   /** Runs a failed task again, now or at the time given. */
   retry(id: number, at: Reschedule = {}): Promise<Task> {
     return this.#body('POST', `/tasks/${id}/retry`, at);
+  }
+
+  /** A task's runs (one per attempt), newest first; `cursor` is a previous page's nextCursor. */
+  runs(id: number, page: { limit?: number; cursor?: string } = {}): Promise<TaskRuns> {
+    return this.#body('GET', `/tasks/${id}/runs${query(page)}`);
+  }
+
+  /** The audit trail (admin): every change made through the API, by whom, newest first. */
+  audit(selection: AuditSelection = {}): Promise<AuditTrail> {
+    return this.#body('GET', `/audit${query(selection)}`);
   }
 
   /** One page of pending tasks, soonest first. */
@@ -420,4 +439,11 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
       { once: true },
     );
   });
+}
+
+/** `?name=value&…` of the fields given, or nothing. */
+function query(fields: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) if (value !== undefined) search.set(name, String(value));
+  return search.size > 0 ? `?${search}` : '';
 }

@@ -1,19 +1,42 @@
 // The dashboard: the same HTTP API as everyone else, with the same token. No build step.
 const REFRESH_MS = 2000;
 // The token lives in sessionStorage: it ends with the tab, and is not left on disk for whoever opens the browser next.
-const state = { token: sessionStorage.getItem('punctual.token') ?? '', pending: [], noticeUntil: 0 };
+//
+// Nothing is sent with a missing or refused token: /healthz (public) says whether a token is
+// needed, and until one is entered, and after a 401 or a 429, the dashboard holds every request
+// (a poll without a token would only spend the address's budget of wrong tokens and lock it, and
+// every other client on it, out). The form stays up, saying why, until a token works.
+const state = { token: sessionStorage.getItem('punctual.token') ?? '', pending: [], noticeUntil: 0, held: true, heldUntil: 0 };
 
 const $ = (selector) => document.querySelector(selector);
 
+class Held extends Error {}
+
+/** Holds every request and asks for a token, saying `why`. */
+function askForToken(why) {
+  state.held = true;
+  $('#token-form').hidden = false;
+  $('#signed-in').hidden = true;
+  $('#token-message').textContent = why;
+}
+
 /** Exported for the charts (charts.js), so they use the same token. */
 export async function api(method, path) {
+  if (state.held || Date.now() < state.heldUntil) throw new Held($('#token-message').textContent || 'waiting for a token');
   const headers = state.token === '' ? {} : { authorization: `Bearer ${state.token}` };
   const response = await fetch(path, { method, headers });
   if (response.status === 401) {
-    $('#token-form').hidden = false;
-    throw new Error('this punctual needs its API token');
+    askForToken(state.token === '' ? 'this punctual needs its API token' : 'that token is not known here: check it and enter it again');
+    throw new Held('this punctual needs its API token');
+  }
+  if (response.status === 429) {
+    const seconds = Number(response.headers.get('retry-after') ?? '60');
+    state.heldUntil = Date.now() + seconds * 1000;
+    askForToken(`too many wrong tokens from this address: every request from it is refused for ${seconds} s; enter the right token, it is tried after that`);
+    throw new Held('too many wrong tokens from this address');
   }
   const body = await response.json();
+  if (response.status === 403) throw new Error(`not with this token's role (${state.role ?? '?'}): ${body.message ?? ''}`);
   if (!response.ok) throw new Error(body.message ?? `${response.status}`);
   return body;
 }
@@ -38,13 +61,35 @@ function button(label, onClick, needed = 'write') {
   return td;
 }
 
-/** The token's role (read, write, admin), before the first render, so no button flashes. */
+/** The token's role (read, write, admin) and name, before the first render, so no button flashes. */
 async function loadRole() {
   try {
-    state.role = (await api('GET', '/auth/whoami')).role;
+    const who = await api('GET', '/auth/whoami');
+    state.role = who.role;
+    $('#whoami').textContent = `signed in as ${who.name ?? 'a token'} (${who.role})`;
+    $('#signed-in').hidden = state.token === '';
+    $('#token-form').hidden = true;
+    dispatchEvent(new Event('punctual:signed-in'));
   } catch {
     state.role = undefined;
   }
+}
+
+/** Whether the API asks for a token, from the public /healthz: no token is spent to find out. */
+async function start() {
+  let auth = true;
+  try {
+    auth = (await (await fetch('/healthz')).json()).auth !== false;
+  } catch {
+    // not known: ask, rather than poll without a token
+  }
+  if (auth && state.token === '') {
+    askForToken('this punctual needs its API token');
+    return;
+  }
+  state.held = false;
+  await loadRole();
+  await refresh();
 }
 
 /** One row per task in `table`: its id, type and key, then the cells `more` makes. */
@@ -96,7 +141,7 @@ async function act(method, path, done) {
     setStatus(done);
     state.noticeUntil = Date.now() + 5000; // what the button did stays in view a while
   } catch (error) {
-    setStatus(error.message, true);
+    setStatus(error.message, !(error instanceof Held));
   }
 }
 
@@ -215,13 +260,29 @@ function tick() {
 
 $('#token-form').addEventListener('submit', (event) => {
   event.preventDefault();
-  state.token = $('#token').value.trim();
+  const token = $('#token').value.trim();
+  if (token === '') return; // nothing to try: nothing is sent
+  state.token = token;
   sessionStorage.setItem('punctual.token', state.token);
-  $('#token-form').hidden = true;
+  $('#token-message').textContent = '';
   setStatus('');
-  void loadRole().then(refresh);
+  const wait = Math.max(0, state.heldUntil - Date.now());
+  setTimeout(() => {
+    state.held = false;
+    void loadRole().then(refresh);
+  }, wait);
 });
 
-void loadRole().then(refresh);
-setInterval(refresh, REFRESH_MS);
+$('#sign-out').addEventListener('click', () => {
+  state.token = '';
+  state.role = undefined;
+  sessionStorage.removeItem('punctual.token');
+  $('#token').value = '';
+  askForToken('signed out');
+});
+
+void start();
+setInterval(() => {
+  if (!state.held && Date.now() >= state.heldUntil) void refresh();
+}, REFRESH_MS);
 setInterval(tick, 100);

@@ -8,6 +8,6 @@ export const authRoutes: FastifyPluginAsync = async (fastify) => {
   app.get(
     '/auth/whoami',
     { schema: { summary: "The role of the caller's token", tags: ['operations'], response: { 200: WhoAmI } } },
-    async (request) => ({ role: request.role ?? 'read' }),
+    async (request) => ({ role: request.role ?? 'read', name: request.tokenName }),
   );
 };

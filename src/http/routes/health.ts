@@ -16,6 +16,8 @@ export interface HealthOptions {
   dbClock?: () => ClockReading;
   /** Each delivery target's health (src/targets/), reported on /readyz without failing it. */
   targets?: () => Record<string, { kind: string; up: boolean; lastError: string | null }>;
+  /** Whether the API asks for a token (API_TOKEN or any scoped token). */
+  authRequired?: boolean;
 }
 
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, options) => {
@@ -24,7 +26,7 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
   app.get(
     '/healthz',
     { schema: { summary: 'The process is alive', tags: ['operations'], security: [], response: { 200: Health } } },
-    async () => ({ status: 'ok' }),
+    async () => ({ status: 'ok', auth: options.authRequired ?? false }),
   );
 
   app.get(

@@ -145,11 +145,12 @@ export const SQL = {
   /** The due pending tasks among ?, locked in id order; rows another transaction holds are skipped. */
   lockDue: select("WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED"),
   /**
-   * Run in this transaction: one attempt used, done, and how late it started (the batch's start,
+   * Run in this transaction: one attempt used, done (last_error cleared: it describes the latest
+   * run), and how late it started (the batch's start,
    * given as the first ?, − run_at) kept in the same statement: the hot path adds no query.
    */
   markDone: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'done',
-    attempts = attempts + 1, finished_at = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
+    attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL WHERE id IN (?) AND status = 'pending'`,
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at) with it. */
   markRunning: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'running',
     attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
@@ -157,7 +158,7 @@ export const SQL = {
    * An outside run finished, while it is still the run this owner leased (running, its lease, the
    * attempt its claim counted); its call (status, duration, size) kept.
    */
-  completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
+  completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
     last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
     WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
   /**

@@ -1,0 +1,199 @@
+/**
+ * `punctual export` and `punctual import`: the pending work as JSON lines, one create request
+ * (the body of POST /tasks) a line, and back. Export reads the table (DATABASE_URL) so payloads
+ * come whole whatever the token; import goes through the running service's POST /tasks/batch,
+ * so every line is checked as a create is, timers are armed, and a repeat is harmless: each line
+ * has a key (a task's own, or for a task without one a key made from the line), and a key that
+ * names the same task again answers 200, not a second task.
+ *
+ * The seeds' two systems import the same way: `--from-zset redis://host:port/db#queue:order:timeout
+ * --type close_order` (member = order number, score = due epoch second; the key
+ * `<type>:<member>`), and `--from-async-task mysql://user@host/shop#async_task` (the rows of
+ * status 0, by execute_time; the key `async_task:<id>`, the payload its `params`).
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { Redis } from 'ioredis';
+import mysql from 'mysql2/promise';
+import { Database } from '../db/connection.js';
+import { TaskStore, type Task } from '../store/task-store.js';
+import type { CreateTaskBody } from '../contract/tasks.js';
+import { MAX_BATCH } from '../contract/limits.js';
+import { Api, CliError } from './cli-api.js';
+import type { Config } from './config.js';
+
+/** A pending task as the create request that makes it again. */
+export function asCreate(task: Task): CreateTaskBody {
+  return {
+    type: task.type,
+    payload: task.payload as Record<string, unknown>,
+    ...(task.cron === null ? { runAt: new Date(task.runAt).toISOString() } : { cron: task.cron }),
+    timezone: task.timezone,
+    ...(task.key === null ? {} : { key: task.key }),
+    maxAttempts: task.maxAttempts,
+    misfire: task.misfire,
+    ...(task.tags.length === 0 ? {} : { tags: task.tags }),
+  };
+}
+
+/** Writes every pending task, soonest first, one JSON line each; answers how many. */
+export async function exportPending(config: Config, write: (line: string) => void): Promise<number> {
+  const database = Database.fromConfig({ ...config.database, poolSize: 2 });
+  const store = new TaskStore(database);
+  let count = 0;
+  try {
+    let after: { runAt: number; id: number } | undefined;
+    for (;;) {
+      const page = await store.listPendingWithin({ limit: 1000, after, maxBytes: 8 * 1024 * 1024, rowBytes: 0 });
+      for (const task of page.tasks) {
+        write(JSON.stringify(asCreate(task)));
+        count++;
+      }
+      const last = page.tasks[page.tasks.length - 1];
+      if (!page.more || last === undefined) return count;
+      after = { runAt: last.runAt, id: last.id };
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+/** A key for a line without one, made from the line: the same line imported again names the same task. */
+function keyOf(body: Record<string, unknown>): string {
+  return `import:${createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 40)}`;
+}
+
+export interface ImportCounts {
+  created: number;
+  repeated: number;
+  refused: number;
+  /** What was refused, a line each: where, and why. */
+  refusals: string[];
+}
+
+interface BatchAnswer {
+  results: { status: number; message?: string }[];
+}
+
+/** Sends `items` (create bodies, each named `where`) through POST /tasks/batch, MAX_BATCH at a time. */
+export async function importItems(api: Api, items: AsyncIterable<{ where: string; body: Record<string, unknown> }>): Promise<ImportCounts> {
+  const counts: ImportCounts = { created: 0, repeated: 0, refused: 0, refusals: [] };
+  let batch: { where: string; body: Record<string, unknown> }[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const { body } = await api.call<BatchAnswer>('POST', '/tasks/batch', { tasks: batch.map((item) => item.body) });
+    body.results.forEach((result, i) => {
+      if (result.status === 201) counts.created++;
+      else if (result.status === 200) counts.repeated++;
+      else {
+        counts.refused++;
+        counts.refusals.push(`${batch[i]!.where}: ${result.status} ${result.message ?? ''}`.trim());
+      }
+    });
+    batch = [];
+  };
+  for await (const item of items) {
+    batch.push({ where: item.where, body: { ...item.body, key: item.body.key ?? keyOf(item.body) } });
+    if (batch.length === MAX_BATCH) await flush();
+  }
+  await flush();
+  return counts;
+}
+
+/** The lines of a JSON-lines file (or stdin for `-`), each a create body. */
+export async function* fromJsonLines(path: string): AsyncGenerator<{ where: string; body: Record<string, unknown> }> {
+  const input = path === '-' ? process.stdin : createReadStream(path);
+  let n = 0;
+  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+    n++;
+    if (line.trim() === '') continue;
+    let body: unknown;
+    try {
+      body = JSON.parse(line);
+    } catch {
+      throw new CliError(`${path} line ${n} is not JSON`);
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new CliError(`${path} line ${n} is not a JSON object`);
+    yield { where: `line ${n}`, body: body as Record<string, unknown> };
+  }
+}
+
+/** `redis://host:port/db#key`: the connection and the key, from the fragment. */
+function splitSource(source: string, scheme: RegExp, what: string): { url: string; name: string } {
+  const hash = source.indexOf('#');
+  if (!scheme.test(source) || hash < 0 || hash === source.length - 1) {
+    throw new CliError(
+      `${what} must look like ${what === '--from-zset' ? 'redis://host:6379/0#queue:order:timeout' : 'mysql://user@host:3306/shop#async_task'}`,
+    );
+  }
+  return { url: source.slice(0, hash), name: decodeURIComponent(source.slice(hash + 1)) };
+}
+
+/** The members of a Redis ZSET scored by due epoch second, as creates of `type` (`{ orderSn: member }`). */
+export async function* fromZset(
+  source: string,
+  type: string,
+  field = 'orderSn',
+): AsyncGenerator<{ where: string; body: Record<string, unknown> }> {
+  const { url, name } = splitSource(source, /^rediss?:\/\//, '--from-zset');
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  try {
+    await redis.connect().catch((error: Error) => {
+      throw new CliError(`Redis at ${url.replace(/\/\/[^@/]*@/, '//***@')} does not answer: ${error.message}`);
+    });
+    if ((await redis.type(name)) !== 'zset') throw new CliError(`${name} is not a sorted set on that Redis`);
+    let cursor = '0';
+    do {
+      const [next, flat] = await redis.zscan(name, cursor, 'COUNT', 1000);
+      cursor = next;
+      for (let i = 0; i < flat.length; i += 2) {
+        const member = flat[i]!;
+        const score = Number(flat[i + 1]);
+        if (!Number.isFinite(score)) continue;
+        yield {
+          where: `member ${member}`,
+          body: { type, payload: { [field]: member }, runAt: Math.round(score * 1000), key: `${type}:${member}` },
+        };
+      }
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** The pending rows (status 0) of a seed-style `async_task` table, by execute_time, as creates. */
+export async function* fromAsyncTask(source: string, type?: string): AsyncGenerator<{ where: string; body: Record<string, unknown> }> {
+  const { url, name } = splitSource(source, /^mysql:\/\//, '--from-async-task');
+  if (!/^[A-Za-z0-9_]{1,64}$/.test(name)) throw new CliError('--from-async-task: the table name is letters, digits and _');
+  const conn = await mysql.createConnection({ uri: url }).catch((error: Error) => {
+    throw new CliError(`the database of --from-async-task does not answer: ${error.message}`);
+  });
+  try {
+    let after = 0;
+    for (;;) {
+      const [rows] = await conn.query<mysql.RowDataPacket[]>(
+        `SELECT id, type, params, execute_time FROM \`${name}\` WHERE status = 0 AND id > ? ORDER BY id LIMIT 1000`,
+        [after],
+      );
+      const sorted = [...rows].sort((a, b) => Number(a.execute_time) - Number(b.execute_time));
+      for (const row of sorted) {
+        let payload: unknown;
+        try {
+          payload = row.params === null || row.params === '' ? {} : JSON.parse(String(row.params));
+        } catch {
+          payload = { params: String(row.params) };
+        }
+        if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) payload = { params: payload };
+        yield {
+          where: `${name} id ${row.id}`,
+          body: { type: type ?? String(row.type), payload, runAt: Number(row.execute_time) * 1000, key: `${name}:${row.id}` },
+        };
+      }
+      if (rows.length < 1000) return;
+      after = Number(rows[rows.length - 1]!.id);
+    }
+  } finally {
+    await conn.end();
+  }
+}

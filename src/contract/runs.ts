@@ -1,0 +1,42 @@
+/**
+ * A task's run history: one entry per run (an attempt that started and ended, or whose lease ran
+ * out), newest first. A field's description here is the one the OpenAPI document carries.
+ */
+import { Type, type Static } from 'typebox';
+import { Nullable } from './nullable.js';
+
+export const RUN_OUTCOMES = ['done', 'retry', 'failed', 'lost'] as const;
+
+export const RunJson = Type.Object({
+  id: Type.Integer({ description: 'the run; ids grow with time across every task' }),
+  taskId: Type.Integer(),
+  attempt: Type.Integer({ description: 'which attempt of the task this run was, from 1' }),
+  outcome: Type.Enum([...RUN_OUTCOMES], {
+    description: '`done`; `retry`: failed, to be tried again; `failed`: for good; `lost`: its lease ran out (its process stopped mid-run)',
+  }),
+  dueAt: Type.String({ format: 'date-time', description: 'the runAt it was due at' }),
+  startedAt: Type.String({ format: 'date-time' }),
+  finishedAt: Type.String({ format: 'date-time' }),
+  startLatenessMs: Type.Integer({ description: 'how late it started: startedAt − dueAt' }),
+  finishLatenessMs: Type.Integer({ description: 'how late it finished: finishedAt − dueAt' }),
+  durationMs: Type.Integer({ description: 'how long the handler ran (a batch: from its start to its record)' }),
+  error: Nullable(Type.String()),
+  httpStatus: Nullable(Type.Integer({ description: 'an outside run: the HTTP status it got (0: no answer)' })),
+  process: Type.String({ description: 'the process that ran it (host:pid:tag)' }),
+});
+export type RunJson = Static<typeof RunJson>;
+
+export const RunsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+    cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,16}$', description: "a previous page's nextCursor" })),
+  },
+  { additionalProperties: false },
+);
+export type RunsQuery = Static<typeof RunsQuery>;
+
+export const RunsPage = Type.Object({
+  runs: Type.Array(RunJson),
+  nextCursor: Nullable(Type.String({ description: 'null on the last page' })),
+});
+export type RunsPage = Static<typeof RunsPage>;

@@ -1,0 +1,129 @@
+/**
+ * GET /events: Server-Sent Events of the tasks' state changes: each run (`run`: done, retry,
+ * failed, lost) and each change made through the API (`change`: cancel, reschedule, retry, bulk
+ * changes, pause, resume, limits). They are read from the run history and the audit trail, not
+ * kept in memory, so a client that reconnects with `Last-Event-ID` gets what it missed, from
+ * any process: each event's id is the position `<last run id>.<last change id>`. The replay is
+ * bounded: a position more than EVENTS_REPLAY events behind starts at the window's start, after
+ * a `gap` event saying how much was skipped. A stream with no position starts now.
+ *
+ * Each stream reads the tables every EVENTS_POLL_MS (two primary-key range reads), and sends a
+ * comment every 15 s so proxies keep it open; at most MAX_STREAMS at once per process. The read
+ * role may listen, as for GET /tasks; a change event shows its actor to admin tokens only (as
+ * GET /audit does). Streams end when the service stops.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { EventPosition, EventStore, TaskEvent } from '../../store/events.js';
+import { allows } from '../roles.js';
+import { HttpError } from '../errors.js';
+import type { Role } from '../../contract/auth.js';
+
+export interface EventRoutesOptions {
+  store: EventStore;
+  /** How far back a reconnect may resume, in events of each kind. */
+  replay: number;
+  pollMs: number;
+}
+
+const MAX_STREAMS = 64;
+const PAGE = 500;
+const KEEPALIVE_MS = 15_000;
+
+const POSITION = /^(\d{1,16})\.(\d{1,16})$/;
+
+export function formatPosition(position: EventPosition): string {
+  return `${position.runs}.${position.changes}`;
+}
+
+function frame(event: string, id: string | undefined, data: unknown): string {
+  return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+function shown(event: TaskEvent, role: Role | undefined): Record<string, unknown> {
+  const { kind: _kind, ...rest } = event;
+  const at = new Date(event.at).toISOString();
+  if (event.kind === 'change' && !(role !== undefined && allows(role, 'admin'))) {
+    const { actor: _actor, ...withoutActor } = rest as Record<string, unknown>;
+    return { ...withoutActor, at };
+  }
+  return { ...rest, at };
+}
+
+export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, options) => {
+  const streams = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of [...streams]) end();
+  });
+
+  app.get(
+    '/events',
+    {
+      schema: {
+        summary: "Server-Sent Events of the tasks' runs and changes, resumable with Last-Event-ID",
+        tags: ['tasks'],
+        produces: ['text/event-stream'],
+      },
+    },
+    async (request, reply) => {
+      if (streams.size >= MAX_STREAMS)
+        throw new HttpError(503, 'PUNCTUAL_TOO_MANY_STREAMS', `at most ${MAX_STREAMS} event streams at once`);
+      const { store, replay, pollMs } = options;
+      const given = request.headers['last-event-id'];
+      const match = typeof given === 'string' ? POSITION.exec(given.trim()) : null;
+      if (typeof given === 'string' && given.trim() !== '' && match === null) {
+        throw new HttpError(400, 'FST_ERR_VALIDATION', 'headers/last-event-id is not an id this stream sent');
+      }
+      const head = await store.head();
+      let position: EventPosition = head;
+      let skipped = 0;
+      if (match !== null) {
+        const asked = { runs: Number(match[1]), changes: Number(match[2]) };
+        position = { runs: Math.max(asked.runs, head.runs - replay), changes: Math.max(asked.changes, head.changes - replay) };
+        skipped = position.runs - asked.runs + (position.changes - asked.changes);
+      }
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      raw.write(`retry: 2000\n\n`);
+      if (skipped > 0) raw.write(frame('gap', formatPosition(position), { skipped, replay }));
+      let open = true;
+      let timer: NodeJS.Timeout | undefined;
+      let lastWrite = Date.now();
+      const end = () => {
+        if (!open) return;
+        open = false;
+        clearTimeout(timer);
+        streams.delete(end);
+        raw.end();
+      };
+      streams.add(end);
+      request.raw.on('close', end);
+      const tick = async () => {
+        if (!open) return;
+        try {
+          const events = await store.after(position, PAGE);
+          for (const event of events) {
+            position = event.kind === 'run' ? { ...position, runs: event.id } : { ...position, changes: event.id };
+            raw.write(frame(event.kind, formatPosition(position), shown(event, request.role)));
+          }
+          if (events.length > 0) lastWrite = Date.now();
+          else if (Date.now() - lastWrite >= KEEPALIVE_MS) {
+            raw.write(': keep-alive\n\n');
+            lastWrite = Date.now();
+          }
+          // A full page: more is waiting, read on at once.
+          if (open) timer = setTimeout(() => void tick(), events.length >= PAGE ? 0 : pollMs);
+        } catch (error) {
+          request.log.warn({ err: error }, 'events: a read failed; the stream ends, the client resumes from its last id');
+          end();
+        }
+      };
+      void tick();
+    },
+  );
+};

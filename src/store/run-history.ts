@@ -1,0 +1,108 @@
+/**
+ * The run history: one row per run of a task, in task_runs (sql/task-runs.ts). The rows are
+ * written on the caller's connection, in the transaction that records the runs' outcomes on their
+ * tasks, a batch's runs in one statement: a run is on record exactly when its outcome is.
+ * Reads run on a connection of their own. See docs/architecture.md#run-history.
+ */
+import type mysql from 'mysql2/promise';
+import type { Connection, Database } from '../db/connection.js';
+import { autocommit } from '../db/transaction.js';
+import { TASK_RUNS } from './sql/task-runs.js';
+
+/** How a run ended: done; failed and to be tried again; failed for good; lost (its lease ran out). */
+export type RunOutcome = 'done' | 'retry' | 'failed' | 'lost';
+
+/** One run of a task; times are epoch milliseconds. */
+export interface TaskRun {
+  id: number;
+  taskId: number;
+  attempt: number;
+  outcome: RunOutcome;
+  /** The run_at it was due at. */
+  dueAt: number;
+  startedAt: number;
+  finishedAt: number;
+  /** startedAt − dueAt. */
+  latenessMs: number;
+  durationMs: number;
+  error: string | null;
+  httpStatus: number | null;
+  /** The process that ran it. */
+  process: string;
+}
+
+/** A run to record: everything but its id. */
+export type NewRun = Omit<TaskRun, 'id'>;
+
+const MAX_ERROR_LENGTH = 2000;
+
+function clip(error: string | null): string | null {
+  return error !== null && error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
+}
+
+type RunRow = [number, number, number, RunOutcome, number, number, number, number, number, string | null, number | null, string];
+
+function fromRow(row: RunRow): TaskRun {
+  const [id, taskId, attempt, outcome, dueAt, startedAt, finishedAt, latenessMs, durationMs, error, httpStatus, process] = row;
+  return {
+    id: Number(id),
+    taskId: Number(taskId),
+    attempt: Number(attempt),
+    outcome,
+    dueAt: Number(dueAt),
+    startedAt: Number(startedAt),
+    finishedAt: Number(finishedAt),
+    latenessMs: Number(latenessMs),
+    durationMs: Number(durationMs),
+    error,
+    httpStatus: httpStatus === null ? null : Number(httpStatus),
+    process,
+  };
+}
+
+const MAX_DURATION_MS = 4_294_967_295;
+
+export class RunHistory {
+  constructor(private readonly database: Database) {}
+
+  /** Records `runs` in the caller's transaction, in one statement. */
+  async record(conn: Connection, runs: readonly NewRun[]): Promise<void> {
+    if (runs.length === 0) return;
+    const values: unknown[] = [];
+    for (const run of runs) {
+      values.push(
+        run.taskId,
+        run.attempt,
+        run.outcome,
+        new Date(run.dueAt),
+        new Date(run.startedAt),
+        new Date(run.finishedAt),
+        Math.round(run.latenessMs),
+        Math.min(Math.max(0, Math.round(run.durationMs)), MAX_DURATION_MS),
+        clip(run.error),
+        run.httpStatus === null ? null : Math.min(Math.max(0, Math.round(run.httpStatus)), 65_535),
+        run.process.slice(0, 64),
+      );
+    }
+    await conn.query(TASK_RUNS.insert(runs.length), values);
+  }
+
+  /** Records the runs of the locked `ids` whose lease ran out before `before`, as lost at `now`; before their repair writes them. */
+  async recordLost(conn: Connection, ids: readonly number[], before: number, now: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const [result] = await conn.query<mysql.ResultSetHeader>(TASK_RUNS.insertLost, [new Date(now), ids, new Date(before)]);
+    return result.affectedRows;
+  }
+
+  /** A task's runs, newest first, those before run id `before` (a previous page's last). */
+  async ofTask(taskId: number, limit: number, before?: number): Promise<TaskRun[]> {
+    const [rows] = await autocommit(this.database, (conn) =>
+      conn.query<RunRow[] & mysql.RowDataPacket[]>({ sql: TASK_RUNS.ofTask, rowsAsArray: true }, [
+        taskId,
+        before ?? Number.MAX_SAFE_INTEGER,
+        limit,
+      ]),
+    );
+    return rows.map(fromRow);
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * The run history against MariaDB: one row per attempt, written with its outcome (a run rolled back
+ * leaves no row), for database and outside handlers, a lease that ran out, and GET /tasks/:id/runs;
+ * a task's lastError describes its latest run; the runs go with their task under retention.
+ */
+import { Type } from 'typebox';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { OutsideHandler } from '../../src/handlers/handler.js';
+import { PermanentError } from '../../src/handlers/handler.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { testHandler } from '../helpers/handlers.js';
+import { waitFor } from '../helpers/server.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+let db: TestDatabase;
+let service: TestService | undefined;
+
+/** Fails its first two attempts, then succeeds. */
+const thirdTime = testHandler('third_time', async ({ task }) => {
+  if (task.attempts < 2) throw new Error(`try ${task.attempts + 1} broke`);
+});
+const hopeless = testHandler('hopeless_run', async () => {
+  throw new PermanentError('never');
+});
+
+/** An outside handler that answers 503 on its first call, then 200. */
+const hook: OutsideHandler = {
+  type: 'hook_run',
+  effect: 'outside',
+  payload: Type.Object({}, { additionalProperties: true }),
+  timeoutMs: 10_000,
+  async run({ attempt, answered }) {
+    if (attempt === 1) {
+      answered({ httpStatus: 503, responseBytes: 7 });
+      throw new Error('receiver answered 503');
+    }
+    answered({ httpStatus: 200, responseBytes: 2 });
+  },
+};
+
+const HANDLERS = [thirdTime, hopeless, hook];
+
+async function create(body: Record<string, unknown>): Promise<number> {
+  const answer = await service!.call('POST', '/tasks', body);
+  expect(answer.status).toBe(201);
+  return answer.body.id as number;
+}
+
+function settled(id: number) {
+  return waitFor(
+    async () => {
+      const task = (await service!.call('GET', `/tasks/${id}`)).body;
+      return ['done', 'failed'].includes(task.status) ? task : undefined;
+    },
+    20_000,
+    `task ${id} to settle`,
+  );
+}
+
+async function runsOf(id: number, query = ''): Promise<any[]> {
+  const answer = await service!.call('GET', `/tasks/${id}/runs${query}`);
+  expect(answer.status).toBe(200);
+  return answer.body.runs;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('run_history');
+});
+
+afterEach(async () => {
+  await service?.stop();
+  service = undefined;
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('run history', () => {
+  it('keeps one row per attempt of a database handler, newest first, and lastError follows the latest run', async () => {
+    service = await startTestService(db, {}, { handlers: HANDLERS });
+    const id = await create({ type: 'third_time', payload: {}, delayMs: 0, maxAttempts: 5 });
+    const task = await settled(id);
+    expect(task.status).toBe('done');
+    expect(task.attempts).toBe(3);
+    // The latest run succeeded: the earlier failure is history, not the task's error.
+    expect(task.lastError).toBeNull();
+    const runs = await runsOf(id);
+    expect(runs.map((run) => [run.attempt, run.outcome])).toEqual([
+      [3, 'done'],
+      [2, 'retry'],
+      [1, 'retry'],
+    ]);
+    expect(runs[2].error).toBe('try 1 broke');
+    expect(runs[1].error).toBe('try 2 broke');
+    expect(runs[0].error).toBeNull();
+    for (const run of runs) {
+      expect(run.taskId).toBe(id);
+      expect(run.process).toBe(service.owner);
+      expect(run.startLatenessMs).toBeGreaterThanOrEqual(0);
+      expect(Date.parse(run.startedAt) - Date.parse(run.dueAt)).toBe(run.startLatenessMs);
+      expect(Date.parse(run.finishedAt) - Date.parse(run.dueAt)).toBe(run.finishLatenessMs);
+      expect(run.finishLatenessMs).toBeGreaterThanOrEqual(run.startLatenessMs);
+    }
+    // Each retry was due later than the run before it (the backoff moved runAt).
+    expect(Date.parse(runs[0].dueAt)).toBeGreaterThan(Date.parse(runs[2].dueAt));
+    // Counted as effects: exactly one row per attempt in the table.
+    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM task_runs WHERE task_id = ?', [id]);
+    expect(Number(count!.n)).toBe(3);
+  });
+
+  it('records a permanent failure as failed, once', async () => {
+    service = await startTestService(db, {}, { handlers: HANDLERS });
+    const id = await create({ type: 'hopeless_run', payload: {}, delayMs: 0 });
+    const task = await settled(id);
+    expect(task.status).toBe('failed');
+    const runs = await runsOf(id);
+    expect(runs.map((run) => [run.attempt, run.outcome, run.error])).toEqual([[1, 'failed', 'never']]);
+  });
+
+  it("keeps an outside handler's runs with their HTTP status and duration", async () => {
+    service = await startTestService(db, {}, { handlers: HANDLERS });
+    const id = await create({ type: 'hook_run', payload: {}, delayMs: 0 });
+    const task = await settled(id);
+    expect(task.status).toBe('done');
+    expect(task.lastError).toBeNull();
+    const runs = await runsOf(id);
+    expect(runs.map((run) => [run.attempt, run.outcome, run.httpStatus])).toEqual([
+      [2, 'done', 200],
+      [1, 'retry', 503],
+    ]);
+    expect(runs[1].error).toBe('receiver answered 503');
+  });
+
+  it('records a lease that ran out as a lost run', async () => {
+    service = await startTestService(db, {}, { handlers: HANDLERS });
+    // As a process that died mid-run leaves it: running, its lease over, the attempt counted.
+    await db.execute(
+      `INSERT INTO tasks (type, payload, run_at, status, attempts, lease_owner, lease_until, lateness_ms)
+       VALUES ('hook_run', '{}', UTC_TIMESTAMP(3) - INTERVAL 10 SECOND, 'running', 1, 'gone:1:dead', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND, 40)`,
+    );
+    const [row] = await db.query<any>("SELECT MAX(id) AS id FROM tasks WHERE lease_owner = 'gone:1:dead'");
+    const id = Number(row!.id);
+    await service.lifecycle.recoverExpiredLeases();
+    const task = await settled(id);
+    expect(task.status).toBe('done');
+    const runs = await runsOf(id);
+    expect(runs.map((run) => [run.attempt, run.outcome])).toEqual([
+      [2, 'done'],
+      [1, 'lost'],
+    ]);
+    expect(runs[1].process).toBe('gone:1:dead');
+    expect(runs[1].startLatenessMs).toBe(40);
+  });
+
+  it('pages with nextCursor, and answers 404 for an unknown task and 400 for a bad cursor', async () => {
+    service = await startTestService(db, {}, { handlers: HANDLERS });
+    const id = await create({ type: 'third_time', payload: {}, delayMs: 0, maxAttempts: 5 });
+    await settled(id);
+    const first = await service.call('GET', `/tasks/${id}/runs?limit=2`);
+    expect(first.body.runs.map((run: any) => run.attempt)).toEqual([3, 2]);
+    expect(first.body.nextCursor).not.toBeNull();
+    const second = await service.call('GET', `/tasks/${id}/runs?limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.runs.map((run: any) => run.attempt)).toEqual([1]);
+    expect(second.body.nextCursor).toBeNull();
+    expect((await service.call('GET', '/tasks/999999999/runs')).status).toBe(404);
+    expect((await service.call('GET', `/tasks/${id}/runs?cursor=abc`)).status).toBe(400);
+    expect((await service.call('GET', `/tasks/${id}/runs?limit=0`)).status).toBe(400);
+  });
+
+  it('writes nothing with RUN_HISTORY=off', async () => {
+    service = await startTestService(db, { RUN_HISTORY: 'off' }, { handlers: HANDLERS });
+    const id = await create({ type: 'hopeless_run', payload: {}, delayMs: 0 });
+    await settled(id);
+    expect(await runsOf(id)).toEqual([]);
+  });
+
+  it("deletes a task's runs with it under retention", async () => {
+    service = await startTestService(db, { RETENTION_MS: '1000' }, { handlers: HANDLERS });
+    const id = await create({ type: 'hopeless_run', payload: {}, delayMs: 0 });
+    await settled(id);
+    await db.execute("UPDATE tasks SET status = 'done', finished_at = UTC_TIMESTAMP(3) - INTERVAL 1 HOUR WHERE id = ?", [id]);
+    await service.retention.sweep();
+    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM task_runs WHERE task_id = ?', [id]);
+    expect(Number(count!.n)).toBe(0);
+  });
+});
