@@ -118,7 +118,7 @@ console.log(created, id, status, paid, shards, views, Object.keys(CreateTaskBody
     // The README's examples are a shop's code too. The project has no @types/node, to show the client
     // needs none; this line stands in for it where an example reads process.env.
     const readme = readFileSync(join(CLIENT, 'README.md'), 'utf8');
-    const node = 'declare const process: { env: Record<string, string | undefined> };\n';
+    const node = 'declare const process: { env: Record<string, string | undefined>; once(event: string, listener: () => void): void };\n';
     const examples = [...readme.matchAll(/```ts\n([^]*?)```/g)].map(([, code], i) => {
       writeFileSync(join(project, `readme-${i}.ts`), `${code!.includes('process.') ? node : ''}${code!}`);
       return `readme-${i}.ts`;
