@@ -87,7 +87,7 @@ export class BenchDb {
    * A fresh, empty database: the shop's tables, and punctual's (migrated here, as the server
    * would at start, so tasks can be inserted before a server runs).
    */
-  async reset(goodsCount = 100): Promise<void> {
+  async reset(goodsCount = 100, migrate = true): Promise<void> {
     await this.pool.end().catch(() => undefined);
     await this.#server(async (conn) => {
       await conn.query(`DROP DATABASE IF EXISTS \`${this.name}\``);
@@ -96,7 +96,8 @@ export class BenchDb {
       this.#mariadb = String(version?.v).includes('MariaDB');
     });
     this.pool = this.#newPool();
-    await migrateDatabase(this.url, this.name);
+    // Without: the server migrates at its start (another commit's server, with its own migrations).
+    if (migrate) await migrateDatabase(this.url, this.name);
     await this.exec('CREATE TABLE goods (id BIGINT UNSIGNED PRIMARY KEY, stock INT NOT NULL)');
     await this.exec(`CREATE TABLE orders (
       id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, order_sn VARCHAR(64) NOT NULL UNIQUE,
@@ -199,11 +200,15 @@ export interface Server {
 }
 
 /** Starts dist/app/main.js with its defaults (but the database and a free port). */
-export async function startServer(db: BenchDb, options: { inspect?: boolean; env?: Record<string, string> } = {}): Promise<Server> {
+export async function startServer(
+  db: BenchDb,
+  options: { inspect?: boolean; env?: Record<string, string>; main?: string; databaseUrl?: string; nodeArgs?: string[] } = {},
+): Promise<Server> {
   const started = performance.now();
-  const args = options.inspect ? ['--inspect=127.0.0.1:0', MAIN] : [MAIN];
+  const main = options.main ?? MAIN;
+  const args = [...(options.nodeArgs ?? []), ...(options.inspect ? ['--inspect=127.0.0.1:0', main] : [main])];
   const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PORT: '0', ...options.env },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: options.databaseUrl ?? db.url, PORT: '0', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

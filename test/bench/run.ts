@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
+import { apiPrecision, BASELINE_COMMIT } from './b1d-api.js';
 import { batchIntake } from './b8-batch.js';
 import {
   BenchDb,
@@ -111,6 +112,8 @@ function precision(S: string, N: number, p99Ms: number, maxMs?: number): (db: Be
     }
   };
 }
+
+described.B1d = `precision through the API: 20,000 and 100,000 \`close_order\` created by \`POST /tasks\` (64 clients), due over 10 s; orders of 1–3 goods among 1,000; this tree and ${BASELINE_COMMIT}, interleaved, medians`;
 
 // ── B2 ──────────────────────────────────────────────────────────────────────────────────────
 
@@ -442,7 +445,8 @@ described.B8 =
   'batch intake: 40 × `POST /tasks/batch` of 1,000 keyed, tagged tasks; baseline: the same rows as 1,000-row INSERTs on as many connections';
 
 // ── B9 ──────────────────────────────────────────────────────────────────────────────────────
-described.B9 = 'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
+described.B9 =
+  'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
 async function largePages(db: BenchDb): Promise<void> {
   const S = 'B9';
   const TASKS = 1000;
@@ -495,6 +499,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B1: precision('B1', 10_000, 10, 50),
   B1B: precision('B1b', 50_000, 10),
   B1C: precision('B1c', 100_000, 50),
+  B1D: (db) => apiPrecision(db, record),
   B2: overload,
   B3: boot,
   B4: backlog,
