@@ -311,7 +311,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The pid of the node process running dist/app/main.js under `root` (npm → sh → node), or undefined. */
+/** The pid of the node process running the service under `root` (npm → sh → node), or undefined. */
 function serviceUnder(root: number): number | undefined {
   const children = (pid: number): number[] => {
     try {
@@ -325,7 +325,7 @@ function serviceUnder(root: number): number | undefined {
     const pid = queue.shift()!;
     try {
       const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (/(^|\/)node$/.test(argv[0]!) && argv.some((arg) => arg.endsWith('dist/app/main.js'))) return pid;
+      if (/(^|\/)node$/.test(argv[0]!) && argv.some((arg) => /(dist\/app\/main\.js|bin\/punctual\.mjs)$/.test(arg))) return pid;
     } catch {
       continue;
     }
@@ -334,14 +334,29 @@ function serviceUnder(root: number): number | undefined {
   return undefined;
 }
 
+/** How each start of B0 is launched: `npm start`, the `punctual` bin, the built entry, or the bare yardstick. */
+export type StartKind = 'npm start' | 'bin' | 'node dist/app/main.js' | 'bare';
+
+const START_COMMANDS: Record<StartKind, [string, string[]]> = {
+  'npm start': ['npm', ['start', '--silent']],
+  bin: [process.execPath, [`${ROOT}bin/punctual.mjs`]],
+  'node dist/app/main.js': [process.execPath, [`${ROOT}dist/app/main.js`]],
+  bare: [process.execPath, [`${ROOT}test/bench/bare-start.mjs`]],
+};
+
 /**
  * Runs `npm start` in the repository and answers the ms from spawn to the first 200 from
  * /readyz, with the service's own pid (not npm's) for its memory; stop() ends it with SIGTERM.
+ * `kind` starts it another way (B0's comparisons), timed the same.
  */
-export async function npmStart(db: BenchDb): Promise<{ readyMs: number; pid: number; stop(): Promise<number | null> }> {
+export async function npmStart(
+  db: BenchDb,
+  kind: StartKind = 'npm start',
+): Promise<{ readyMs: number; pid: number; stop(): Promise<number | null> }> {
   const port = await freePort();
   const started = performance.now();
-  const npm = spawn('npm', ['start', '--silent'], {
+  const [command, args] = START_COMMANDS[kind];
+  const npm = spawn(command, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: db.url, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -352,17 +367,17 @@ export async function npmStart(db: BenchDb): Promise<{ readyMs: number; pid: num
   let ended = false;
   void exited.then(() => (ended = true));
   for (;;) {
-    if (ended) throw new Error(`npm start exited: ${errors.join('\n')}`);
+    if (ended) throw new Error(`${kind} exited: ${errors.join('\n')}`);
     const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
       (response) => response.status,
       () => 0,
     );
     if (status === 200) break;
-    if (performance.now() - started > 120_000) throw new Error('npm start: not ready in 120 s');
-    await sleep(10);
+    if (performance.now() - started > 120_000) throw new Error(`${kind}: not ready in 120 s`);
+    await sleep(5);
   }
   const readyMs = performance.now() - started;
-  const pid = serviceUnder(npm.pid!);
+  const pid = kind === 'npm start' ? serviceUnder(npm.pid!) : npm.pid;
   if (pid === undefined) throw new Error('npm start: the service process was not found');
   return {
     readyMs,
