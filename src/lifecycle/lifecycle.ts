@@ -151,7 +151,8 @@ export class Lifecycle {
           fail: async (failed, now) => void effects.push(...(await run.fail(store, conn, failed, now))),
           skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),
         }),
-      { retry: ONCE, deadlineMs },
+      // MariaDB checks the completion's row count inline, so BEGIN and COMMIT can travel with the work (db/pipeline.ts).
+      { retry: ONCE, deadlineMs, pipelined: await database.isMariaDb() },
     );
     this.#apply({ effects });
     return value;
@@ -159,7 +160,9 @@ export class Lifecycle {
 
   /** Completes an outside run if it is still the run this process leased (`task` as claimed); retried per `persist`. */
   async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
-    return this.#apply(await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist));
+    return this.#apply(
+      await retrying(() => run.completeLeased(this.#options.store, task, owner, call, this.#options.clock.now()), persist),
+    );
   }
 
   async failLeased(task: Task, failure: Failure, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
