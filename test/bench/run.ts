@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
 import { apiPrecision, BASELINE_COMMIT } from './b1d-api.js';
 import { batchIntake } from './b8-batch.js';
+import { network } from './b9-network.js';
 import {
   BenchDb,
   heapAfterGc,
@@ -466,9 +467,12 @@ described.B8 =
 
 // ── B9 ──────────────────────────────────────────────────────────────────────────────────────
 described.B9 =
+  "a database across the network: a delay proxy of 1, 2 and 5 ms each way before MariaDB; `close_order` due at 300/s and 1,000/s for 10 s; the floor (a `setTimeout` per task and the seeds' close, one order per transaction) through the same proxy at 300/s";
+
+described.B10 =
   'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
 async function largePages(db: BenchDb): Promise<void> {
-  const S = 'B9';
+  const S = 'B10';
   const TASKS = 1000;
   const CLIENTS = 8;
   await db.reset();
@@ -527,7 +531,8 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B6: herd,
   B8: (db) => batchIntake(db, record),
   B7: scaleOut,
-  B9: largePages,
+  B9: (db) => network(db, record),
+  B10: largePages,
 };
 
 async function main(): Promise<void> {
