@@ -101,4 +101,19 @@ describe('a pipelined transaction', () => {
     );
     expect(await values()).toEqual([4, 0, 0]);
   });
+
+  it('keeps a value that carries SQL a value, held back or not: the pool allows multiple statements, placeholders still escape', async () => {
+    const evil = "x'; DROP TABLE cells; -- ";
+    const seen = await transaction(
+      database,
+      async (conn) => {
+        pipelineOf(conn)!.queue('UPDATE cells SET v = LENGTH(?) WHERE id = 1', [evil]);
+        const [[row]] = await conn.query<RowDataPacket[]>('SELECT ? AS s', [evil]);
+        return String(row!.s);
+      },
+      { retry: ONCE, pipelined: true },
+    );
+    expect(seen).toBe(evil);
+    expect(await values()).toEqual([evil.length, 0, 0]);
+  });
 });
