@@ -133,6 +133,7 @@ export class Database implements ConnectionSource<Connection> {
   readonly #drizzleOf = new WeakMap<Connection, Db>();
   #closing: Promise<void> | undefined;
   #insertIds: Promise<InsertIds> | undefined;
+  #mariadb: Promise<boolean> | undefined;
   readonly #poolSize: number;
   readonly #deadlineMs: number;
   readonly #open = new Set<object>();
@@ -181,7 +182,9 @@ export class Database implements ConnectionSource<Connection> {
       dateStrings: false,
       supportBigNumbers: true,
       bigNumberStrings: false,
-      multipleStatements: false,
+      // The batch transaction sends several statements in one round trip (pipeline.ts). Every
+      // value still goes in through a placeholder, escaped: no SQL text is built from input.
+      multipleStatements: true,
       // Capturing a stack trace for every query costs more than the query on the hot paths.
       trace: false,
     });
@@ -307,6 +310,18 @@ export class Database implements ConnectionSource<Connection> {
   /** Connections open, checked out right now, and callers waiting for one. */
   get usage(): { total: number; inUse: number; waiting: number } {
     return { total: this.#open.size, inUse: this.#checkedOut.size, waiting: this.#waiting };
+  }
+
+  /** Whether the server is MariaDB (it checks a row count inline, before COMMIT: pipeline.ts); asked once. */
+  isMariaDb(): Promise<boolean> {
+    this.#mariadb ??= this.pool
+      .query<mysql.RowDataPacket[]>(DB.version)
+      .then(([[row]]) => /MariaDB/i.test(String(row?.version)))
+      .catch((error: unknown) => {
+        this.#mariadb = undefined;
+        throw error;
+      });
+    return this.#mariadb;
   }
 
   /** What this server offers for learning the ids of a multi-row INSERT; asked once. */

@@ -20,6 +20,13 @@ export const DB = {
   releaseSavepoint: 'RELEASE SAVEPOINT task',
   rollbackToSavepoint: 'ROLLBACK TO SAVEPOINT task',
 
+  /**
+   * MariaDB: fails (and so stops a multi-statement text before its COMMIT: pipeline.ts) unless the
+   * statement just before it matched ? rows. The affected-rows check of a settle, made by the server.
+   */
+  expectRowCount:
+    "BEGIN NOT ATOMIC IF ROW_COUNT() <> ? THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'punctual: a settle matched another number of rows than it expected'; END IF; END",
+
   // ── the server ─────────────────────────────────────────────────────────────────────────────
   ping: 'SELECT 1',
   /** Which server this is (the migrator picks the exact collation's name by it). */

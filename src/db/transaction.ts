@@ -6,6 +6,8 @@
  * DEFAULT_TRIES in all), so the work keeps its state inside the callback.
  * See docs/architecture.md#the-transaction-runner.
  */
+import type { PoolConnection } from 'mysql2/promise';
+import { openPipeline } from './pipeline.js';
 import { lockConflicts, retrying, type RetryPolicy } from './retry.js';
 import { DB } from './sql.js';
 
@@ -27,6 +29,11 @@ export interface RunOptions {
   deadlineMs?: number;
   /** A timeout for BEGIN, COMMIT and ROLLBACK, for a connection without a deadline of its own. */
   statementTimeoutMs?: number;
+  /**
+   * BEGIN travels with the work's first statement and COMMIT with what it queued last
+   * (pipeline.ts): two round trips fewer. Only for a mysql2 connection with multiple statements.
+   */
+  pipelined?: boolean;
 }
 
 /** Tries of work that met a deadlock or a lock-wait timeout. */
@@ -51,15 +58,21 @@ export function transaction<C extends Queryable, T>(
   return retrying(
     () =>
       source.withConnection(async (conn) => {
-        await conn.query(control(DB.begin));
+        const pipeline = options.pipelined === true ? openPipeline(conn as unknown as PoolConnection) : undefined;
+        if (pipeline !== undefined) pipeline.queue(DB.begin);
+        else await conn.query(control(DB.begin));
         try {
           const value = await fn(conn);
           await conn.query(control(DB.commit));
           return value;
         } catch (error) {
+          // What was held back is not sent: the transaction ends here.
+          pipeline?.close();
           // A COMMIT that failed may leave the transaction open (or rolled back: ROLLBACK is harmless then).
           await conn.query(control(DB.rollback)).catch(() => conn.destroy());
           throw error;
+        } finally {
+          pipeline?.close();
         }
       }, options.deadlineMs),
     options.retry ?? lockConflicts(DEFAULT_TRIES),

@@ -11,6 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { Connection, Database } from '../db/connection.js';
+import { pipelineOf } from '../db/pipeline.js';
 import { DB } from '../db/sql.js';
 import type { DatabaseHandler } from '../handlers/handler.js';
 import type { Failed } from '../lifecycle/run.js';
@@ -55,11 +56,14 @@ export class DatabaseExecutor {
   async #fast(conn: Connection, handler: DatabaseHandler, tasks: readonly Task[], now: number, into: DatabaseRuns): Promise<void> {
     const tx = this.database.drizzleOf(conn);
     const log = this.log;
+    // A pipelined batch (db/pipeline.ts): the handler's writes may travel with the COMMIT.
+    const pipeline = pipelineOf(conn);
+    const defer = pipeline === undefined ? undefined : (sql: string, values?: unknown[]) => pipeline.queue(sql, values);
     if (handler.runBatch !== undefined) {
       let outcomes: (string | void)[];
       try {
         const items = tasks.map((task) => ({ task, payload: task.payload }));
-        outcomes = await this.#limited(conn, handler, handler.runBatch({ tx, conn, tasks: items, log, now }));
+        outcomes = await this.#limited(conn, handler, handler.runBatch({ tx, conn, defer, tasks: items, log, now }));
       } catch (error) {
         if (isNobodys(error)) throw error;
         throw new HandlerThrew(undefined, error); // which task is unknown: the careful path finds out

@@ -44,7 +44,11 @@ interface OrderRow extends mysql.RowDataPacket {
  * two closes take their locks in the same order, so they queue instead of deadlocking.
  * Three statements, however many orders.
  */
-async function closeOrders(conn: Connection, orderSns: string[]): Promise<Map<string, string>> {
+async function closeOrders(
+  conn: Connection,
+  orderSns: string[],
+  defer: ((sql: string, values: unknown[]) => void) | undefined,
+): Promise<Map<string, string>> {
   const wanted = [...new Set(orderSns)].sort();
   const [rows] = await conn.query<OrderRow[]>(
     'SELECT id, order_sn, status, items FROM orders WHERE order_sn IN (?) ORDER BY order_sn FOR UPDATE',
@@ -65,11 +69,16 @@ async function closeOrders(conn: Connection, orderSns: string[]): Promise<Map<st
     outcomes.set(row.order_sn, 'closed');
   }
   if (closing.length === 0) return outcomes;
-  await conn.query("UPDATE orders SET status = 'closed', closed_at = NOW(3) WHERE id IN (?)", [closing]);
+  // Nothing below is read back: with `defer` both writes travel with the completion and COMMIT.
+  const write = async (sql: string, values: unknown[]) => {
+    if (defer !== undefined) defer(sql, values);
+    else await conn.query(sql, values);
+  };
+  await write("UPDATE orders SET status = 'closed', closed_at = NOW(3) WHERE id IN (?)", [closing]);
   if (stock.size > 0) {
     const returns = [...stock].sort(([a], [b]) => a - b);
     // One statement; ORDER BY id takes the row locks in id order.
-    await conn.query(
+    await write(
       `UPDATE goods SET stock = stock + CASE id ${returns.map(() => 'WHEN ? THEN ?').join(' ')} END WHERE id IN (?) ORDER BY id`,
       [...returns.flat(), returns.map(([goodsId]) => goodsId)],
     );
@@ -83,14 +92,15 @@ export const closeOrder: DatabaseHandler<typeof payload> = {
   payload,
   timeoutMs: 30_000,
 
-  async run({ conn, payload: { orderSn } }) {
-    return (await closeOrders(conn, [orderSn])).get(orderSn);
+  async run({ conn, defer, payload: { orderSn } }) {
+    return (await closeOrders(conn, [orderSn], defer)).get(orderSn);
   },
 
-  async runBatch({ conn, tasks }) {
+  async runBatch({ conn, defer, tasks }) {
     const outcomes = await closeOrders(
       conn,
       tasks.map(({ payload: { orderSn } }) => orderSn),
+      defer,
     );
     // Two tasks for one order in a batch: the first closes it, the next finds it closed.
     const seen = new Set<string>();

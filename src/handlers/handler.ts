@@ -28,6 +28,13 @@ export interface DatabaseContext<P> extends BaseContext<P> {
   tx: Db;
   /** The same transaction's raw connection. */
   conn: Connection;
+  /**
+   * When given: holds a write whose answer the handler does not need, to travel with the task's
+   * completion and COMMIT in one round trip (db/pipeline.ts). Deferred writes run in the order
+   * deferred, before any statement sent after them on this connection; an error in one fails the
+   * run as a thrown error would. Absent: send the write on `conn` yourself.
+   */
+  defer?: (sql: string, values?: unknown[]) => void;
 }
 
 /** What an outside call answered, kept on the task (lastHttpStatus, lastResponseBytes). */
@@ -61,6 +68,13 @@ interface BaseHandler<S extends TSchema> {
 export interface DatabaseBatchContext<P> {
   tx: Db;
   conn: Connection;
+  /**
+   * When given: holds a write whose answer the handler does not need, to travel with the task's
+   * completion and COMMIT in one round trip (db/pipeline.ts). Deferred writes run in the order
+   * deferred, before any statement sent after them on this connection; an error in one fails the
+   * run as a thrown error would. Absent: send the write on `conn` yourself.
+   */
+  defer?: (sql: string, values?: unknown[]) => void;
   /** Tasks of this handler's type due together, in runAt order (then id). */
   tasks: { task: Task; payload: P }[];
   log: Logger;

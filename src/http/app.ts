@@ -11,6 +11,7 @@ import { authRoutes } from './routes/auth.js';
 import { installHeaders, installRequestGuard, type SecurityOptions, serverOptions } from './security.js';
 import { installErrorHandler } from './errors.js';
 import { installJsonBody } from './json-body.js';
+import { buildLazySerializer } from './lazy-serializer.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
 import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
@@ -62,6 +63,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2400 },
     // Unique across restarts and processes: the audit trail records it.
     genReqId: () => randomUUID(),
+    // Response serializers compiled on first use, not at start (lazy-serializer.ts).
+    schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
     ...serverOptions(options.security),
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);

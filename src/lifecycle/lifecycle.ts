@@ -196,7 +196,8 @@ export class Lifecycle {
         await recordRuns(recorder, conn, runs);
         return result;
       },
-      { retry: ONCE, deadlineMs },
+      // MariaDB checks the completion's row count inline, so BEGIN and COMMIT can travel with the work (db/pipeline.ts).
+      { retry: ONCE, deadlineMs, pipelined: await database.isMariaDb() },
     );
     this.#apply({ effects });
     return value;

@@ -13,7 +13,9 @@
  */
 import type mysql from 'mysql2/promise';
 import type { Connection, Database } from '../db/connection.js';
+import { pipelineOf } from '../db/pipeline.js';
 import { lockConflicts } from '../db/retry.js';
+import { DB } from '../db/sql.js';
 import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
 import { Intake, type InsertResult } from './intake.js';
 import { fromRow, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
@@ -341,6 +343,14 @@ export class TaskStore {
   async markDone(conn: Connection, ids: number[], now: number): Promise<number> {
     if (ids.length === 0) return 0;
     const at = new Date(now);
+    const pipeline = pipelineOf(conn);
+    if (pipeline !== undefined) {
+      // Held back to travel with COMMIT; the server checks the count before it commits, so a
+      // count other than all of them never commits: answered as all of them.
+      pipeline.queue(SQL.markDone, [at, at, at, ids]);
+      pipeline.queue(DB.expectRowCount, [ids.length]);
+      return ids.length;
+    }
     return (await conn.query<Result>(SQL.markDone, [at, at, at, ids]))[0].affectedRows;
   }
 

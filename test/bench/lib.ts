@@ -87,7 +87,7 @@ export class BenchDb {
    * A fresh, empty database: the shop's tables, and punctual's (migrated here, as the server
    * would at start, so tasks can be inserted before a server runs).
    */
-  async reset(goodsCount = 100): Promise<void> {
+  async reset(goodsCount = 100, migrate = true): Promise<void> {
     await this.pool.end().catch(() => undefined);
     await this.#server(async (conn) => {
       await conn.query(`DROP DATABASE IF EXISTS \`${this.name}\``);
@@ -96,7 +96,8 @@ export class BenchDb {
       this.#mariadb = String(version?.v).includes('MariaDB');
     });
     this.pool = this.#newPool();
-    await migrateDatabase(this.url, this.name);
+    // Without: the server migrates at its start (another commit's server, with its own migrations).
+    if (migrate) await migrateDatabase(this.url, this.name);
     await this.exec('CREATE TABLE goods (id BIGINT UNSIGNED PRIMARY KEY, stock INT NOT NULL)');
     await this.exec(`CREATE TABLE orders (
       id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, order_sn VARCHAR(64) NOT NULL UNIQUE,
@@ -199,11 +200,15 @@ export interface Server {
 }
 
 /** Starts dist/app/main.js with its defaults (but the database and a free port). */
-export async function startServer(db: BenchDb, options: { inspect?: boolean; env?: Record<string, string> } = {}): Promise<Server> {
+export async function startServer(
+  db: BenchDb,
+  options: { inspect?: boolean; env?: Record<string, string>; main?: string; databaseUrl?: string; nodeArgs?: string[] } = {},
+): Promise<Server> {
   const started = performance.now();
-  const args = options.inspect ? ['--inspect=127.0.0.1:0', MAIN] : [MAIN];
+  const main = options.main ?? MAIN;
+  const args = [...(options.nodeArgs ?? []), ...(options.inspect ? ['--inspect=127.0.0.1:0', main] : [main])];
   const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PORT: '0', ...options.env },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: options.databaseUrl ?? db.url, PORT: '0', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -306,7 +311,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The pid of the node process running dist/app/main.js under `root` (npm → sh → node), or undefined. */
+/** The pid of the node process running the service under `root` (npm → sh → node), or undefined. */
 function serviceUnder(root: number): number | undefined {
   const children = (pid: number): number[] => {
     try {
@@ -320,7 +325,7 @@ function serviceUnder(root: number): number | undefined {
     const pid = queue.shift()!;
     try {
       const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (/(^|\/)node$/.test(argv[0]!) && argv.some((arg) => arg.endsWith('dist/app/main.js'))) return pid;
+      if (/(^|\/)node$/.test(argv[0]!) && argv.some((arg) => /(dist\/app\/main\.js|bin\/punctual\.mjs)$/.test(arg))) return pid;
     } catch {
       continue;
     }
@@ -329,14 +334,29 @@ function serviceUnder(root: number): number | undefined {
   return undefined;
 }
 
+/** How each start of B0 is launched: `npm start`, the `punctual` bin, the built entry, or the bare yardstick. */
+export type StartKind = 'npm start' | 'bin' | 'node dist/app/main.js' | 'bare';
+
+const START_COMMANDS: Record<StartKind, [string, string[]]> = {
+  'npm start': ['npm', ['start', '--silent']],
+  bin: [process.execPath, [`${ROOT}bin/punctual.mjs`]],
+  'node dist/app/main.js': [process.execPath, [`${ROOT}dist/app/main.js`]],
+  bare: [process.execPath, [`${ROOT}test/bench/bare-start.mjs`]],
+};
+
 /**
  * Runs `npm start` in the repository and answers the ms from spawn to the first 200 from
  * /readyz, with the service's own pid (not npm's) for its memory; stop() ends it with SIGTERM.
+ * `kind` starts it another way (B0's comparisons), timed the same.
  */
-export async function npmStart(db: BenchDb): Promise<{ readyMs: number; pid: number; stop(): Promise<number | null> }> {
+export async function npmStart(
+  db: BenchDb,
+  kind: StartKind = 'npm start',
+): Promise<{ readyMs: number; pid: number; stop(): Promise<number | null> }> {
   const port = await freePort();
   const started = performance.now();
-  const npm = spawn('npm', ['start', '--silent'], {
+  const [command, args] = START_COMMANDS[kind];
+  const npm = spawn(command, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: db.url, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -347,17 +367,17 @@ export async function npmStart(db: BenchDb): Promise<{ readyMs: number; pid: num
   let ended = false;
   void exited.then(() => (ended = true));
   for (;;) {
-    if (ended) throw new Error(`npm start exited: ${errors.join('\n')}`);
+    if (ended) throw new Error(`${kind} exited: ${errors.join('\n')}`);
     const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
       (response) => response.status,
       () => 0,
     );
     if (status === 200) break;
-    if (performance.now() - started > 120_000) throw new Error('npm start: not ready in 120 s');
-    await sleep(10);
+    if (performance.now() - started > 120_000) throw new Error(`${kind}: not ready in 120 s`);
+    await sleep(5);
   }
   const readyMs = performance.now() - started;
-  const pid = serviceUnder(npm.pid!);
+  const pid = kind === 'npm start' ? serviceUnder(npm.pid!) : npm.pid;
   if (pid === undefined) throw new Error('npm start: the service process was not found');
   return {
     readyMs,

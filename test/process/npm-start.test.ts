@@ -130,7 +130,7 @@ describe('npm start under a supervisor', () => {
 describe('the entry npm start runs', () => {
   /**
    * A copy of the entry and its build scripts beside a small src/ of its own (a main.js that
-   * says it ran), with this checkout's TypeScript linked in, or not.
+   * says it ran), with this checkout's TypeScript and esbuild (the build bundles the entry) linked in, or not.
    */
   function fakePackage(withCompiler: boolean): string {
     const root = mkdtempSync(join(tmpdir(), 'punctual-entry-'));
@@ -151,6 +151,7 @@ describe('the entry npm start runs', () => {
     if (withCompiler) {
       mkdirSync(join(root, 'node_modules'));
       symlinkSync(join(ROOT, 'node_modules', 'typescript'), join(root, 'node_modules', 'typescript'));
+      symlinkSync(join(ROOT, 'node_modules', 'esbuild'), join(root, 'node_modules', 'esbuild'));
     }
     return root;
   }

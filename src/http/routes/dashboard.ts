@@ -7,13 +7,20 @@
  * installed package, found the way Node finds any dependency: no CDN, nothing bundled. Only the
  * files listed here are served, read once at start.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
 
-const HERE = new URL('../dashboard/', import.meta.url);
+/**
+ * Beside this module's directory (dist/http/routes → dist/http/dashboard), or, when this module
+ * is part of the bundled entry (dist/app/main.js, scripts/build.mjs), beside that one's.
+ */
+const HERE =
+  [new URL('../dashboard/', import.meta.url), new URL('../http/dashboard/', import.meta.url)].find((dir) =>
+    existsSync(fileURLToPath(new URL('index.html', dir))),
+  ) ?? new URL('../dashboard/', import.meta.url);
 const UPLOT = join(dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
 
 const JS = 'text/javascript; charset=utf-8';
