@@ -24,6 +24,7 @@ import { systemClock, type Clock } from '../time/clock.js';
 import type { Config } from './config.js';
 import { Database, ensureDatabase } from '../db/connection.js';
 import { migrateDatabase } from '../db/migrate.js';
+import { loggable } from '../db/errors.js';
 import { createRegistry, type HandlerRegistry } from '../handlers/registry.js';
 import { buildApp } from '../http/app.js';
 import { securityOptions } from '../http/security.js';
@@ -41,6 +42,8 @@ import { Dispatcher } from '../dispatch/dispatcher.js';
 import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
+import { FleetSlots } from '../dispatch/fleet-slots.js';
+import { LimitSlotStore } from '../store/limit-slots.js';
 import { TypeControls } from '../dispatch/type-controls.js';
 import { ControlsWatch } from '../dispatch/controls-watch.js';
 import { TypeControlStore } from '../store/type-controls.js';
@@ -117,7 +120,10 @@ export class Service {
     this.store = new TaskStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
     this.registry = options.registry ?? createRegistry(config.webhook);
-    this.limits = new TypeAdmission(clock, { registry: metricRegistry });
+    const fleetSlots = new FleetSlots(new LimitSlotStore(this.database), this.owner, (error) =>
+      this.log.warn({ error: loggable(error) }, 'could not free a slot of the type limits; it frees at its lease end'),
+    );
+    this.limits = new TypeAdmission(clock, { registry: metricRegistry, fleet: fleetSlots });
     this.typeControls = new TypeControls(new TypeControlStore(this.database), this.limits, clock, this.log);
     registerServiceGauges(metricRegistry, {
       pendingByType: () => this.store.countPendingByType(),
