@@ -24,6 +24,7 @@ describe('migrations', () => {
     expect(applied).toHaveLength(files.length);
     const tables = await db.query<any[]>('SHOW TABLES');
     expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual([
+      'limit_slots',
       'members',
       MIGRATIONS_TABLE,
       'shard_leases',
