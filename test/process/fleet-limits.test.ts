@@ -25,9 +25,9 @@ const LEASE_MS = WEBHOOK_TIMEOUT_MS + 30_000;
  * receiver sees the call later, after COMMIT and a loopback HTTP call, and that lag varies with
  * the machine's load (the slot holder's event loop, this test's own). The slots of a window free
  * together, so a late round of calls lands next to the punctual round after it: at the receiver,
- * one second has held 12 starts under load for a rate of 8, while no window shorter by the lag's
- * spread held more than 8 (the spread measured here: under 200 ms). So the receiver counts starts
- * in windows that much shorter than a second: at most the rate in any of them. A limit counted per
+ * one second has held 12 starts under load for a rate of 8, a window of 900 ms 10, while no window
+ * of 750 ms held more than 8 in any run. So the receiver counts starts in windows 250 ms shorter
+ * than a second (the lag's spread it allows for): at most the rate in any of them. A limit counted per
  * process would let three times the rate through; one held half a window, twice.
  */
 const LAG_SPREAD_MS = 250;
