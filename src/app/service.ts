@@ -25,6 +25,7 @@ import { systemClock, type Clock } from '../time/clock.js';
 import type { Config } from './config.js';
 import { Database, ensureDatabase } from '../db/connection.js';
 import { migrateDatabase } from '../db/migrate.js';
+import { loggable } from '../db/errors.js';
 import { createRegistry, type HandlerRegistry } from '../handlers/registry.js';
 import { handlersFrom, loadHandlerModules } from '../handlers/modules.js';
 import { ProcedureError, procedureHandlers } from '../handlers/procedure.js';
@@ -49,6 +50,8 @@ import { publish } from '../handlers/publish.js';
 import { DispatchMetrics } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
+import { FleetSlots } from '../dispatch/fleet-slots.js';
+import { LimitSlotStore } from '../store/limit-slots.js';
 import { TypeControls } from '../dispatch/type-controls.js';
 import { ControlsWatch } from '../dispatch/controls-watch.js';
 import { TypeControlStore } from '../store/type-controls.js';
@@ -148,7 +151,10 @@ export class Service {
     this.registry = options.registry ?? createRegistry(config.webhook, config.workers.types);
     this.targets = new Targets(config.targets.list, metricRegistry);
     if (this.targets.size > 0 && this.registry.get('publish') === undefined) this.registry.register(publish(this.targets));
-    this.limits = new TypeAdmission(clock, { registry: metricRegistry });
+    const fleetSlots = new FleetSlots(new LimitSlotStore(this.database), this.owner, (error) =>
+      this.log.warn({ error: loggable(error) }, 'could not free a slot of the type limits; it frees at its lease end'),
+    );
+    this.limits = new TypeAdmission(clock, { registry: metricRegistry, fleet: fleetSlots });
     this.typeControls = new TypeControls(new TypeControlStore(this.database), this.limits, clock, this.log);
     registerServiceGauges(metricRegistry, {
       pendingByType: () => this.store.countPendingByType(),

@@ -14,8 +14,8 @@ export const TypeJson = Type.Object(
   {
     type: Type.String(),
     paused: Type.Boolean({ description: 'its due tasks wait (pending, no attempt used) until it is resumed' }),
-    maxConcurrency: Nullable(Type.Integer({ description: 'at most this many runs at once (per group), in each process' })),
-    ratePerSecond: Nullable(Type.Number({ description: 'at most this many starts in any one second (per group), in each process' })),
+    maxConcurrency: Nullable(Type.Integer({ description: 'at most this many runs at once (per group), across every process' })),
+    ratePerSecond: Nullable(Type.Number({ description: 'at most this many starts in any one second (per group), across every process' })),
     groupBy: Nullable(
       Type.String({ description: 'a payload field, or "group" for the task\'s own group field: the limits apply per value of it' }),
     ),

@@ -242,3 +242,23 @@ export const auditLog = mysqlTable(
     index('audit_log_target').on(table.target, table.id),
   ],
 );
+
+/**
+ * The fleet's slots under the type limits (dispatch/fleet-slots.ts): `kind` run, one row per run
+ * of the group at once (maxConcurrency), held until the run settles or its lease ends; `kind`
+ * rate, one row per start the group may make in a window (ratePerSecond), held for the window.
+ * A slot is free when leased_until (database time) has passed: a process that dies gives its
+ * slots back within its lease. group_digest is '' for a type without groupBy.
+ */
+export const limitSlots = mysqlTable(
+  'limit_slots',
+  {
+    type: exactVarchar('type', { length: MAX_TYPE_LENGTH }).notNull(),
+    groupDigest: exactVarchar('group_digest', { length: 22 }).notNull(),
+    kind: mysqlEnum('kind', ['run', 'rate']).notNull(),
+    slot: int('slot', { unsigned: true }).notNull(),
+    holder: varchar('holder', { length: 96 }).notNull(),
+    leasedUntil: datetime('leased_until', { mode: 'date', fsp: 3 }).notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.type, table.groupDigest, table.kind, table.slot] })],
+);

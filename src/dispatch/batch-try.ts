@@ -66,6 +66,7 @@ export async function tryBatch(parts: BatchParts, attempt: BatchAttempt): Promis
   } catch (error) {
     // Rolled back: nothing of it ran, so its runs did not start.
     for (const ticket of admitted.values()) parts.limits.rollBack(ticket);
+    parts.limits.dropUnused(attempt.ids);
     throw error;
   }
 }
@@ -82,6 +83,8 @@ async function runLocked(
   if (claimable.length < ids.length) metrics?.fencedClaims.inc(ids.length - claimable.length);
   const locked = claimable.length === 0 ? [] : await tx.claim(claimable, now, fence?.(claimable));
   if (claimable.length > 0 && locked.length === 0) metrics?.emptyClaims.inc();
+  // The fleet's slots of limited types (fleet-slots.ts), each as long as the task's lease would be.
+  await limits.reserve(locked, (task) => (registry.get(task.type)?.timeoutMs ?? registry.longestTimeoutMs) + LEASE_MARGIN_MS);
   const plan = planBatch(locked, {
     now,
     slots,
@@ -92,6 +95,7 @@ async function runLocked(
     failureOf: (task, used, error, at) => lifecycle.failureOf(task, used, error, at),
   });
   onAdmitted(plan.tickets);
+  limits.dropUnused(locked.map((task) => task.id)); // reserved for a task the plan did not admit
   const { runnable, failures, ...kept } = plan;
   const result: BatchResult = { ...kept, locked, done: [], failures };
   if (plan.leased.length > 0) {

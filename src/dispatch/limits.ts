@@ -15,26 +15,35 @@
  * dispatcher asks `waited`).
  *
  * The settings in force (settings-cache.ts) are put here by TypeControls (type-controls.ts), the
- * one owner of reading and writing them; this file never reads the table. The limits are this
- * process's: with several processes each applies them to its own runs (N per process, not N in
- * all). The pause is stored and so holds for all.
+ * one owner of reading and writing them; this file never reads the table. With `fleet` (every
+ * service has it) the limits hold for all processes together: before the plan asks `admit`, the
+ * batch `reserve`s the fleet's slots in the database for its tasks of limited types
+ * (fleet-slots.ts), and a task of a limited type starts only with one. A group the fleet refused
+ * is asked again every FLEET_POLL_MS (other processes' frees are seen so) or at once when a run of
+ * it here ends. The pause is stored and so holds for all.
  */
 import { createHash } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { Task } from '../store/task-store.js';
 import type { TypeControl } from '../store/type-controls.js';
-import { nextRoomAt, roomInWindow, fitsWindow, StartTimes } from './rate-window.js';
+import { nextRoomAt, roomInWindow, fitsWindow, MAX_GROUPS, StartTimes } from './rate-window.js';
 import { RunCounts } from './run-counts.js';
 import { SettingsCache } from './settings-cache.js';
 import { WaitingRoom, type WaitReason, type Waiting } from './waiting-room.js';
 import { WakeTimers } from './wake-timers.js';
+import { FleetSlots, type FleetGrant } from './fleet-slots.js';
+
+/** How soon a group the fleet's slots refused is asked again (another process's free is seen so). */
+export const FLEET_POLL_MS = 150;
 
 /** One admitted run: handed back with `release` when it finished, or `rollBack` when it never began. */
 export interface Ticket {
   readonly type: string;
   readonly key: string;
   readonly startedAt: number;
+  /** The fleet's slots it holds (a limited type's run, with `fleet`). */
+  readonly grant?: FleetGrant;
 }
 
 export interface TypeState {
@@ -52,6 +61,8 @@ export interface TypeAdmissionOptions {
   registry?: Registry;
   /** How many groups the rate windows keep at most (rate-window.ts, MAX_GROUPS). */
   maxGroups?: number;
+  /** The limits for the whole fleet (fleet-slots.ts): without it they hold per process. */
+  fleet?: FleetSlots;
 }
 
 export class TypeAdmission {
@@ -60,6 +71,12 @@ export class TypeAdmission {
   readonly #starts: StartTimes;
   readonly #room: WaitingRoom;
   readonly #timers = new WakeTimers();
+  readonly #fleet: FleetSlots | undefined;
+  /** Grants `reserve` took, by task id, until `admit` hands them to a ticket or `dropUnused` frees them. */
+  readonly #grants = new Map<number, FleetGrant>();
+  /** Group keys the fleet refused, until when they are not asked again (bounded like the rate windows). */
+  readonly #refused = new Map<string, number>();
+  readonly #maxGroups: number;
   #onReady: (ids: number[]) => void = () => undefined;
   #stopped = false;
 
@@ -69,6 +86,8 @@ export class TypeAdmission {
   ) {
     this.#room = new WaitingRoom(options.waitingPerType);
     this.#starts = new StartTimes(options.maxGroups);
+    this.#maxGroups = options.maxGroups ?? MAX_GROUPS;
+    this.#fleet = options.fleet;
     if (options.registry !== undefined) registerTypeGauges(options.registry, () => this.states());
   }
 
@@ -105,22 +124,96 @@ export class TypeAdmission {
   admit(task: Task, now: number): Ticket | undefined {
     const control = this.#settings.get(task.type);
     const key = keyOf(task, control);
-    if (this.#refusal(control, key, now) !== undefined) return undefined;
+    let grant: FleetGrant | undefined;
+    if (this.#fleet !== undefined && FleetSlots.limits(control)) {
+      // The fleet decides: the slots reserve took for it, or none (it waits).
+      grant = this.#grants.get(task.id);
+      this.#grants.delete(task.id);
+      if (control!.paused || grant === undefined) {
+        if (grant !== undefined) void this.#fleet.rollBack(grant);
+        return undefined;
+      }
+    } else if (this.#refusal(control, key, now) !== undefined) return undefined;
     this.#running.start(task.type, key);
     if (control?.ratePerSecond != null) this.#starts.record(key, now, control.ratePerSecond);
-    return { type: task.type, key, startedAt: now };
+    return { type: task.type, key, startedAt: now, ...(grant === undefined ? {} : { grant }) };
+  }
+
+  /**
+   * Takes the fleet's slots for the locked `tasks` of limited types (in (runAt, id) order per
+   * group), for `admit` to find; a group that got fewer than it asked is refused for
+   * FLEET_POLL_MS. A run slot lasts `leaseMsOf(task)` at most. Without `fleet`, nothing.
+   */
+  async reserve(tasks: readonly Task[], leaseMsOf: (task: Task) => number): Promise<void> {
+    const fleet = this.#fleet;
+    if (fleet === undefined) return;
+    const groups = new Map<string, { control: TypeControl; tasks: Task[] }>();
+    for (const task of [...tasks].sort((a, b) => a.runAt - b.runAt || a.id - b.id)) {
+      const control = this.#settings.get(task.type);
+      if (!FleetSlots.limits(control) || control!.paused) continue;
+      const key = keyOf(task, control);
+      const group = groups.get(key) ?? { control: control!, tasks: [] };
+      group.tasks.push(task);
+      groups.set(key, group);
+    }
+    for (const [key, { control, tasks: waiting }] of groups) {
+      const leaseMs = Math.max(...waiting.map(leaseMsOf));
+      const grants = await fleet.take(key, control, waiting.length, leaseMs);
+      grants.forEach((grant, i) => this.#grants.set(waiting[i]!.id, grant));
+      if (grants.length < waiting.length) this.#refuse(key);
+    }
+  }
+
+  /** Grants `reserve` took for `ids` that no ticket took (the task was not admitted, or the try failed): freed. */
+  dropUnused(ids: readonly number[]): void {
+    for (const id of ids) {
+      const grant = this.#grants.get(id);
+      if (grant === undefined) continue;
+      this.#grants.delete(id);
+      void this.#fleet?.rollBack(grant);
+    }
   }
 
   /** The run `ticket` admitted finished: its slot frees, and the next waiting task of its type may go. */
   release(ticket: Ticket): void {
     this.#running.finish(ticket.type, ticket.key);
-    this.#wake(ticket.type);
+    this.#afterFree(ticket, false);
   }
 
   /** The run `ticket` admitted never began (its transaction rolled back): its start is forgotten too. */
   rollBack(ticket: Ticket): void {
     this.#starts.forget(ticket.key, ticket.startedAt);
-    this.release(ticket);
+    this.#running.finish(ticket.type, ticket.key);
+    this.#afterFree(ticket, true);
+  }
+
+  /** Wakes the type's waiting tasks; with a grant, once the fleet's slot is free (so the next one finds it). */
+  #afterFree(ticket: Ticket, never: boolean): void {
+    const { grant } = ticket;
+    if (grant === undefined || this.#fleet === undefined) {
+      this.#wake(ticket.type);
+      return;
+    }
+    void (never ? this.#fleet.rollBack(grant) : this.#fleet.release(grant)).then(() => {
+      this.#refused.delete(ticket.key);
+      this.#wake(ticket.type);
+    });
+  }
+
+  /** The fleet had no slot for `key`: it is not asked again for FLEET_POLL_MS. */
+  #refuse(key: string): void {
+    this.#refused.delete(key);
+    this.#refused.set(key, this.clock.now() + FLEET_POLL_MS);
+    while (this.#refused.size > this.#maxGroups) this.#refused.delete(this.#refused.keys().next().value!);
+  }
+
+  /** Until when the fleet refused `key` (undefined when it may be asked now). */
+  #refusedUntil(key: string, now: number): number | undefined {
+    const until = this.#refused.get(key);
+    if (until === undefined) return undefined;
+    if (until > now) return until;
+    this.#refused.delete(key);
+    return undefined;
   }
 
   /**
@@ -153,6 +246,7 @@ export class TypeAdmission {
     this.#stopped = true;
     this.#timers.clear();
     this.#room.clear();
+    this.#refused.clear();
   }
 
   // ── inside ──────────────────────────────────────────────────────────────────────────────
@@ -189,9 +283,11 @@ export class TypeAdmission {
       return left > 0;
     });
     const rate = control?.ratePerSecond;
-    if (rate != null) {
-      for (const [key, left] of room) {
-        if (left > 0) continue;
+    for (const [key, left] of room) {
+      if (left > 0) continue;
+      const refused = this.#refusedUntil(key, now);
+      if (refused !== undefined) this.#timers.set(key, refused - now, () => this.#wake(type));
+      else if (rate != null) {
         const at = nextRoomAt(this.#starts.of(key, now, rate), now, rate);
         this.#timers.set(key, at - now, () => this.#wake(type));
       }
@@ -205,6 +301,7 @@ export class TypeAdmission {
 
   /** How many more runs of `key` may start now (more than that is harmless: they wait again). */
   #roomOf(control: TypeControl | undefined, key: string, now: number): number {
+    if (this.#refusedUntil(key, now) !== undefined) return 0;
     let room = Number.POSITIVE_INFINITY;
     if (control?.maxConcurrency != null) room = Math.min(room, control.maxConcurrency - this.#running.ofKey(key));
     const rate = control?.ratePerSecond;

@@ -25,6 +25,7 @@ describe('migrations', () => {
     const tables = await db.query<any[]>('SHOW TABLES');
     expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual([
       'audit_log',
+      'limit_slots',
       'members',
       MIGRATIONS_TABLE,
       'shard_leases',

@@ -310,7 +310,7 @@ final class Client
     /**
      * Sets a type's run limits (an admin token): any of maxConcurrency (runs at once),
      * ratePerSecond (starts in any one second) and groupBy (a payload field: the limits apply per
-     * value of it). A key left out is kept; null clears it. The limits hold in each process.
+     * value of it). A key left out is kept; null clears it. The limits hold for every process together.
      *
      * @param array{maxConcurrency?: ?int, ratePerSecond?: int|float|null, groupBy?: ?string} $limits
      * @return array<string, mixed> the type as it is now

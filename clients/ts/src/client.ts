@@ -250,7 +250,7 @@ export class PunctualClient {
     return (await this.#body<TypeList>('GET', '/types')).types;
   }
 
-  /** Sets a type's run limits (admin); a field left out is kept, null clears it. Limits are per process. */
+  /** Sets a type's run limits (admin); a field left out is kept, null clears it. Limits hold for every process together. */
   setLimits(type: string, limits: TypeLimits): Promise<TaskType> {
     return this.#body('PUT', `/types/${encodeURIComponent(type)}/limits`, limits);
   }
