@@ -48,8 +48,18 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'PUT /types/:type/limits': { action: 'limits', target: (r) => `type:${param('type')(r)}` },
 };
 
-/** The routes that change nothing a trail needs: the creates. */
-export const NOT_AUDITED = new Set(['POST /tasks', 'POST /tasks/batch']);
+/**
+ * The routes that change nothing a trail needs: the creates, and the pull workers' lease and
+ * settles (a worker's hot path; the task's row keeps each outcome).
+ */
+export const NOT_AUDITED = new Set([
+  'POST /tasks',
+  'POST /tasks/batch',
+  'POST /workers/lease',
+  'POST /tasks/:id/ack',
+  'POST /tasks/:id/nack',
+  'POST /tasks/:id/extend',
+]);
 
 /** What came of a change, from its answer: the task's state after, or a bulk change's counts. */
 function resultOf(payload: unknown): unknown {

@@ -2,8 +2,10 @@
  * The fleet's slots under the type limits (the limit_slots table): the database decides who may
  * start, so maxConcurrency and ratePerSecond hold for every process together. A slot is a row
  * (type, group, kind, slot number) held by `holder` until leased_until, in database time; a slot
- * whose lease passed is free, whoever held it. Taking is one conditional UPDATE of free rows, then
- * an INSERT IGNORE of slot numbers no row has yet: a row two processes race for goes to one.
+ * whose lease passed is free, whoever held it. Taking is one conditional UPDATE of free rows; when
+ * it got fewer than asked, the slot numbers no row has yet are inserted free (INSERT IGNORE: a
+ * number two processes race for gets one row) and the UPDATE is asked again. A row goes to one
+ * taker, and racing first takers share all of the group's slots between them, not only the lowest.
  * Runner of dispatch/fleet-slots.ts.
  */
 import type mysql from 'mysql2/promise';
@@ -54,13 +56,15 @@ export class LimitSlotStore {
         const [rows] = await conn.query<[number][] & mysql.RowDataPacket[]>({ sql: SQL.numbers, rowsAsArray: true }, [type, digest, kind]);
         const present = new Set(rows.map(([slot]) => Number(slot)));
         const fresh: number[] = [];
-        for (let slot = 0; slot < size && fresh.length < want - updated.affectedRows; slot++) if (!present.has(slot)) fresh.push(slot);
+        for (let slot = 0; slot < size; slot++) if (!present.has(slot)) fresh.push(slot);
         if (fresh.length > 0) {
-          const row = '(?, ?, ?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)';
+          // Every missing number, free: then the conditional UPDATE decides who gets which.
+          const row = "(?, ?, ?, ?, '', '1970-01-01 00:00:01')";
           await conn.query(
             SQL.insert + fresh.map(() => row).join(', '),
-            fresh.flatMap((slot) => [type, digest, kind, slot, holder, micros]),
+            fresh.flatMap((slot) => [type, digest, kind, slot]),
           );
+          await conn.query(SQL.takeFree, [holder, micros, type, digest, kind, size, want - updated.affectedRows]);
         }
       }
       const [held] = await conn.query<[number][] & mysql.RowDataPacket[]>({ sql: SQL.held, rowsAsArray: true }, [

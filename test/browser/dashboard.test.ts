@@ -69,6 +69,14 @@ describe('the dashboard', () => {
     });
     const failing = await create({ type: 'sync_inventory', payload: { sku: 'A-100' }, delayMs: 0, maxAttempts: 1 });
     await waitFor(async () => (await status(failing)) === 'failed');
+    // Due ten minutes ago with one second to start: it ends expired, never run.
+    const expiring = await create({
+      type: 'close_order',
+      payload: { orderSn: orders[21]!.orderSn },
+      runAt: new Date(Date.now() - 600_000).toISOString(),
+      expireAfterMs: 1000,
+    });
+    await waitFor(async () => (await status(expiring)) === 'skipped');
 
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     // The page works under its Content-Security-Policy: the browser reports no violation.
@@ -100,6 +108,10 @@ describe('the dashboard', () => {
     await page.waitForTimeout(400);
     expect(await first.locator('td.countdown').textContent()).not.toBe(before);
     expect(await page.locator('#failed-tasks td.error').first().textContent()).toBe('inventory service answered 503');
+    const expired = page.locator(`#skipped-tasks tbody tr[data-id="${expiring}"]`);
+    await expired.waitFor();
+    expect(await expired.locator('td').nth(3).textContent()).toBe('expired');
+    expect(await expired.locator('td.error').textContent()).toMatch(/^expired: /);
 
     mkdirSync('test-artifacts', { recursive: true });
     await page.screenshot({ path: 'test-artifacts/dashboard.png', fullPage: true });

@@ -33,6 +33,8 @@ export interface StartOptions {
   timeoutMs?: number;
   /** Another built entry point (default: this checkout's dist/app/main.js). */
   main?: string;
+  /** Told of each log line as it comes, before the server is ready too. */
+  onLog?: (line: LogLine) => void;
 }
 
 const running = new Set<ChildProcess>();
@@ -46,7 +48,7 @@ export function killLeftoverServers(): number {
   return left;
 }
 
-export async function startServer({ env, timeoutMs = 20_000, main = MAIN }: StartOptions): Promise<ServerProcess> {
+export async function startServer({ env, timeoutMs = 20_000, main = MAIN, onLog }: StartOptions): Promise<ServerProcess> {
   const child = spawn(process.execPath, [main], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -66,6 +68,7 @@ export async function startServer({ env, timeoutMs = 20_000, main = MAIN }: Star
     try {
       const entry = JSON.parse(line) as LogLine;
       logs.push(entry);
+      onLog?.(entry);
       if (entry.msg === 'punctual is ready') onReady?.(String(entry.address));
     } catch {
       stderr.push(line);

@@ -18,8 +18,9 @@ describe('kill -9', () => {
   it('loses nothing and closes no order twice when the process dies while tasks fire', async () => {
     const env = { DATABASE_URL: db.url, CONCURRENCY: '4', BATCH_SIZE: '25' };
     let server: ServerProcess = await startServer({ env });
-    // Far enough ahead that every task exists before the first one is due.
-    const due = Date.now() + 8000;
+    // Far enough ahead that every task exists before the first one is due, on a busy machine too
+    // (2,000 creates take about 1 s on a quiet one, and were seen to take over 8 s on a loaded one).
+    const due = Date.now() + 15_000;
     const ids = await createTasks(
       server,
       orders.map((order, i) => ({

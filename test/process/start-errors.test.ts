@@ -106,16 +106,27 @@ describe('start-up errors', () => {
   it('waits for a database that comes up after it, saying so, then boots', async () => {
     const late = await preparePrivateMariaDb();
     try {
+      let said = false;
+      let saidWaiting: () => void = () => undefined;
+      const waiting = new Promise<void>((resolve) => (saidWaiting = resolve));
       const server = startServer({
         env: { DATABASE_URL: late.url('127.0.0.1', 'punctual_late'), DATABASE_SSL_MODE: 'required', DB_WAIT_MS: '90000' },
         timeoutMs: 100_000,
+        onLog: (line) => {
+          if (line.msg !== 'the database does not answer yet: waiting') return;
+          said = true;
+          saidWaiting();
+        },
       });
-      // The brief of this case is a database that starts a few seconds after the server: the
-      // delay is the scenario, not a wait for a condition; the waiting line is asserted below.
-      await new Promise((resolve) => setTimeout(resolve, 4000));
+      // The database comes up only once the server said it waits for it: the server must have waited.
+      await Promise.race([
+        waiting,
+        server.then(() => {
+          if (!said) throw new Error('ready without a database');
+        }),
+      ]);
       await late.start();
       const running = await server;
-      expect(running.logs.some((line) => line.msg === 'the database does not answer yet: waiting')).toBe(true);
       const [tables] = await late.query("SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = 'punctual_late'");
       expect(Number(tables?.n)).toBeGreaterThan(0);
       expect(await running.stop()).toBe(0);

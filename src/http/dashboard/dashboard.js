@@ -181,7 +181,7 @@ function renderTypes(types) {
   }
 }
 
-function render({ summary, pending, failed, recent, types }) {
+function render({ summary, pending, failed, skipped, recent, types }) {
   renderTypes(types.types);
   $('#pending').textContent = summary.pending;
   $('#running').textContent = summary.running;
@@ -204,6 +204,11 @@ function render({ summary, pending, failed, recent, types }) {
     cell(utc(task.finishedAt)),
     button('Retry', () => act('POST', `/tasks/${task.id}/retry`, `task ${task.id} will run again now`)),
   ]);
+  // An expired task (expireAfterMs) is a skipped one whose reason says so: marked apart from a misfire.
+  fill('#skipped-tasks', skipped.tasks, (task) => {
+    const expired = (task.lastError ?? '').startsWith('expired');
+    return [cell(expired ? 'expired' : 'misfire', expired ? 'bad' : ''), cell(task.lastError, 'error'), cell(utc(task.finishedAt))];
+  });
   fill('#recent-runs', recent.tasks, (task) => [cell(utc(task.runAt)), cell(late(task), 'num'), cell(task.attempts, 'num')]);
 }
 
@@ -232,14 +237,15 @@ function renderCluster(cluster) {
 
 async function refresh() {
   try {
-    const [summary, pending, failed, recent, types] = await Promise.all([
+    const [summary, pending, failed, skipped, recent, types] = await Promise.all([
       api('GET', '/tasks/summary'),
       api('GET', '/tasks/pending?limit=50'),
       api('GET', '/tasks/recent?status=failed&limit=30'),
+      api('GET', '/tasks/recent?status=skipped&limit=30'),
       api('GET', '/tasks/recent?status=done&limit=30'),
       api('GET', '/types'),
     ]);
-    render({ summary, pending, failed, recent, types });
+    render({ summary, pending, failed, skipped, recent, types });
     renderCluster(await api('GET', '/cluster'));
     if (Date.now() > state.noticeUntil) setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
