@@ -3,9 +3,10 @@
  * start, so maxConcurrency and ratePerSecond hold for every process together. A slot is a row
  * (type, group, kind, slot number) held by `holder` until leased_until, in database time; a slot
  * whose lease passed is free, whoever held it. Taking is one conditional UPDATE of free rows; when
- * it got fewer than asked, the slot numbers no row has yet are inserted free (INSERT IGNORE: a
- * number two processes race for gets one row) and the UPDATE is asked again. A row goes to one
- * taker, and racing first takers share all of the group's slots between them, not only the lowest.
+ * it got fewer than asked, the lowest slot numbers no row has yet (a few more than it wants) are
+ * inserted free (INSERT IGNORE: a number two processes race for gets one row) and the UPDATE is
+ * asked again. A row goes to one taker, and racing first takers share the inserted slots between
+ * them instead of all aiming at the same lowest numbers.
  * Runner of dispatch/fleet-slots.ts.
  */
 import type mysql from 'mysql2/promise';
@@ -21,6 +22,9 @@ export interface SlotGroup {
   digest: string;
   kind: SlotKind;
 }
+
+/** A take that finds too few rows inserts at least this many missing slot numbers (see take). */
+const FRESH_AT_LEAST = 8;
 
 /** A lease that ended this long ago leaves its row to the sweep (a busy group keeps its rows). */
 const SWEEP_AFTER_S = 3600;
@@ -55,10 +59,12 @@ export class LimitSlotStore {
       if (updated.affectedRows < want) {
         const [rows] = await conn.query<[number][] & mysql.RowDataPacket[]>({ sql: SQL.numbers, rowsAsArray: true }, [type, digest, kind]);
         const present = new Set(rows.map(([slot]) => Number(slot)));
+        // A few more missing numbers than wanted (a group's size may be a rate of 100,000): racing
+        // takers insert the same ones free, then the conditional UPDATE decides who gets which.
         const fresh: number[] = [];
-        for (let slot = 0; slot < size; slot++) if (!present.has(slot)) fresh.push(slot);
+        const room = Math.max(want - updated.affectedRows, FRESH_AT_LEAST);
+        for (let slot = 0; slot < size && fresh.length < room; slot++) if (!present.has(slot)) fresh.push(slot);
         if (fresh.length > 0) {
-          // Every missing number, free: then the conditional UPDATE decides who gets which.
           const row = "(?, ?, ?, ?, '', '1970-01-01 00:00:01')";
           await conn.query(
             SQL.insert + fresh.map(() => row).join(', '),
