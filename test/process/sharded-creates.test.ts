@@ -1,8 +1,10 @@
 /**
- * On-time creates in a sharded fleet: three SHARDING=on processes at their default refill, tasks
+ * On-time creates in a sharded fleet: three SHARDING=on processes refilling every 5 s, tasks
  * created 400 ms ahead through each process in turn. Two thirds of them land in shards another
- * process owns; they still run on time (lateness p99 ≤ 50 ms, read from the database as
- * orders.closed_at − tasks.run_at) and each once (the shop's ledger: one close per task).
+ * process owns; they still run at their time, not at the owner's next refill (lateness p99 under
+ * 1 s, read from the database as orders.closed_at − tasks.run_at, where waiting for the refill
+ * would make it seconds), and each once (the shop's ledger: one close per task). The 50 ms
+ * target is "B7 creates" of `npm run bench`: a loaded machine measured 15-167 ms here.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
@@ -26,7 +28,7 @@ afterAll(async () => {
 describe('creates through any process of a sharded fleet', () => {
   it('run on time and once, through the owner or not', async () => {
     db = await createShopDatabase('sharded_creates', orders);
-    members = await startMembers(Array.from({ length: 3 }, () => ({ DATABASE_URL: db.url, LEASE_MS: '3000' })));
+    members = await startMembers(Array.from({ length: 3 }, () => ({ DATABASE_URL: db.url, LEASE_MS: '3000', REFILL_INTERVAL_MS: '5000' })));
     await waitFor(() => balanced(db, members), 20_000, 'the shards to be shared out');
     const ids: number[] = [];
     for (const [i, order] of orders.entries()) {
@@ -46,7 +48,7 @@ describe('creates through any process of a sharded fleet', () => {
       `sharded creates, ${N} tasks 400 ms ahead through 3 processes in turn: lateness p50 ${p50} ms, p99 ${p99} ms, max ${late.at(-1)} ms`,
     );
     expect(late[0]).toBeGreaterThanOrEqual(0);
-    expect(p99).toBeLessThanOrEqual(50);
+    expect(p99).toBeLessThan(1000);
     expect(await Promise.all(members.map((m) => m.server.stop()))).toEqual([0, 0, 0]);
   }, 120_000);
 });
