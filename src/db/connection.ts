@@ -133,7 +133,7 @@ export class Database implements ConnectionSource<Connection> {
   readonly #drizzleOf = new WeakMap<Connection, Db>();
   #closing: Promise<void> | undefined;
   #insertIds: Promise<InsertIds> | undefined;
-  #mariadb: Promise<boolean> | undefined;
+  #pipelines: Promise<boolean> | undefined;
   readonly #poolSize: number;
   readonly #deadlineMs: number;
   readonly #open = new Set<object>();
@@ -312,16 +312,26 @@ export class Database implements ConnectionSource<Connection> {
     return { total: this.#open.size, inUse: this.#checkedOut.size, waiting: this.#waiting };
   }
 
-  /** Whether the server is MariaDB (it checks a row count inline, before COMMIT: pipeline.ts); asked once. */
-  isMariaDb(): Promise<boolean> {
-    this.#mariadb ??= this.pool
+  /**
+   * Whether the batch transaction may be pipelined (pipeline.ts); asked once. Only MariaDB checks a
+   * row count inline, before COMMIT. And not on a Galera node: a transaction aborted there by a
+   * replicated write while the server runs a multi-statement text does not stop the text; the
+   * statements after the abort run on, each committing itself, and the client hears no error
+   * (test/cluster/pipeline.test.ts shows it), so the effects and the completion would part.
+   */
+  pipelines(): Promise<boolean> {
+    this.#pipelines ??= this.pool
       .query<mysql.RowDataPacket[]>(DB.version)
-      .then(([[row]]) => /MariaDB/i.test(String(row?.version)))
+      .then(async ([[row]]) => {
+        if (!/MariaDB/i.test(String(row?.version))) return false;
+        const [wsrep] = await this.pool.query<mysql.RowDataPacket[]>(DB.wsrepOn);
+        return String(wsrep[0]?.Value ?? 'OFF').toUpperCase() !== 'ON';
+      })
       .catch((error: unknown) => {
-        this.#mariadb = undefined;
+        this.#pipelines = undefined;
         throw error;
       });
-    return this.#mariadb;
+    return this.#pipelines;
   }
 
   /** What this server offers for learning the ids of a multi-row INSERT; asked once. */

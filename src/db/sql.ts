@@ -31,6 +31,8 @@ export const DB = {
   ping: 'SELECT 1',
   /** Which server this is (the migrator picks the exact collation's name by it). */
   version: 'SELECT VERSION() AS version',
+  /** A Galera node replicating (an empty answer where the server has no Galera in it). */
+  wsrepOn: "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'",
   /** What tells the ids of a multi-row INSERT (Database.insertIds). */
   insertIdTraits: 'SELECT VERSION() AS version, @@innodb_autoinc_lock_mode AS mode, @@auto_increment_increment AS step',
   /** Microseconds since the epoch by the server's clock, whatever the session's time_zone. */

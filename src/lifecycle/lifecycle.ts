@@ -196,8 +196,9 @@ export class Lifecycle {
         await recordRuns(recorder, conn, runs);
         return result;
       },
-      // MariaDB checks the completion's row count inline, so BEGIN and COMMIT can travel with the work (db/pipeline.ts).
-      { retry: ONCE, deadlineMs, pipelined: await database.isMariaDb() },
+      // Where the server checks the completion's row count inline and runs a multi-statement text
+      // as one transaction, BEGIN and COMMIT travel with the work (db/pipeline.ts).
+      { retry: ONCE, deadlineMs, pipelined: await database.pipelines() },
     );
     this.#apply({ effects });
     return value;

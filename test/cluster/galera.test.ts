@@ -75,35 +75,38 @@ describe('on a Galera cluster', () => {
     // Timed from before the call: the kill happens while the script runs.
     const killedAt = Date.now();
     killNode(2);
-    // Recovered: the process whose node died writes again (through another node).
-    let probe = 0;
-    await waitFor(
-      async () => {
-        const { status } = await victim!.request('POST', '/tasks', {
-          type: 'close_order',
-          payload: { orderSn: `probe-${probe++}` },
-          delayMs: 3_600_000,
-        });
-        return status === 201 || undefined;
-      },
-      60_000,
-      'the process to write again',
-    );
-    const recoveredMs = Date.now() - killedAt;
-    await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 120_000, 'every task to run');
-    const allDoneMs = Date.now() - killedAt;
-    const check = await checkShop(db, orders);
-    const switches = victim!.logs.filter((line) => line.msg.includes('new connections go to the next host'));
-    const switchLine = switches.find((line) => typeof line.time === 'number' && line.time >= killedAt);
-    const switched = switchLine !== undefined;
-    const switchedMs = typeof switchLine?.time === 'number' ? switchLine.time - killedAt : Number.NaN;
-    console.log(
-      `[cluster] node killed under load: the process moved to the next host after ${switchedMs} ms and wrote again after ${recoveredMs} ms; all ${ids.length} tasks done ${allDoneMs} ms after the kill; runs ${check.runs}, ran twice ${check.ranTwice}`,
-    );
-    expect(switched).toBe(true);
-    expect(check).toMatchObject({ ranTwice: 0, stockMatches: true, runs: next });
-    expect(victim!.child.exitCode).toBeNull();
-    // The node comes back and rejoins (IST from the others).
-    console.log(`[cluster] node 2 rejoined in ${await restartNode(2)} ms`);
+    try {
+      // Recovered: the process whose node died writes again (through another node).
+      let probe = 0;
+      await waitFor(
+        async () => {
+          const { status } = await victim!.request('POST', '/tasks', {
+            type: 'close_order',
+            payload: { orderSn: `probe-${probe++}` },
+            delayMs: 3_600_000,
+          });
+          return status === 201 || undefined;
+        },
+        60_000,
+        'the process to write again',
+      );
+      const recoveredMs = Date.now() - killedAt;
+      await waitFor(async () => (await countStatus(db, 'done', ids)) === ids.length, 120_000, 'every task to run');
+      const allDoneMs = Date.now() - killedAt;
+      const check = await checkShop(db, orders);
+      const switches = victim!.logs.filter((line) => line.msg.includes('new connections go to the next host'));
+      const switchLine = switches.find((line) => typeof line.time === 'number' && line.time >= killedAt);
+      const switched = switchLine !== undefined;
+      const switchedMs = typeof switchLine?.time === 'number' ? switchLine.time - killedAt : Number.NaN;
+      console.log(
+        `[cluster] node killed under load: the process moved to the next host after ${switchedMs} ms and wrote again after ${recoveredMs} ms; all ${ids.length} tasks done ${allDoneMs} ms after the kill; runs ${check.runs}, ran twice ${check.ranTwice}`,
+      );
+      expect(switched).toBe(true);
+      expect(check).toMatchObject({ ranTwice: 0, stockMatches: true, runs: next });
+      expect(victim!.child.exitCode).toBeNull();
+    } finally {
+      // The node comes back and rejoins (IST from the others), so the tests after this one see three nodes.
+      console.log(`[cluster] node 2 rejoined in ${await restartNode(2)} ms`);
+    }
   });
 });

@@ -43,6 +43,10 @@ function counting(conn: PoolConnection, sent: string[]): void {
 }
 
 describe('a pipelined transaction', () => {
+  it('is what a batch uses on a single MariaDB server (on a Galera node it is not: test/cluster/pipeline.test.ts)', async () => {
+    expect(await database.pipelines()).toBe(true);
+  });
+
   it('sends BEGIN with the first statement and held writes with COMMIT: two round trips', async () => {
     const sent: string[] = [];
     const source: ConnectionSource<PoolConnection> = {

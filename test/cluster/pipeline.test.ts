@@ -1,0 +1,81 @@
+/**
+ * Why a batch is not pipelined on a Galera node (src/db/pipeline.ts, Database.pipelines): a
+ * transaction that a replicated write aborts while the node runs a multi-statement text does not
+ * stop the text. The statements after the abort run on, each committing itself, and the client
+ * hears no error: a close_order's stock could come back while its order stayed open.
+ */
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Database } from '../../src/db/connection.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { NODES } from '../helpers/galera.js';
+import { waitFor } from '../helpers/server.js';
+
+let db: TestDatabase;
+const open: mysql.Connection[] = [];
+
+/** A connection to node `n` (1..3) of the cluster, in the test database. */
+async function onNode(n: number): Promise<mysql.Connection> {
+  const conn = await mysql.createConnection({ uri: `mysql://root@${NODES[n - 1]}/${db.name}`, multipleStatements: true });
+  open.push(conn);
+  return conn;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('galera_pipeline');
+  for (const table of ['locked', 'after_abort']) {
+    await db.execute(`CREATE TABLE ${table} (id INT PRIMARY KEY, v INT NOT NULL)`);
+    await db.execute(`INSERT INTO ${table} (id, v) VALUES (1, 0)`);
+  }
+});
+
+afterAll(async () => {
+  for (const conn of open) await conn.end().catch(() => undefined);
+  await db?.drop();
+});
+
+describe('a multi-statement text on a Galera node', () => {
+  it('runs on after a replicated write aborted its transaction, each statement committing itself, with no error', async () => {
+    const victim = await onNode(2);
+    const watcher = await onNode(2);
+    const other = await onNode(3);
+    await other.query('SET SESSION wsrep_sync_wait = 1');
+    const [[{ id }]] = (await victim.query('SELECT CONNECTION_ID() AS id')) as unknown as [[{ id: number }]];
+    // The text ends in ROLLBACK: in one transaction, nothing of it would stay.
+    const text = victim
+      .query('BEGIN; UPDATE locked SET v = v + 1 WHERE id = 1; DO SLEEP(1); UPDATE after_abort SET v = v + 1 WHERE id = 1; ROLLBACK')
+      .then(
+        () => 'no error',
+        (error: { code?: string }) => error.code,
+      );
+    // While it sleeps holding the row lock, a write through another node takes the row.
+    await waitFor(
+      async () => {
+        const [rows] = await watcher.query<mysql.RowDataPacket[]>(
+          'SELECT STATE AS state FROM information_schema.PROCESSLIST WHERE ID = ?',
+          [id],
+        );
+        return rows[0]?.state === 'User sleep';
+      },
+      10_000,
+      'the text to sleep',
+    );
+    await other.query('UPDATE locked SET v = v + 100 WHERE id = 1');
+    expect(await text).toBe('no error');
+    const [[row]] = (await other.query(
+      'SELECT (SELECT v FROM locked) AS locked, (SELECT v FROM after_abort) AS afterAbort',
+    )) as unknown as [[{ locked: number; afterAbort: number }]];
+    // The text's first write was undone by the abort; the one after it committed on its own.
+    expect(row.locked).toBe(100);
+    expect(row.afterAbort).toBeGreaterThan(0);
+  });
+
+  it('is why punctual does not pipeline a batch through a Galera node', async () => {
+    const database = new Database({ url: `mysql://root@${NODES[1]}/${db.name}`, poolSize: 1, lockWaitTimeoutS: 1 });
+    try {
+      expect(await database.pipelines()).toBe(false);
+    } finally {
+      await database.close();
+    }
+  });
+});
