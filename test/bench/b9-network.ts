@@ -1,5 +1,5 @@
 /**
- * B9: a database across the network. A delay proxy (delay-proxy.ts) of 1, 2 and 5 ms each way
+ * B9: a database across the network. A delay proxy (test/helpers/proxy.ts with delayMs) of 1, 2 and 5 ms each way
  * sits between punctual and MariaDB; `close_order` tasks come due at 300/s and at 1,000/s for 10 s
  * (inserted straight into the table, armed by the refill). The floor goes through the same proxy in the same
  * run, at 300/s: a bare `setTimeout` per task and the seeds' close (BEGIN; the order locked; the
@@ -10,7 +10,7 @@
  * database over the window, divided by the tasks.
  */
 import mysql from 'mysql2/promise';
-import { DelayProxy } from './delay-proxy.js';
+import { Proxy } from '../helpers/proxy.js';
 import { type BenchDb, quantile, sleep, startServer, utcSql, waitUntil } from './lib.js';
 
 type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
@@ -48,7 +48,7 @@ async function lateness(db: BenchDb, N: number): Promise<number[]> {
   return db.closeLateness();
 }
 
-async function punctual(db: BenchDb, proxy: DelayProxy, N: number): Promise<Run> {
+async function punctual(db: BenchDb, proxy: Proxy, N: number): Promise<Run> {
   await db.reset();
   await db.seedOrders(N);
   const server = await startServer(db, { databaseUrl: proxy.url(db.name) });
@@ -65,7 +65,7 @@ async function punctual(db: BenchDb, proxy: DelayProxy, N: number): Promise<Run>
 }
 
 /** The seeds' close of one order, per task, on its own timer. */
-async function floor(db: BenchDb, proxy: DelayProxy, N: number): Promise<Run> {
+async function floor(db: BenchDb, proxy: Proxy, N: number): Promise<Run> {
   await db.reset();
   await db.seedOrders(N);
   const first = Date.now() + 3000;
@@ -123,7 +123,7 @@ async function floor(db: BenchDb, proxy: DelayProxy, N: number): Promise<Run> {
 
 export async function network(db: BenchDb, record: Record): Promise<void> {
   for (const delayMs of (process.env.BENCH_B9_DELAYS ?? '1,2,5').split(',').map(Number)) {
-    const proxy = await new DelayProxy(delayMs).start();
+    const proxy = await new Proxy({ delayMs }).start();
     try {
       const rtt = await roundTripMs(proxy.url(db.name));
       const at = `${delayMs} ms each way`;

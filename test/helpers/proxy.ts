@@ -1,7 +1,9 @@
 /**
  * A TCP proxy between punctual and MariaDB, to break the network the ways real networks break:
  * cut every connection, refuse new ones for a while, or forget idle connections the way a NAT
- * gateway does (the client learns it only when it writes, from a reset).
+ * gateway does (the client learns it only when it writes, from a reset). With `delayMs` it delays
+ * every chunk by that time each way, in order: a database across a network (1 ms each way is
+ * about a cloud zone's round trip; B9 of the bench).
  */
 import { createServer, type Server, type Socket, connect } from 'node:net';
 
@@ -22,11 +24,23 @@ export class Proxy {
   port = 0;
   accepted = 0;
   refused = 0;
+  /** Chunks sent from the client side to the database: about one per round trip. */
+  requests = 0;
+  readonly delayMs: number;
+  readonly #targetHost: string;
+  readonly #targetPort: number;
 
-  constructor(
-    private readonly targetHost = '127.0.0.1',
-    private readonly targetPort = 3306,
-  ) {}
+  constructor(options: { delayMs?: number; targetHost?: string; targetPort?: number } = {}) {
+    this.delayMs = options.delayMs ?? 0;
+    this.#targetHost = options.targetHost ?? '127.0.0.1';
+    this.#targetPort = options.targetPort ?? 3306;
+  }
+
+  /** `write` now, or after delayMs (timers of one delay fire in the order they were set: bytes keep their order). */
+  #later(write: () => void): void {
+    if (this.delayMs === 0) write();
+    else setTimeout(write, this.delayMs);
+  }
 
   async start(): Promise<this> {
     this.#server = createServer((client) => this.#accept(client));
@@ -51,7 +65,9 @@ export class Proxy {
       return;
     }
     this.accepted++;
-    const server = connect(this.targetPort, this.targetHost);
+    const server = connect(this.#targetPort, this.#targetHost);
+    client.setNoDelay(true);
+    server.setNoDelay(true);
     const pair: Pair = { client, server, lastActive: Date.now(), forgotten: false, stalled: false };
     this.#pairs.add(pair);
     client.on('data', (chunk: Buffer) => {
@@ -61,17 +77,20 @@ export class Proxy {
       }
       if (pair.stalled) return;
       pair.lastActive = Date.now();
-      server.write(chunk);
+      this.requests++;
+      this.#later(() => server.destroyed || server.write(chunk));
     });
     server.on('data', (chunk: Buffer) => {
       pair.lastActive = Date.now();
-      if (!pair.forgotten && !pair.stalled) client.write(chunk);
+      if (!pair.forgotten && !pair.stalled) this.#later(() => client.destroyed || client.write(chunk));
     });
-    const close = () => {
-      this.#pairs.delete(pair);
-      client.destroy();
-      server.destroy();
-    };
+    // Delayed as the bytes are, so what was in flight arrives first.
+    const close = () =>
+      this.#later(() => {
+        this.#pairs.delete(pair);
+        client.destroy();
+        server.destroy();
+      });
     client.on('close', close).on('error', close);
     server.on('close', () => (pair.forgotten ? undefined : close())).on('error', close);
   }

@@ -143,7 +143,7 @@ describe('a broker that goes away mid-run loses nothing', () => {
   });
 
   it('RabbitMQ: the connection cut mid-run, twice, through a proxy', async () => {
-    const proxy = await new Proxy('127.0.0.1', 5672).start();
+    const proxy = await new Proxy({ targetPort: 5672 }).start();
     cleanups.push(() => proxy.stop());
     const id = suffix();
     const [exchange, queue] = [`punctual-faults-${id}`, `punctual-faults-${id}`];
