@@ -236,6 +236,11 @@ export class TypeAdmission {
     return this.#starts.size;
   }
 
+  /** How many groups the fleet refused are held back from asking again (bounded by maxGroups too). */
+  get groupsRefused(): number {
+    return this.#refused.size;
+  }
+
   /** Whether `id` waited here (once asked, forgotten: also for ids done with otherwise). */
   waited(id: number): boolean {
     return this.#room.hasWaited(id);

@@ -6,9 +6,12 @@
 import type { RowDataPacket } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../../src/db/connection.js';
+import { FleetSlots } from '../../src/dispatch/fleet-slots.js';
+import { TypeAdmission } from '../../src/dispatch/limits.js';
 import { LimitSlotStore, type SlotGroup } from '../../src/store/limit-slots.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/server.js';
+import { aControl, aTask } from '../helpers/tasks.js';
 
 let db: TestDatabase;
 const databases: Database[] = [];
@@ -74,5 +77,25 @@ describe('limit slots', () => {
     expect(Date.now() - at).toBeGreaterThanOrEqual(250);
     // A smaller size leaves the slots above it alone.
     expect(await store.take(group, 1, 1, 'e', 60_000)).toEqual([]);
+  });
+});
+
+describe('type admission with the fleet', () => {
+  it('remembers at most maxGroups of the groups the fleet refused, however many distinct groups are refused', async () => {
+    const store = new LimitSlotStore(databases[0]!);
+    const admission = (owner: string) => {
+      const limits = new TypeAdmission({ now: () => Date.now() }, { maxGroups: 10, fleet: new FleetSlots(store, owner) });
+      limits.apply([aControl('capped', { maxConcurrency: 1, groupBy: 'body' })]);
+      return limits;
+    };
+    const tasksOf = (first: number) =>
+      Array.from({ length: 100 }, (_, i) => aTask({ id: first + i, type: 'capped', payload: { body: `group-${i}` }, runAt: i }));
+    // One process holds the one slot of each of 100 groups; another asks for all of them.
+    const holder = admission('holder');
+    await holder.reserve(tasksOf(1), () => 60_000);
+    const asker = admission('asker');
+    await asker.reserve(tasksOf(1001), () => 60_000);
+    expect(tasksOf(1001).every((task) => asker.admit(task, Date.now()) === undefined)).toBe(true);
+    expect(asker.groupsRefused).toBe(10);
   });
 });
