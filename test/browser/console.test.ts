@@ -326,6 +326,18 @@ describe('the console', { timeout: 90_000 }, () => {
       `ids:${chosen.join(',')}`,
       '200',
     ]);
+
+    // A whole page ticked at once; when its tasks are gone, the last page there is shows.
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.locator('#page-info', { hasText: '101–117 of 117 · page 3 of 3' }).waitFor();
+    const last = await ids(page);
+    await page.getByLabel('Select all on this page').check();
+    await page.getByRole('button', { name: 'Cancel selected (17)' }).click();
+    await page.getByRole('button', { name: 'Cancel 17 tasks' }).click();
+    await page.locator('#page-info', { hasText: '51–100 of 100 · page 2 of 2' }).waitFor();
+    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled' AND id IN (?)", [last])).toBe(17);
+    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled'")).toBe(20);
     await page.context().close();
   });
 

@@ -569,6 +569,12 @@ async function refresh() {
       api('GET', `/tasks?${listQuery()}`),
       api('GET', '/types'),
     ]);
+    const last = Math.max(0, Math.ceil(page.total / PAGE_SIZE) - 1) * PAGE_SIZE;
+    if (page.tasks.length === 0 && last < state.view.offset) {
+      // The page emptied (its tasks ran or were cancelled): show the last page there is.
+      state.view.offset = last;
+      return void refresh();
+    }
     renderSummary(summary);
     renderTypes(types.types);
     renderPaused(types.types);
@@ -694,10 +700,13 @@ $('#page-next').addEventListener('click', () => {
 });
 
 $('#select-page').addEventListener('change', () => {
-  for (const box of document.querySelectorAll('#tasks input.pick')) {
-    box.checked = $('#select-page').checked;
-    box.dispatchEvent(new Event('change'));
+  const on = $('#select-page').checked;
+  for (const task of state.shown) {
+    if (on) state.selected.add(task.id);
+    else state.selected.delete(task.id);
   }
+  for (const box of document.querySelectorAll('#tasks input.pick')) box.checked = on;
+  renderBulk();
 });
 
 const counted = (verb) => (answer) => `${answer.changed} of ${answer.matched} tasks ${verb}`;
