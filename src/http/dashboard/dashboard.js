@@ -1,4 +1,8 @@
-// The dashboard: the same HTTP API as everyone else, with the same token. No build step.
+// The dashboard, an operator's console: the same HTTP API as everyone else, with the same token.
+// No build step, no framework. One view at a time (a status, its filters, a page by offset, from
+// GET /tasks and GET /tasks/counts), a task page at #task/<id>, and every change asked for in a
+// dialog first; what a token's role may not do has no control at all. A refresh every 2 s
+// rebuilds the rows and gives the focus back to the control that had it (keyboard users).
 const REFRESH_MS = 2000;
 // The token lives in sessionStorage: it ends with the tab, and is not left on disk for whoever opens the browser next.
 //
