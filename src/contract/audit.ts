@@ -5,7 +5,7 @@
 import { Type, type Static } from 'typebox';
 import { Nullable } from './nullable.js';
 
-export const AUDIT_ACTIONS = ['cancel', 'reschedule', 'retry', 'bulk-cancel', 'bulk-reschedule', 'pause', 'resume', 'limits'] as const;
+export const AUDIT_ACTIONS = ['cancel', 'reschedule', 'retry', 'bulk-cancel', 'bulk-reschedule', 'bulk-retry', 'pause', 'resume', 'limits'] as const;
 
 export const AuditEntryJson = Type.Object({
   id: Type.Integer(),
@@ -16,7 +16,7 @@ export const AuditEntryJson = Type.Object({
     description: "the request's id: its X-Request-Id when it sent one, else the one punctual gave it (in the log too)",
   }),
   action: Type.Enum([...AUDIT_ACTIONS]),
-  target: Type.String({ description: '`task:<id>`, `key:<key>`, `type:<type>`, `tag:<tag>` or `key-prefix:<prefix>`' }),
+  target: Type.String({ description: '`task:<id>`, `key:<key>`, `type:<type>`, `tag:<tag>`, `key-prefix:<prefix>` or `ids:<id>,<id>,…` (cut to 255 characters, `…+N` the rest)' }),
   status: Type.Integer({ description: "the answer's status: 2xx done, 409 refused (the task was not in the state the change needs)" }),
   detail: Type.Unknown({ description: 'what was asked and what came of it' }),
 });

@@ -1,9 +1,10 @@
 /**
- * Bulk changes (admin role): cancel or move every pending task with a tag, a key prefix or a
- * type. A shifted move carries a request id, so a repeat moves nothing twice.
+ * Bulk changes (admin role): cancel or move every pending task with a tag, a key prefix, a type
+ * or an id among a list, or retry every failed one. A shifted move carries a request id, so a
+ * repeat moves nothing twice.
  */
 import { Type, type Static } from 'typebox';
-import { MAX_DELAY_MS, MAX_KEY_LENGTH, MAX_TAG_LENGTH, MAX_TYPE_LENGTH, TAG_PATTERN } from './limits.js';
+import { MAX_BULK_IDS, MAX_DELAY_MS, MAX_KEY_LENGTH, MAX_TAG_LENGTH, MAX_TYPE_LENGTH, TAG_PATTERN } from './limits.js';
 import { RunAt, Timezone } from './tasks.js';
 
 /** The fields of a bulk change that pick its tasks (the store's Selector), exactly one given. */
@@ -17,12 +18,42 @@ const SelectorFields = {
   type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'the pending tasks of this type' })),
 };
 
-export const BulkCancelBody = Type.Object(SelectorFields, {
-  additionalProperties: false,
-  description: 'exactly one of tag, keyPrefix, type',
-  examples: [{ tag: 'merchant:42' }],
+/** A selection (a console's ticked rows), as a selector of its own. */
+const Ids = Type.Array(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), {
+  minItems: 1,
+  maxItems: MAX_BULK_IDS,
+  uniqueItems: true,
+  description: `up to ${MAX_BULK_IDS} task ids: those among them in the state the change needs`,
 });
+
+export const BulkCancelBody = Type.Object(
+  { ...SelectorFields, ids: Type.Optional(Ids) },
+  {
+    additionalProperties: false,
+    description: 'exactly one of tag, keyPrefix, type, ids',
+    examples: [{ tag: 'merchant:42' }, { ids: [1204, 1205, 1209] }],
+  },
+);
 export type BulkCancelBody = Static<typeof BulkCancelBody>;
+
+export const BulkRetryBody = Type.Object(
+  {
+    tag: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN, description: 'the failed tasks with this tag' }),
+    ),
+    keyPrefix: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'the failed tasks whose key starts with this' }),
+    ),
+    type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'the failed tasks of this type' })),
+    ids: Type.Optional(Ids),
+  },
+  {
+    additionalProperties: false,
+    description: 'exactly one of tag, keyPrefix, type, ids: each failed task among them runs again now, its attempts reset',
+    examples: [{ tag: 'merchant:42' }, { ids: [1204, 1205] }],
+  },
+);
+export type BulkRetryBody = Static<typeof BulkRetryBody>;
 
 export const BulkRescheduleBody = Type.Object(
   {
@@ -54,7 +85,7 @@ export type BulkRescheduleBody = Static<typeof BulkRescheduleBody>;
 
 export const BulkResult = Type.Object(
   {
-    matched: Type.Integer({ description: 'pending tasks the selector found' }),
+    matched: Type.Integer({ description: 'tasks in the state the change needs (pending; failed for a retry) the selector found' }),
     changed: Type.Integer({ description: 'tasks this request changed (a task that ran meanwhile, or was changed already, is not)' }),
   },
   { examples: [{ matched: 1200, changed: 1200 }] },

@@ -30,6 +30,11 @@ export const MAX_DELAY_MS = Math.ceil(MAX_YEARS_AHEAD * 365.25) * 24 * 3600 * 10
 export const MAX_PAGE = 1000;
 export const DEFAULT_PAGE = 100;
 export const MAX_BATCH = 1000;
+/** GET /tasks pages by offset, for a console's page numbers: at most 200 a page, and no deeper than this offset (follow /tasks/pending's cursor past it). */
+export const MAX_LIST_PAGE = 200;
+export const MAX_LIST_OFFSET = 10_000;
+/** A bulk change by ids names at most this many. */
+export const MAX_BULK_IDS = 1000;
 
 export const MAX_CONCURRENCY = 10_000;
 export const MAX_RATE = 1_000_000;

@@ -2,11 +2,13 @@
  * The task: how it is shown, how it is created, moved and listed, and the summary of the backlog.
  * A field's description here is the one the OpenAPI document and the clients' types carry.
  */
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TInteger } from 'typebox';
 import {
   DEFAULT_PAGE,
   MAX_DELAY_MS,
   MAX_KEY_LENGTH,
+  MAX_LIST_OFFSET,
+  MAX_LIST_PAGE,
   MAX_PAGE,
   MAX_PRIORITY,
   MAX_SPREAD_MS,
@@ -18,6 +20,7 @@ import {
   MISFIRE_POLICIES,
   TAG_PATTERN,
   TASK_STATUSES,
+  type TaskStatus,
 } from './limits.js';
 import { Nullable } from './nullable.js';
 
@@ -275,3 +278,55 @@ export const Summary = Type.Object(
   },
 );
 export type Summary = Static<typeof Summary>;
+
+/** The filters of GET /tasks and GET /tasks/counts. */
+const ListFilterFields = {
+  type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'only tasks of this type' })),
+  tag: Type.Optional(
+    Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN, description: 'only tasks with this tag' }),
+  ),
+  keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'only tasks whose key starts with this' })),
+};
+
+export const ListQuery = Type.Object(
+  {
+    status: Type.Optional(Type.Enum([...TASK_STATUSES], { default: 'pending', description: 'the view: tasks in this status' })),
+    ...ListFilterFields,
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_PAGE, default: 50 })),
+    offset: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: MAX_LIST_OFFSET, default: 0, description: 'tasks to skip: a page number times limit' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ListQuery = Static<typeof ListQuery>;
+
+export const ListPage = Type.Object(
+  {
+    tasks: Type.Array(TaskJson),
+    total: Type.Integer({ description: 'tasks in this status with these filters, in the whole table (counted a second or two ago at most)' }),
+    offset: Type.Integer(),
+    nextOffset: Nullable(Type.Integer({ description: 'offset of the next page; null on the last one (or past the deepest offset)' })),
+  },
+  { examples: [{ tasks: [], total: 120, offset: 100, nextOffset: null }] },
+);
+export type ListPage = Static<typeof ListPage>;
+
+export const CountsQuery = Type.Object(ListFilterFields, { additionalProperties: false });
+export type CountsQuery = Static<typeof CountsQuery>;
+
+export const StatusCounts = Type.Object(
+  {
+    counts: Type.Object(Object.fromEntries(TASK_STATUSES.map((status) => [status, Type.Integer()])) as Record<TaskStatus, TInteger>),
+    countedAt: Type.String({ description: 'when the counts were taken (one reading is shared for a second or two)' }),
+  },
+  {
+    examples: [
+      {
+        counts: { pending: 2296, running: 3, done: 18_204, failed: 7, cancelled: 120, skipped: 4 },
+        countedAt: '2026-12-01T02:00:00.000Z',
+      },
+    ],
+  },
+);
+export type StatusCounts = Static<typeof StatusCounts>;

@@ -27,9 +27,27 @@ type Body = Record<string, unknown> | undefined;
 
 const param = (name: string) => (request: FastifyRequest) => String((request.params as Params)[name]);
 
+/** The longest target the trail keeps (its column). */
+const MAX_TARGET = 255;
+
+/** A selection of ids as a target: `ids:12,13,14`, cut to fit with the count of the rest (`…+40`). */
+function idsTarget(ids: unknown[]): string {
+  const full = `ids:${ids.join(',')}`;
+  if (full.length <= MAX_TARGET) return full;
+  let text = 'ids:';
+  for (const [i, id] of ids.entries()) {
+    const next = `${i === 0 ? '' : ','}${String(id)}`;
+    // Room for this id and for the count of those after it.
+    if (text.length + next.length + `…+${ids.length - i - 1}`.length > MAX_TARGET) return `${text}…+${ids.length - i}`;
+    text += next;
+  }
+  return text;
+}
+
 /** A bulk change's selector, as its target. */
 function selectorOf(request: FastifyRequest): string {
   const body = request.body as Body;
+  if (Array.isArray(body?.ids)) return idsTarget(body.ids);
   if (typeof body?.tag === 'string') return `tag:${body.tag}`;
   if (typeof body?.keyPrefix === 'string') return `key-prefix:${body.keyPrefix}`;
   return `type:${String(body?.type)}`;
@@ -43,6 +61,7 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'POST /tasks/:id/retry': { action: 'retry', target: (r) => `task:${param('id')(r)}` },
   'POST /tasks/bulk/cancel': { action: 'bulk-cancel', target: selectorOf },
   'POST /tasks/bulk/reschedule': { action: 'bulk-reschedule', target: selectorOf },
+  'POST /tasks/bulk/retry': { action: 'bulk-retry', target: selectorOf },
   'POST /types/:type/pause': { action: 'pause', target: (r) => `type:${param('type')(r)}` },
   'POST /types/:type/resume': { action: 'resume', target: (r) => `type:${param('type')(r)}` },
   'PUT /types/:type/limits': { action: 'limits', target: (r) => `type:${param('type')(r)}` },

@@ -1,5 +1,6 @@
 /**
- * Bulk changes: cancel or move every pending task with a tag, a key prefix or a type, by the same
+ * Bulk changes: cancel or move every pending task with a tag, a key prefix, a type or an id among
+ * a list, or retry every failed one, by the same
  * transitions as a single change, BULK_CHUNK ids at a time: picked without locks after a cursor,
  * changed in one short transaction conditional on `status = 'pending'`, effects applied after its
  * COMMIT. Invariant 13: a task that fires meanwhile is not changed. A shift stamps its requestId on
@@ -26,11 +27,12 @@ async function chunked(
   change: (ids: number[]) => Promise<{ changed: number; effects: TimerEffect[] }>,
   apply: (effects: TimerEffect[]) => void,
   chunk: number,
+  status: 'pending' | 'failed' = 'pending',
 ): Promise<BulkCounts> {
   const counts = { matched: 0, changed: 0 };
   let cursor: number | string | undefined;
   for (;;) {
-    const picked = await store.pickPending(selector, cursor, chunk);
+    const picked = await store.pick(selector, status, cursor, chunk);
     if (picked.length === 0) return counts;
     counts.matched += picked.length;
     const result = await change(picked.map((row) => row.id));
@@ -100,5 +102,31 @@ export function bulkReschedule(
       }),
     apply,
     chunk,
+  );
+}
+
+/**
+ * failed → pending, due now, attempts reset, for every failed task `selector` picks: what a
+ * single retry without a time does, a chunk at a time. Each task keeps its zone.
+ */
+export function bulkRetry(
+  store: TaskStore,
+  selector: Selector,
+  now: () => number,
+  apply: (effects: TimerEffect[]) => void,
+  chunk = BULK_CHUNK,
+): Promise<BulkCounts> {
+  return chunked(
+    store,
+    selector,
+    async (ids) => {
+      const at = now();
+      const changed = await store.retryInZone(ids, at, at);
+      // One that was no longer failed is not armed again: arming is a wish the refill checks anyway.
+      return { changed, effects: changed > 0 ? ids.map((id) => arm(id, at)) : [] };
+    },
+    apply,
+    chunk,
+    'failed',
   );
 }

@@ -14,7 +14,7 @@ import { ONCE, transaction } from '../db/transaction.js';
 import { heldAt, type ClaimFence } from '../store/leases.js';
 import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';
 import type { BackoffPolicy } from './backoff.js';
-import { bulkCancel, bulkReschedule, type BulkCounts, type BulkMove } from './bulk.js';
+import { bulkCancel, bulkReschedule, bulkRetry, type BulkCounts, type BulkMove } from './bulk.js';
 import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
@@ -108,6 +108,16 @@ export class Lifecycle {
   /** Cancels every pending task `selector` picks, a chunk at a time (bulk.ts). */
   bulkCancel(selector: Selector): Promise<BulkCounts> {
     return bulkCancel(
+      this.#options.store,
+      selector,
+      () => this.#options.clock.now(),
+      (effects) => this.#apply({ effects }),
+    );
+  }
+
+  /** Runs every failed task `selector` picks again now, its attempts reset, a chunk at a time. */
+  bulkRetry(selector: Selector): Promise<BulkCounts> {
+    return bulkRetry(
       this.#options.store,
       selector,
       () => this.#options.clock.now(),

@@ -70,8 +70,18 @@ function callValues(call: CallRecord): unknown[] {
   return [bounded(call.httpStatus, 65_535), bounded(call.durationMs, 4_294_967_295), bounded(call.responseBytes, 4_294_967_295)];
 }
 
-/** Which pending tasks a bulk change (or a list) selects. */
-export type Selector = { tag: string } | { keyPrefix: string } | { type: string };
+/** Which tasks a bulk change selects: by a tag, a key prefix, a type, or a list of ids. */
+export type Selector = { tag: string } | { keyPrefix: string } | { type: string } | { ids: number[] };
+
+/** A task's status. */
+export type Status = 'pending' | 'running' | FinishedStatus;
+
+/** The filters of a list by status (GET /tasks) and of its counts. */
+export interface ListFilters {
+  type?: string;
+  tag?: string;
+  keyPrefix?: string;
+}
 
 /** A LIKE pattern for "starts with": `!` escapes the prefix's own wildcards. */
 function prefixPattern(prefix: string): string {
@@ -247,21 +257,74 @@ export class TaskStore {
   }
 
   /**
-   * Up to `limit` pending tasks a bulk change selects, after `cursor` (the last pick's), each
+   * Up to `limit` tasks in `status` a bulk change selects, after `cursor` (the last pick's), each
    * with the cursor that follows it. Read without locks: the change itself is conditional.
    */
-  async pickPending(
+  async pick(
     selector: Selector,
+    status: 'pending' | 'failed',
     cursor: number | string | undefined,
     limit: number,
   ): Promise<{ id: number; cursor: number | string }[]> {
     const rows =
       'keyPrefix' in selector
-        ? await this.#arrays<[number, string]>(SQL.pickByKeyPrefix, [prefixPattern(selector.keyPrefix), cursor ?? '', limit])
+        ? await this.#arrays<[number, string]>(SQL.pickByKeyPrefix, [prefixPattern(selector.keyPrefix), status, cursor ?? '', limit])
         : 'tag' in selector
-          ? await this.#arrays<[number, number]>(SQL.pickByTag, [selector.tag, cursor ?? 0, limit])
-          : await this.#arrays<[number, number]>(SQL.pickByType, [selector.type, cursor ?? 0, limit]);
+          ? await this.#arrays<[number, number]>(SQL.pickByTag, [selector.tag, status, cursor ?? 0, limit])
+          : 'ids' in selector
+            ? selector.ids.length === 0
+              ? []
+              : await this.#arrays<[number, number]>(SQL.pickByIds, [selector.ids, status, cursor ?? 0, limit])
+            : await this.#arrays<[number, number]>(SQL.pickByType, [selector.type, status, cursor ?? 0, limit]);
     return rows.map(([id, next]) => ({ id: Number(id), cursor: typeof next === 'string' ? next : Number(next) }));
+  }
+
+  /**
+   * A page of the tasks in `status` with the filters, from `offset`: open ones soonest first,
+   * finished ones newest first. Bounded in bytes as listPendingWithin is; `more` says whether
+   * tasks follow the page. A task that changed status between the two reads is shown as it is now.
+   */
+  async listByStatus(
+    status: Status,
+    filters: ListFilters,
+    page: { offset: number; limit: number; maxBytes: number; rowBytes: number },
+  ): Promise<{ tasks: Task[]; more: boolean }> {
+    const finished = status !== 'pending' && status !== 'running';
+    const sizes = await this.#arrays<[number, number]>(SQL.listSizes({ ...this.#filterShape(filters), finished }), [
+      status,
+      ...this.#filterValues(filters),
+      page.limit + 1,
+      page.offset,
+    ]);
+    const ids: number[] = [];
+    let bytes = 0;
+    for (const [id, size] of sizes.slice(0, page.limit)) {
+      bytes += Number(size) + page.rowBytes;
+      if (ids.length > 0 && bytes > page.maxBytes) break;
+      ids.push(Number(id));
+    }
+    if (ids.length === 0) return { tasks: [], more: false };
+    return { tasks: await this.#tasks(SQL.listByIds(finished), [ids]), more: sizes.length > ids.length };
+  }
+
+  /** How many tasks of each status the filters hold (every status named, 0 when none). */
+  async countByStatus(filters: ListFilters): Promise<Record<Status, number>> {
+    const rows = await this.#arrays<[string, number]>(SQL.countByStatus(this.#filterShape(filters)), this.#filterValues(filters));
+    const counts: Record<Status, number> = { pending: 0, running: 0, done: 0, failed: 0, cancelled: 0, skipped: 0 };
+    for (const [status, n] of rows) if (status in counts) counts[status as Status] = Number(n);
+    return counts;
+  }
+
+  #filterShape(filters: ListFilters) {
+    return { type: filters.type !== undefined, tag: filters.tag !== undefined, keyPrefix: filters.keyPrefix !== undefined };
+  }
+
+  #filterValues(filters: ListFilters): unknown[] {
+    return [
+      ...(filters.type === undefined ? [] : [filters.type]),
+      ...(filters.tag === undefined ? [] : [filters.tag]),
+      ...(filters.keyPrefix === undefined ? [] : [prefixPattern(filters.keyPrefix)]),
+    ];
   }
 
   // ── writes on a connection of their own ─────────────────────────────────────────────────────
@@ -302,6 +365,11 @@ export class TaskStore {
   /** failed → pending at `runAt` with attempts reset, for the failed ones among `ids`; answers how many. */
   async retry(ids: number[], runAt: number, timezone: string, now: number): Promise<number> {
     return (await this.#query<Result>(SQL.retry, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids])).affectedRows;
+  }
+
+  /** failed → pending at `runAt` with attempts reset, each keeping its zone (a bulk retry); answers how many. */
+  async retryInZone(ids: number[], runAt: number, now: number): Promise<number> {
+    return (await this.#query<Result>(SQL.retryInZone, [new Date(runAt), new Date(runAt), new Date(now), ids])).affectedRows;
   }
 
   /** Ids of pending tasks with misfire 'skip' whose time passed before `before`; with `shards`, of those shards only. */

@@ -1,7 +1,7 @@
 /**
  * The dashboard with a read token, in a real browser (Debian's chromium driven by playwright-core):
  * it shows the queue as usual and has no Cancel or Retry button, since the API would refuse them;
- * with a write token the buttons are back.
+ * with a write token the buttons are back, but not the bulk changes (admin).
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,9 +49,14 @@ async function open(token: string): Promise<Page> {
   await page.locator('#token-form').waitFor({ state: 'visible' });
   await page.fill('#token', token);
   await page.click('#token-form button');
-  await page.locator('#pending-tasks tbody tr[data-id]').nth(2).waitFor();
-  await page.locator('#failed-tasks tbody tr[data-id]').first().waitFor();
+  await page.locator('#tasks tbody tr[data-id]').nth(2).waitFor();
   return page;
+}
+
+/** The Failed view, with its rows in. */
+async function failedView(page: Page): Promise<void> {
+  await page.getByRole('button', { name: /^Failed/ }).click();
+  await page.locator('#tasks tbody tr[data-id] td.error').first().waitFor();
 }
 
 describe('the dashboard with a scoped token', () => {
@@ -59,7 +64,9 @@ describe('the dashboard with a scoped token', () => {
     const page = await open(READ);
     expect(await page.locator('#pending').textContent()).toBe('3');
     expect(await page.locator('#failed').textContent()).toBe('1');
-    expect(await page.locator('#failed-tasks td.error').first().textContent()).toBe('partner answered 503');
+    expect(await page.locator('#tasks button', { hasText: 'Cancel' }).count()).toBe(0);
+    await failedView(page);
+    expect(await page.locator('#tasks td.error').first().textContent()).toBe('partner answered 503');
     // Let a few refreshes render: the buttons stay away, and nothing the page asked for was refused.
     for (let refreshes = 0; refreshes < 2; refreshes++) {
       const shown = await page.locator('#status').textContent();
@@ -68,15 +75,20 @@ describe('the dashboard with a scoped token', () => {
         .filter({ hasNotText: shown ?? '' })
         .waitFor();
     }
-    expect(await page.locator('#pending-tasks button, #failed-tasks button').count()).toBe(0);
+    expect(await page.locator('#tasks button').count()).toBe(0);
+    // No bulk bar below admin, and no box to tick.
+    expect(await page.locator('#bulk').isVisible()).toBe(false);
+    expect(await page.locator('#tasks input[type=checkbox]').count()).toBe(0);
     expect(await page.locator('#status').textContent()).toMatch(/^updated /);
     await page.context().close();
   });
 
   it('shows the buttons with a write token', async () => {
     const page = await open(WRITE);
-    expect(await page.locator('#pending-tasks button', { hasText: 'Cancel' }).count()).toBe(3);
-    expect(await page.locator('#failed-tasks button', { hasText: 'Retry' }).count()).toBe(1);
+    expect(await page.locator('#tasks button', { hasText: 'Cancel' }).count()).toBe(3);
+    await failedView(page);
+    expect(await page.locator('#tasks button', { hasText: 'Retry' }).count()).toBe(1);
+    expect(await page.locator('#bulk').isVisible()).toBe(false);
     await page.context().close();
   });
 });

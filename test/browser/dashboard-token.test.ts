@@ -78,7 +78,7 @@ describe('the token prompt', () => {
 
     await page.fill('#token', TOKEN);
     await page.click('#token-form button');
-    await page.locator('#pending-tasks tbody tr[data-id]').first().waitFor();
+    await page.locator('#tasks tbody tr[data-id]').first().waitFor();
     expect(await page.locator('#whoami').textContent()).toBe('signed in as ops-desk (admin)');
     expect(await page.locator('#token-form').isVisible()).toBe(false);
 

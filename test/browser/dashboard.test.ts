@@ -1,7 +1,8 @@
 /**
- * The dashboard in a real browser (Debian's chromium driven by playwright-core): it shows the
- * backlog with live countdowns, recent runs and failures, and its buttons cancel and retry
- * through the API. A screenshot is kept in test-artifacts/.
+ * The dashboard in a real browser (Debian's chromium driven by playwright-core): its views show
+ * the backlog with live countdowns, the done, failed and skipped tasks, and its buttons cancel and
+ * retry through the API after a confirmation. A screenshot is kept in test-artifacts/ (the docs'
+ * copy is docs/dashboard.png).
  */
 import { mkdirSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
@@ -92,40 +93,61 @@ describe('the dashboard', () => {
     await page.locator('#token-form').waitFor({ state: 'visible' });
     await page.fill('#token', TOKEN);
     await page.click('#token-form button');
-    await page.locator('#pending-tasks tbody tr[data-id]').first().waitFor();
+    const rows = page.locator('#tasks tbody tr[data-id]');
+    await rows.first().waitFor();
+    const view = (name: string) => page.locator('#views').getByRole('button', { name: new RegExp(`^${name} `) });
 
     expect(await page.locator('#pending').textContent()).toBe('7');
     expect(await page.locator('#failed').textContent()).toBe('1');
-    await page.locator('#recent-runs tbody tr[data-id]').nth(5).waitFor();
-    expect(await page.locator('#p99').textContent()).toMatch(/^\d+ ms$/);
-    const first = page.locator('#pending-tasks tbody tr[data-id]').first();
-    expect(await first.locator('td').nth(4).textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Shanghai \(\+08:00\)$/);
-    expect(await first.locator('td').nth(5).textContent()).toMatch(/Z$/);
-    const berlin = page.locator('#pending-tasks tbody tr', { hasText: 'Europe/Berlin' });
-    expect(await berlin.locator('td').nth(4).textContent()).toBe('2026-12-24 20:00:00 Europe/Berlin (+01:00)');
+    expect(await view('Pending').textContent()).toBe('Pending 7');
+    expect(await view('Failed').textContent()).toBe('Failed 1');
+    expect(await page.locator('#page-info').textContent()).toBe('1–7 of 7 · page 1 of 1');
+    const first = rows.first();
+    const column = async (name: string) => (await page.locator('#tasks thead th').allTextContents()).indexOf(name);
+    expect(await first.locator('td').nth(await column('local time')).textContent()).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Shanghai \(\+08:00\)$/,
+    );
+    expect(await first.locator('td').nth(await column('UTC')).textContent()).toMatch(/Z$/);
+    const berlin = page.locator('#tasks tbody tr', { hasText: 'Europe/Berlin' });
+    expect(await berlin.locator('td').nth(await column('local time')).textContent()).toBe('2026-12-24 20:00:00 Europe/Berlin (+01:00)');
     // The countdown moves between refreshes.
     const before = await first.locator('td.countdown').textContent();
     await page.waitForTimeout(400);
     expect(await first.locator('td.countdown').textContent()).not.toBe(before);
-    expect(await page.locator('#failed-tasks td.error').first().textContent()).toBe('inventory service answered 503');
-    const expired = page.locator(`#skipped-tasks tbody tr[data-id="${expiring}"]`);
-    await expired.waitFor();
-    expect(await expired.locator('td').nth(3).textContent()).toBe('expired');
-    expect(await expired.locator('td.error').textContent()).toMatch(/^expired: /);
 
     mkdirSync('test-artifacts', { recursive: true });
     await page.screenshot({ path: 'test-artifacts/dashboard.png', fullPage: true });
 
-    const cancelId = Number(await first.getAttribute('data-id'));
-    await first.locator('button', { hasText: 'Cancel' }).click();
+    await view('Done').click();
+    await page.locator('#tasks tbody tr[data-id]').nth(5).waitFor();
+    expect(await page.locator('#p99').textContent()).toMatch(/^\d+ ms$/);
+    await view('Failed').click();
+    await page.locator(`#tasks tbody tr[data-id="${failing}"]`).waitFor();
+    expect(await page.locator('#tasks td.error').first().textContent()).toBe('inventory service answered 503');
+    await view('Skipped').click();
+    const expired = page.locator(`#tasks tbody tr[data-id="${expiring}"]`);
+    await expired.waitFor();
+    expect(await expired.locator('td').nth(await column('why')).textContent()).toBe('expired');
+    expect(await expired.locator('td.error').textContent()).toMatch(/^expired: /);
+
+    // Cancel asks first; confirmed, it cancels.
+    await view('Pending').click();
+    await page.locator('#tasks thead th', { hasText: 'runs in' }).waitFor();
+    const cancelId = Number(await rows.first().getAttribute('data-id'));
+    await rows.first().locator('button', { hasText: 'Cancel' }).click();
+    await page.locator('#confirm[open]').waitFor();
+    expect(await page.locator('#confirm-text').textContent()).toContain(`Cancel task ${cancelId}`);
+    await page.getByRole('button', { name: 'Cancel the task' }).click();
     await waitFor(async () => (await status(cancelId)) === 'cancelled', 5000, 'the cancel');
-    await page.locator(`#pending-tasks tbody tr[data-id="${cancelId}"]`).waitFor({ state: 'detached' });
+    await page.locator(`#tasks tbody tr[data-id="${cancelId}"]`).waitFor({ state: 'detached' });
 
     recovered = true;
-    await page.locator(`#failed-tasks tbody tr[data-id="${failing}"] button`).click();
+    await view('Failed').click();
+    await page.locator(`#tasks tbody tr[data-id="${failing}"] button`, { hasText: 'Retry' }).click();
+    await page.getByRole('button', { name: 'Retry the task' }).click();
     await waitFor(async () => (await status(failing)) === 'done', 5000, 'the retried task to run');
-    await page.locator(`#failed-tasks tbody tr[data-id="${failing}"]`).waitFor({ state: 'detached' });
-    expect(await page.locator('#status').textContent()).toContain(`task ${failing} will run again now`);
+    await page.locator(`#tasks tbody tr[data-id="${failing}"]`).waitFor({ state: 'detached' });
+    await page.locator('#status', { hasText: `task ${failing} will run again now` }).waitFor();
     // The token lives with the tab, not on disk.
     expect(
       await page.evaluate(() => {

@@ -51,7 +51,7 @@ function request(route: string, id: number, key: string): [string, string, unkno
                   ? { leaseToken: 'pull:not-a-lease', error: 'no' }
                   : pattern.endsWith('/extend')
                     ? { leaseToken: 'pull:not-a-lease', leaseMs: 5000 }
-                    : pattern === '/tasks/bulk/cancel'
+                    : pattern === '/tasks/bulk/cancel' || pattern === '/tasks/bulk/retry'
                       ? { tag: 'none:1' }
                       : pattern === '/tasks/bulk/reschedule'
                         ? { tag: 'none:1', shiftMs: 1000, requestId: 'r1' }

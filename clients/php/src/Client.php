@@ -141,6 +141,34 @@ final class Client
     }
 
     /**
+     * Runs again now every failed task selected by exactly one of `tag`, `keyPrefix`, `type` or
+     * `ids` (admin role), its attempts reset. Answers `{matched, changed}`; repeating it is harmless.
+     */
+    public function bulkRetry(array $selector): array
+    {
+        return $this->call('POST', '/tasks/bulk/retry', $selector, true)[1];
+    }
+
+    /**
+     * The tasks in one status (`status`, default pending), filtered by `type`, `tag`, `keyPrefix`,
+     * a page by `offset` and `limit`: ['tasks' => Task[], 'total' => int, 'offset' => int, 'nextOffset' => ?int].
+     */
+    public function listTasks(array $query = []): array
+    {
+        $query = http_build_query(self::withoutNulls($query), '', '&', PHP_QUERY_RFC3986);
+        $page = $this->call('GET', '/tasks' . ($query === '' ? '' : "?{$query}"))[1];
+        $page['tasks'] = array_map([Task::class, 'fromArray'], $page['tasks'] ?? []);
+        return $page;
+    }
+
+    /** How many tasks are in each status, filtered by `type`, `tag`, `keyPrefix`: ['counts' => [...], 'countedAt' => string]. */
+    public function counts(array $query = []): array
+    {
+        $query = http_build_query(self::withoutNulls($query), '', '&', PHP_QUERY_RFC3986);
+        return $this->call('GET', '/tasks/counts' . ($query === '' ? '' : "?{$query}"))[1];
+    }
+
+    /**
      * Moves every pending task selected (exactly one of `tag`, `keyPrefix`, `type`) to `runAt`
      * (with `timezone`), or by `shiftMs` with a `requestId` so a repeat moves nothing twice
      * (admin role). Answers `{matched, changed}`.

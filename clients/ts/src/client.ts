@@ -20,11 +20,14 @@ import type {
   BulkCancelBody,
   BulkRescheduleBody,
   BulkResult,
+  BulkRetryBody,
   ClusterJson,
   ClusterMember,
   CreateTaskBody,
   Health,
   LimitsBody,
+  ListPage,
+  ListQuery,
   PendingPage,
   PendingQuery,
   RecentPage,
@@ -33,6 +36,8 @@ import type {
   RescheduleBody,
   Role,
   RunsPage,
+  StatusCounts,
+  CountsQuery,
   Summary,
   TaskJson,
   TypeJson,
@@ -68,8 +73,15 @@ export type TaskType = TypeJson;
 export type TypeLimits = LimitsBody;
 /** One answer per item of createMany, in order: the status `create` would have met, with the task or the error. */
 export type BatchAnswer = BatchResult;
-/** Which pending tasks a bulk change selects: exactly one of tag, keyPrefix, type. */
+/** Which pending tasks a bulk change selects: exactly one of tag, keyPrefix, type, ids. */
 export type BulkSelector = BulkCancelBody;
+/** Which failed tasks a bulk retry selects: exactly one of tag, keyPrefix, type, ids. */
+export type BulkRetrySelector = BulkRetryBody;
+/** What list() shows: one status, filters, a page by offset. */
+export type ListSelection = ListQuery;
+export type TaskListPage = ListPage;
+export type CountsSelection = CountsQuery;
+export type TaskCounts = StatusCounts;
 export type BulkReschedule = BulkRescheduleBody;
 export type BulkCounts = BulkResult;
 /** What pending() may select and how much of it: a type, a tag or a key prefix, a page size, the cursor of the page before. */
@@ -93,7 +105,6 @@ export type FinishedStatus = NonNullable<RecentQuery['status']>;
 /** A task leased to this worker: its payload, attempt, idempotency key and lease token. */
 export type LeasedTask = LeasedTaskJson;
 export type LeaseRequest = LeaseBody;
-
 
 export interface WorkOptions {
   /** Stops the loop: between tasks (the task at hand is finished and settled first), and a waiting lease at once. */
@@ -129,6 +140,13 @@ export class PunctualError extends Error {
   }
 }
 
+/** `?name=value&…` of the fields given, or nothing. */
+function queryOf(query: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) search.set(name, String(value));
+  return search.size > 0 ? `?${search}` : '';
+}
+
 export class PunctualClient {
   readonly #baseUrl: string;
   readonly #headers: Record<string, string>;
@@ -162,6 +180,21 @@ export class PunctualClient {
   /** Cancels every pending task with a tag, a key prefix or a type (admin role); repeating it is harmless. */
   bulkCancel(selector: BulkSelector): Promise<BulkCounts> {
     return this.#body('POST', '/tasks/bulk/cancel', selector);
+  }
+
+  /** Runs again now every failed task with a tag, a key prefix, a type, or among ids (admin role); repeating it is harmless. */
+  bulkRetry(selector: BulkRetrySelector): Promise<BulkCounts> {
+    return this.#body('POST', '/tasks/bulk/retry', selector);
+  }
+
+  /** The tasks in one status (default pending), filtered, a page by offset, with the view's total. */
+  list(query: ListSelection = {}): Promise<TaskListPage> {
+    return this.#body('GET', `/tasks${queryOf(query)}`);
+  }
+
+  /** How many tasks are in each status, with the filters of list(). */
+  counts(query: CountsSelection = {}): Promise<TaskCounts> {
+    return this.#body('GET', `/tasks/counts${queryOf(query)}`);
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * Bulk changes (admin role): cancel or move every pending task with a tag, a key prefix or a
- * type. The route reads the request and calls the lifecycle (src/lifecycle/bulk.ts), which
- * works in short chunks and answers the counts.
+ * type (a cancel also by a list of ids), and retry every failed one by the same selectors. The
+ * route reads the request and calls the lifecycle (src/lifecycle/bulk.ts), which works in short
+ * chunks and answers the counts.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -11,7 +12,7 @@ import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { Selector } from '../../store/task-store.js';
 import { instantOf, zoneOf } from '../create-input.js';
 import { badRequest } from '../errors.js';
-import { BulkCancelBody, BulkRescheduleBody, BulkResult } from '../../contract/bulk.js';
+import { BulkCancelBody, BulkRescheduleBody, BulkResult, BulkRetryBody } from '../../contract/bulk.js';
 import { ErrorJson } from '../../contract/errors.js';
 
 export interface BulkRoutesOptions {
@@ -21,13 +22,15 @@ export interface BulkRoutesOptions {
   timezone: string;
 }
 
-/** Exactly one of tag, keyPrefix, type. */
-function selectorOf(body: BulkCancelBody): Selector {
-  const given = (['tag', 'keyPrefix', 'type'] as const).filter((name) => body[name] !== undefined);
-  if (given.length !== 1) throw badRequest('body', 'must name exactly one of tag, keyPrefix, type');
+/** Exactly one of tag, keyPrefix, type (and ids, where the body has it). */
+function selectorOf(body: BulkCancelBody, names: readonly (keyof BulkCancelBody)[] = ['tag', 'keyPrefix', 'type']): Selector {
+  const given = names.filter((name) => body[name] !== undefined);
+  if (given.length !== 1) throw badRequest('body', `must name exactly one of ${names.join(', ')}`);
   const name = given[0]!;
   return { [name]: body[name]! } as Selector;
 }
+
+const WITH_IDS = ['tag', 'keyPrefix', 'type', 'ids'] as const;
 
 const responses = { 200: BulkResult, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson };
 
@@ -39,14 +42,29 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
     '/tasks/bulk/cancel',
     {
       schema: {
-        summary: 'Cancel every pending task with a tag, a key prefix or a type',
+        summary: 'Cancel every pending task with a tag, a key prefix, a type, or an id among a list',
         description: 'In chunks of short transactions; a task that runs meanwhile is not cancelled. Repeating it is harmless.',
         tags: ['bulk'],
         body: BulkCancelBody,
         response: responses,
       },
     },
-    async (request) => lifecycle.bulkCancel(selectorOf(request.body)),
+    async (request) => lifecycle.bulkCancel(selectorOf(request.body, WITH_IDS)),
+  );
+
+  app.post(
+    '/tasks/bulk/retry',
+    {
+      schema: {
+        summary: 'Run again every failed task with a tag, a key prefix, a type, or an id among a list',
+        description:
+          'failed → pending, due now, attempts reset, each in its own zone; in chunks of short transactions. A task no longer failed is left alone, so repeating it is harmless.',
+        tags: ['bulk'],
+        body: BulkRetryBody,
+        response: responses,
+      },
+    },
+    async (request) => lifecycle.bulkRetry(selectorOf(request.body, WITH_IDS)),
   );
 
   app.post(

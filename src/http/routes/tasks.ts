@@ -1,5 +1,6 @@
 /**
- * The task routes: create, list pending, read, cancel, reschedule and retry (by id or by key).
+ * The task routes: create, list (pending by cursor; any status by offset, with counts), read,
+ * cancel, reschedule and retry (by id or by key).
  * A route parses its request, calls the lifecycle (or reads through the store), and presents the
  * answer; the rules (dedup, series cancel, which state a change needs, timers) are the
  * lifecycle's.
@@ -12,22 +13,28 @@ import type { ChangeResult, Placement } from '../../lifecycle/change.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
 import type { SummaryReader } from '../../store/summary.js';
+import { StatusCountsReader } from '../../store/status-counts.js';
+import { toIsoUtc } from '../../time/zones.js';
 import { conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';
 import type { Role } from '../../contract/auth.js';
 import { ErrorJson } from '../../contract/errors.js';
-import { DEFAULT_PAGE } from '../../contract/limits.js';
+import { DEFAULT_PAGE, MAX_LIST_OFFSET } from '../../contract/limits.js';
 import {
   ConflictJson,
+  CountsQuery,
   CreateTaskBody,
   IdParams,
   KeyParams,
+  ListPage,
+  ListQuery,
   PendingPage,
   PendingQuery,
   RecentPage,
   RecentQuery,
   RescheduleBody,
+  StatusCounts,
   Summary,
   TaskJson,
 } from '../../contract/tasks.js';
@@ -72,6 +79,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { store, lifecycle, clock } = options;
   const input = { registry: options.registry, timezone: options.timezone, maxAttempts: options.maxAttempts };
+  const counts = new StatusCountsReader(store, clock);
 
   async function byId(id: number): Promise<Task> {
     const task = await store.get(id);
@@ -167,6 +175,53 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
         tasks: page.tasks.map((task) => present(task, request.role)),
         nextCursor: page.more && last !== undefined ? encodeCursor(last) : null,
       };
+    },
+  );
+
+  app.get(
+    '/tasks',
+    {
+      schema: {
+        summary: 'List the tasks in one status, a page at a time, with their count',
+        description:
+          'pending and running soonest first, finished ones newest first; filtered by type, tag and key prefix. Paged by offset (a console\'s page numbers) up to an offset of ' +
+          `${MAX_LIST_OFFSET}; a page also stops at about 256 KiB, so follow nextOffset.`,
+        tags: ['tasks'],
+        querystring: ListQuery,
+        response: { 200: ListPage, 400: ErrorJson, 401: ErrorJson },
+      },
+    },
+    async (request) => {
+      const { status = 'pending', type, tag, keyPrefix, limit = 50, offset = 0 } = request.query;
+      const filters = { type, tag, keyPrefix };
+      const [page, reading] = await Promise.all([
+        store.listByStatus(status, filters, { offset, limit, maxBytes: PAGE_MAX_BYTES, rowBytes: PAGE_ROW_BYTES }),
+        counts.read(filters),
+      ]);
+      const next = offset + page.tasks.length;
+      return {
+        tasks: page.tasks.map((task) => present(task, request.role)),
+        total: reading.counts[status],
+        offset,
+        nextOffset: page.more && next <= MAX_LIST_OFFSET ? next : null,
+      };
+    },
+  );
+
+  app.get(
+    '/tasks/counts',
+    {
+      schema: {
+        summary: 'How many tasks are in each status',
+        description: 'filtered by type, tag and key prefix as GET /tasks; one reading is shared for 1.5 s.',
+        tags: ['tasks'],
+        querystring: CountsQuery,
+        response: { 200: StatusCounts, 400: ErrorJson, 401: ErrorJson },
+      },
+    },
+    async (request) => {
+      const reading = await counts.read(request.query);
+      return { counts: reading.counts, countedAt: toIsoUtc(reading.at) };
     },
   );
 

@@ -34,6 +34,26 @@ const pendingWhere = (f: PendingFilter) =>
   `${f.keyPrefix ? " AND task_key LIKE ? ESCAPE '!'" : ''}` +
   `${f.cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`;
 
+/** Which filters a list by status has (each one a placeholder after the status, in this order). */
+export interface ListFilter {
+  type: boolean;
+  tag: boolean;
+  keyPrefix: boolean;
+  /** A finished status (done, failed, cancelled, skipped): ordered by finished_at, newest first. */
+  finished: boolean;
+}
+
+const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') => {
+  const parts = [
+    ...(f.type ? ['type = ?'] : []),
+    ...(f.tag ? ['id IN (SELECT task_id FROM task_tags WHERE tag = ?)'] : []),
+    ...(f.keyPrefix ? ["task_key LIKE ? ESCAPE '!'"] : []),
+  ];
+  return parts.length === 0 ? '' : `${first} ${parts.join(' AND ')}`;
+};
+const listWhere = (f: ListFilter) => `WHERE status = ? ${filtersWhere(f, 'AND')}`;
+const listOrder = (finished: boolean) => (finished ? 'finished_at DESC, id DESC' : 'run_at, id');
+
 export const SQL = {
   // ── reads ───────────────────────────────────────────────────────────────────────────────
   byId: select('WHERE id = ?'),
@@ -47,6 +67,18 @@ export const SQL = {
   pendingSizes: (filter: PendingFilter) =>
     `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks ${pendingWhere(filter)}`,
   pendingByIds: select("WHERE id IN (?) AND status = 'pending' ORDER BY run_at, id"),
+  /**
+   * A page of the tasks in one status (GET /tasks), as [id, stored size], by offset: open tasks
+   * soonest first on (status, run_at), finished ones newest first on (status, finished_at).
+   */
+  listSizes: (filter: ListFilter) =>
+    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks ${listWhere(filter)}` +
+    ` ORDER BY ${listOrder(filter.finished)} LIMIT ? OFFSET ?`,
+  /** The tasks of a page, in its order, as they are now. */
+  listByIds: (finished: boolean) => select(`WHERE id IN (?) ORDER BY ${listOrder(finished)}`),
+  /** How many tasks of each status the filter holds, as [status, count]. */
+  countByStatus: (filter: Omit<ListFilter, 'finished'>) =>
+    `SELECT status, COUNT(*) FROM tasks ${filtersWhere(filter, 'WHERE')} GROUP BY status`,
   /**
    * Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index
    * alone. With `shards`, only those of the listed shards (IN_SHARDS). */
@@ -102,14 +134,18 @@ export const SQL = {
   // (matched rows: mysql2 sets FOUND_ROWS) tell the caller whether the task was still in it.
 
   // ── bulk changes (a chunk of ids at a time, picked with an index, after a cursor) ─────────
-  /** Pending tasks with a tag, as [id, id]: the (tag, task_id) index in id order. */
+  // Each pick takes the status it selects as its second placeholder: pending for a cancel or a
+  // move, failed for a retry.
+  /** Tasks with a tag and a status, as [id, id]: the (tag, task_id) index in id order. */
   pickByTag: `SELECT g.task_id, g.task_id FROM task_tags g JOIN tasks t ON t.id = g.task_id
-    WHERE g.tag = ? AND g.task_id > ? AND t.status = 'pending' ORDER BY g.task_id LIMIT ?`,
-  /** Pending tasks of a type, as [id, id]: the (type, status) index in id order. */
-  pickByType: "SELECT id, id FROM tasks WHERE type = ? AND status = 'pending' AND id > ? ORDER BY id LIMIT ?",
-  /** Pending tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
+    WHERE g.tag = ? AND t.status = ? AND g.task_id > ? ORDER BY g.task_id LIMIT ?`,
+  /** Tasks of a type with a status, as [id, id]: the (type, status) index in id order. */
+  pickByType: 'SELECT id, id FROM tasks WHERE type = ? AND status = ? AND id > ? ORDER BY id LIMIT ?',
+  /** Tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
   pickByKeyPrefix:
-    "SELECT id, task_key FROM tasks WHERE task_key LIKE ? ESCAPE '!' AND task_key > ? AND status = 'pending' ORDER BY task_key LIMIT ?",
+    "SELECT id, task_key FROM tasks WHERE task_key LIKE ? ESCAPE '!' AND status = ? AND task_key > ? ORDER BY task_key LIMIT ?",
+  /** The tasks among the ids ? with a status, as [id, id]: the primary key, in id order. */
+  pickByIds: 'SELECT id, id FROM tasks WHERE id IN (?) AND status = ? AND id > ? ORDER BY id LIMIT ?',
   /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
   lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
   /** The locked pending ones moved to one instant; the zone only when one is given. */
@@ -141,6 +177,9 @@ export const SQL = {
   retry:
     "UPDATE tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, timezone = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
 
+  /** failed → pending at ? with its attempts reset, each in its own zone: a bulk retry. */
+  retryInZone:
+    "UPDATE tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
   // ── claiming and finishing runs ─────────────────────────────────────────────────────────
   /** The due pending tasks among ?, locked in id order; rows another transaction holds are skipped. */
   lockDue: select("WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED"),
