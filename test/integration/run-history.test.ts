@@ -192,11 +192,17 @@ describe('run history', () => {
 describe('run history of pull workers', () => {
   const PULLED = { WORKER_TYPES: 'pulled' };
 
-  async function lease(leaseMs = 30_000): Promise<{ id: number; leaseToken: string; attempt: number }> {
-    const answer = await service!.call('POST', '/workers/lease', { types: ['pulled'], max: 1, leaseMs });
-    expect(answer.status).toBe(200);
-    expect(answer.body.tasks).toHaveLength(1);
-    return answer.body.tasks[0];
+  /** Leases the one due task (asked again while a claim holds its row for a moment: SKIP LOCKED). */
+  function lease(leaseMs = 30_000): Promise<{ id: number; leaseToken: string; attempt: number }> {
+    return waitFor(
+      async () => {
+        const answer = await service!.call('POST', '/workers/lease', { types: ['pulled'], max: 1, leaseMs });
+        expect(answer.status).toBe(200);
+        return answer.body.tasks[0];
+      },
+      10_000,
+      'a task to lease',
+    );
   }
 
   async function rowsOf(id: number): Promise<number> {
@@ -336,10 +342,21 @@ describe('the cost of a run row', () => {
     await settled(ran);
     const acked = await create({ type: 'pulled', payload: {}, delayMs: 0 });
     const nacked = await create({ type: 'pulled', payload: {}, delayMs: 0 });
-    const leased = (await service.call('POST', '/workers/lease', { types: ['pulled'], max: 2 })).body.tasks;
-    expect(leased.map((task: any) => task.id).sort()).toEqual([acked, nacked].sort());
-    expect((await service.call('POST', `/tasks/${acked}/ack`, { leaseToken: leased[0].leaseToken })).status).toBe(200);
-    const nack = await service.call('POST', `/tasks/${nacked}/nack`, { leaseToken: leased[0].leaseToken, error: 'x', permanent: true });
+    // A row a claim holds for a moment is skipped by a lease (SKIP LOCKED): ask until both are leased.
+    const leased = new Map<number, string>();
+    await waitFor(
+      async () => {
+        for (const task of (await service!.call('POST', '/workers/lease', { types: ['pulled'], max: 2 })).body.tasks) {
+          leased.set(task.id, task.leaseToken);
+        }
+        return leased.size === 2 ? true : undefined;
+      },
+      10_000,
+      'both pulled tasks to be leased',
+    );
+    expect([...leased.keys()].sort()).toEqual([acked, nacked].sort());
+    expect((await service.call('POST', `/tasks/${acked}/ack`, { leaseToken: leased.get(acked) })).status).toBe(200);
+    const nack = await service.call('POST', `/tasks/${nacked}/nack`, { leaseToken: leased.get(nacked), error: 'x', permanent: true });
     expect(nack.status).toBe(200);
     // Three runs of the batch path, one ack, one nack: five rows, each in a COMMIT's text.
     expect(await runsOf(ran)).toHaveLength(3);
