@@ -186,13 +186,14 @@ export class Service {
       this.keeper,
       this.keeper === undefined ? undefined : { set: createdHere, now: () => clock.now() },
     );
+    const recorder = config.dispatcher.runHistory ? { history: this.runHistory, process: this.owner } : undefined;
     this.lifecycle = new Lifecycle({
       database: this.database,
       store: this.store,
       clock,
       retry: config.retry,
       effects: arming,
-      runs: config.dispatcher.runHistory ? { history: this.runHistory, process: this.owner } : undefined,
+      runs: recorder,
       notify: config.webhook.notifyUrl === undefined ? undefined : { url: config.webhook.notifyUrl, maxAttempts: config.tasks.maxAttempts },
     });
     this.scheduler = new Scheduler({
@@ -218,6 +219,7 @@ export class Service {
       retry: config.retry,
       effects: arming,
       payloadProblem: (type, payload) => this.registry.payloadProblem(type, payload),
+      runs: recorder,
     });
     this.pullHub = new PullHub({
       lifecycle: pull,

@@ -31,6 +31,13 @@ export const RecentRunsJson = Type.Object({
   retries: Type.Array(Type.Integer(), { description: 'runs that failed and will be tried again' }),
   failures: Type.Array(Type.Integer(), { description: 'runs that failed for good' }),
   latenessP50Ms: Millis,
-  latenessP99Ms: Millis,
+  latenessP99Ms: Type.Array(Type.Union([Type.Number(), Type.Null()]), {
+    description: "null where nothing ran; the start's lateness of what punctual controls: start − runAt − the run's wait for its type",
+  }),
+  waited: Type.Array(Type.Integer(), { description: "runs that waited for their type's pause or limits before they started" }),
+  waitedP50Ms: Type.Array(Type.Union([Type.Number(), Type.Null()]), { description: 'null where no run waited' }),
+  waitedP99Ms: Type.Array(Type.Union([Type.Number(), Type.Null()]), {
+    description: "null where no run waited; how long runs waited for their type's pause or limits (not part of their lateness)",
+  }),
 });
 export type RecentRunsJson = Static<typeof RecentRunsJson>;

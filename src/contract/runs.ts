@@ -17,12 +17,18 @@ export const RunJson = Type.Object({
   dueAt: Type.String({ format: 'date-time', description: 'the runAt it was due at' }),
   startedAt: Type.String({ format: 'date-time' }),
   finishedAt: Type.String({ format: 'date-time' }),
-  startLatenessMs: Type.Integer({ description: 'how late it started: startedAt − dueAt' }),
-  finishLatenessMs: Type.Integer({ description: 'how late it finished: finishedAt − dueAt' }),
+  waitedMs: Type.Integer({
+    description: "how long it waited for its type's pause or limits before it started (0: it did not); not part of its lateness",
+  }),
+  waitReason: Nullable(
+    Type.Enum(['pause', 'limit'], { description: 'what it waited for the longest: `pause`, or `limit` (maxConcurrency, ratePerSecond)' }),
+  ),
+  startLatenessMs: Type.Integer({ description: 'how late it started, of what punctual controls: startedAt − dueAt − waitedMs' }),
+  finishLatenessMs: Type.Integer({ description: 'how late it finished, of what punctual controls: finishedAt − dueAt − waitedMs' }),
   durationMs: Type.Integer({ description: 'how long the handler ran (a batch: from its start to its record)' }),
   error: Nullable(Type.String()),
   httpStatus: Nullable(Type.Integer({ description: 'an outside run: the HTTP status it got (0: no answer)' })),
-  process: Type.String({ description: 'the process that ran it (host:pid:tag)' }),
+  process: Type.String({ description: 'the process that ran it (host:pid:tag), or the pull lease (`pull:` and a digest of its token)' }),
 });
 export type RunJson = Static<typeof RunJson>;
 

@@ -44,7 +44,12 @@ export const TaskJson = Type.Object(
     cron: Nullable(Type.String({ description: 'a recurring task: its cron expression, read in timezone' })),
     seriesId: Nullable(Type.Integer({ description: 'a later occurrence of a recurring task: the id of the first' })),
     tags: Type.Array(Type.String(), { description: 'the tags given at create' }),
-    latenessMs: Nullable(Type.Integer({ description: 'how late the latest run started: its start − runAt, in ms' })),
+    latenessMs: Nullable(
+      Type.Integer({
+        description:
+          "how late the latest run started, of what punctual controls: its start − runAt − the time it waited for its type's pause or limits, in ms",
+      }),
+    ),
     lastHttpStatus: Nullable(Type.Integer({ description: "an outside (webhook) run: the latest run's HTTP status (0: no answer)" })),
     lastDurationMs: Nullable(Type.Integer({ description: "an outside run: the latest run's duration in ms" })),
     lastResponseBytes: Nullable(Type.Integer({ description: "an outside run: the latest response's body size in bytes" })),
@@ -268,12 +273,31 @@ export const Summary = Type.Object(
     failed: Type.Integer({ description: 'tasks that failed for good' }),
     armed: Type.Integer({ description: 'timers armed in this process (tasks due within the horizon)' }),
     latenessP50Ms: Nullable(Type.Number()),
-    latenessP99Ms: Nullable(Type.Number({ description: 'over the latest 1,000 runs: their stored lateness, start − runAt' })),
+    latenessP99Ms: Nullable(
+      Type.Number({
+        description:
+          "over the latest 1,000 done runs: their start's lateness of what punctual controls, start − runAt − the time they waited for their type's pause or limits",
+      }),
+    ),
+    waitedRuns: Type.Integer({ description: "how many of those runs waited for their type's pause or limits before they started" }),
+    waitedP50Ms: Nullable(Type.Number()),
+    waitedP99Ms: Nullable(Type.Number({ description: 'how long those runs waited (null: none did); not part of their lateness' })),
     countedAt: Type.String({ description: 'when the counts were taken (they are kept a few seconds)' }),
   },
   {
     examples: [
-      { pending: 1204, running: 0, failed: 3, armed: 310, latenessP50Ms: 1, latenessP99Ms: 4, countedAt: '2026-12-01T02:00:00.000Z' },
+      {
+        pending: 1204,
+        running: 0,
+        failed: 3,
+        armed: 310,
+        latenessP50Ms: 1,
+        latenessP99Ms: 4,
+        waitedRuns: 12,
+        waitedP50Ms: 2500,
+        waitedP99Ms: 27000,
+        countedAt: '2026-12-01T02:00:00.000Z',
+      },
     ],
   },
 );

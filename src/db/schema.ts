@@ -83,10 +83,13 @@ export const tasks = mysqlTable(
     /** The task's tags as given at create (a JSON array), for display; task_tags is what is searched. */
     tags: jsonColumn('tags'),
     /**
-     * How late the latest run started: its start − run_at, in ms. 64 bits: a task run weeks
-     * overdue (after a long outage) is more than a 32-bit count of ms late.
+     * How late the latest run started, of what punctual controls: its start − run_at − waited_ms,
+     * in ms. 64 bits: a task run weeks overdue (after a long outage) is more than a 32-bit count of
+     * ms late.
      */
     latenessMs: bigint('lateness_ms', { mode: 'number' }),
+    /** How long the latest run waited for its type's pause or limits before it started, in ms (0: it did not). */
+    waitedMs: int('waited_ms', { unsigned: true }),
     /** The latest outside (webhook) run: the HTTP status it got, how long it took, the response size. */
     lastHttpStatus: smallint('last_http_status', { unsigned: true }),
     lastDurationMs: int('last_duration_ms', { unsigned: true }),
@@ -184,8 +187,9 @@ export const shardLeases = mysqlTable('shard_leases', {
 /**
  * One row per run of a task (an attempt that started and ended, or whose lease ran out), written
  * by the statement's transaction that records the outcome on the task, so the history never
- * disagrees with the task. `lateness_ms` is the start's lateness (started_at − the run_at it was
- * due at); the finish's is finished_at − run_at. A task's runs go with it (cascade), so retention
+ * disagrees with the task. `lateness_ms` is the start's lateness of what punctual controls
+ * (started_at − the run_at it was due at − waited_ms, the time its type's pause or limits held it);
+ * the finish's is finished_at − run_at − waited_ms. A task's runs go with it (cascade), so retention
  * needs no second delete. The id orders the runs of every task: GET /events resumes after one.
  */
 export const taskRuns = mysqlTable(
@@ -200,6 +204,10 @@ export const taskRuns = mysqlTable(
     startedAt: datetime('started_at', { mode: 'date', fsp: 3 }).notNull(),
     finishedAt: datetime('finished_at', { mode: 'date', fsp: 3 }).notNull(),
     latenessMs: bigint('lateness_ms', { mode: 'number' }).notNull(),
+    /** How long the run waited for its type's pause or limits before it started (not lateness), in ms. */
+    waitedMs: int('waited_ms', { unsigned: true }).notNull().default(0),
+    /** What it waited for the longest: `pause` or `limit` (maxConcurrency, ratePerSecond); null when it did not wait. */
+    waitReason: mysqlEnum('wait_reason', ['pause', 'limit']),
     durationMs: int('duration_ms', { unsigned: true }).notNull(),
     error: text('error'),
     httpStatus: smallint('http_status', { unsigned: true }),

@@ -84,12 +84,14 @@ export function planBatch(locked: readonly Task[], inputs: PlanInputs): BatchPla
       continue;
     }
     plan.tickets.set(task.id, ticket);
+    // What it waited for its type travels with the run: its wait, apart from its lateness.
+    const run = ticket.waited === undefined ? task : { ...task, waited: ticket.waited };
     if (handler.effect === 'outside') {
-      plan.leased.push({ task, handler });
+      plan.leased.push({ task: run, handler });
     } else if (threw.has(task.id)) {
-      plan.failures.push({ task, failure: inputs.failureOf(task, task.attempts + 1, threw.get(task.id), now) });
+      plan.failures.push({ task: run, failure: inputs.failureOf(run, run.attempts + 1, threw.get(task.id), now) });
     } else {
-      plan.runnable.set(handler, [...(plan.runnable.get(handler) ?? []), task]);
+      plan.runnable.set(handler, [...(plan.runnable.get(handler) ?? []), run]);
     }
   }
   return plan;

@@ -65,7 +65,7 @@ export async function tryBatch(parts: BatchParts, attempt: BatchAttempt): Promis
     );
   } catch (error) {
     // Rolled back: nothing of it ran, so its runs did not start.
-    for (const ticket of admitted.values()) parts.limits.rollBack(ticket);
+    for (const [id, ticket] of admitted) parts.limits.rollBack(ticket, id);
     parts.limits.dropUnused(attempt.ids);
     throw error;
   }

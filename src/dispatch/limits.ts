@@ -26,6 +26,7 @@ import { createHash } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { Task } from '../store/task-store.js';
+import type { Wait } from '../store/rows.js';
 import type { TypeControl } from '../store/type-controls.js';
 import { nextRoomAt, roomInWindow, fitsWindow, MAX_GROUPS, StartTimes } from './rate-window.js';
 import { RunCounts } from './run-counts.js';
@@ -44,6 +45,8 @@ export interface Ticket {
   readonly startedAt: number;
   /** The fleet's slots it holds (a limited type's run, with `fleet`). */
   readonly grant?: FleetGrant;
+  /** How long the task waited here for the pause or a limit before this admission (none: it did not). */
+  readonly waited?: Wait;
 }
 
 export interface TypeState {
@@ -84,7 +87,7 @@ export class TypeAdmission {
     private readonly clock: Clock,
     options: TypeAdmissionOptions = {},
   ) {
-    this.#room = new WaitingRoom(options.waitingPerType);
+    this.#room = new WaitingRoom(options.waitingPerType, () => clock.now());
     this.#starts = new StartTimes(options.maxGroups);
     this.#maxGroups = options.maxGroups ?? MAX_GROUPS;
     this.#fleet = options.fleet;
@@ -136,7 +139,8 @@ export class TypeAdmission {
     } else if (this.#refusal(control, key, now) !== undefined) return undefined;
     this.#running.start(task.type, key);
     if (control?.ratePerSecond != null) this.#starts.record(key, now, control.ratePerSecond);
-    return { type: task.type, key, startedAt: now, ...(grant === undefined ? {} : { grant }) };
+    const waited = this.#room.takeWait(task.id);
+    return { type: task.type, key, startedAt: now, ...(grant === undefined ? {} : { grant }), ...(waited === undefined ? {} : { waited }) };
   }
 
   /**
@@ -180,8 +184,9 @@ export class TypeAdmission {
     this.#afterFree(ticket, false);
   }
 
-  /** The run `ticket` admitted never began (its transaction rolled back): its start is forgotten too. */
-  rollBack(ticket: Ticket): void {
+  /** The run `ticket` admitted never began (its transaction rolled back): its start is forgotten too, its wait kept. */
+  rollBack(ticket: Ticket, id?: number): void {
+    if (id !== undefined && ticket.waited !== undefined) this.#room.giveBack(id, ticket.waited);
     this.#starts.forget(ticket.key, ticket.startedAt);
     this.#running.finish(ticket.type, ticket.key);
     this.#afterFree(ticket, true);
@@ -225,7 +230,7 @@ export class TypeAdmission {
     const control = this.#settings.get(task.type);
     const key = keyOf(task, control);
     const reason: WaitReason = this.#refusal(control, key, this.clock.now()) ?? 'concurrency';
-    if (!this.#room.enter(task.type, { id: task.id, runAt: task.runAt, key, reason })) return false;
+    if (!this.#room.enter(task.type, { id: task.id, runAt: task.runAt, key, reason, since: this.clock.now() })) return false;
     // Whatever freed meanwhile (a run finished between the refusal and now) is not missed.
     this.#wake(task.type);
     return true;

@@ -8,14 +8,18 @@ import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { RecentRuns, RunOutcome } from '../observability/recent-runs.js';
 import type { Failure, Task } from '../store/task-store.js';
+import { waitedMs, type Wait } from '../store/rows.js';
 
 /** Seconds, from 1 ms to 60 s. */
 const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Seconds, from 10 ms to an hour: a pause lasts minutes. */
+const WAIT_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export class DispatchMetrics {
   readonly runs: Counter<'type' | 'outcome'>;
   readonly lateness: Histogram<'type'>;
+  readonly wait: Histogram<'type' | 'reason'>;
   readonly duration: Histogram<'type'>;
   readonly retries: Counter<'type'>;
   readonly dispatchDbFailures: Counter;
@@ -37,9 +41,16 @@ export class DispatchMetrics {
     });
     this.lateness = new Histogram({
       name: 'punctual_task_lateness_seconds',
-      help: 'How late a run started: run start − runAt.',
+      help: "How late a run started, of what punctual controls: run start − runAt − the time it waited for its type's pause or limits (punctual_task_wait_seconds).",
       labelNames: ['type'] as const,
       buckets: LATENESS_BUCKETS,
+      registers,
+    });
+    this.wait = new Histogram({
+      name: 'punctual_task_wait_seconds',
+      help: "How long a run that waited for its type's pause (reason pause) or limits (reason limit: maxConcurrency, ratePerSecond) waited before it started; not part of its lateness.",
+      labelNames: ['type', 'reason'] as const,
+      buckets: WAIT_BUCKETS,
       registers,
     });
     this.duration = new Histogram({
@@ -78,13 +89,16 @@ export class DispatchMetrics {
     });
   }
 
-  /** Records one run that started at `startedAt` for a task due at `runAt`. */
-  recordRun(type: string, outcome: RunOutcome, runAt: number, startedAt: number, durationMs: number): void {
+  /** Records one run that started at `startedAt` for a task due at `runAt`, after `waited` for its type (not lateness). */
+  recordRun(type: string, outcome: RunOutcome, runAt: number, startedAt: number, durationMs: number, waited?: Wait): void {
+    const waitedMs = waited?.ms ?? 0;
+    const lateMs = startedAt - runAt - waitedMs;
     this.runs.inc({ type, outcome });
-    this.lateness.observe({ type }, Math.max(0, startedAt - runAt) / 1000);
+    this.lateness.observe({ type }, Math.max(0, lateMs) / 1000);
+    if (waited !== undefined && waitedMs > 0) this.wait.observe({ type, reason: waited.reason }, waitedMs / 1000);
     this.duration.observe({ type }, durationMs / 1000);
     if (outcome === 'retry') this.retries.inc({ type });
-    this.recent?.record(outcome, startedAt - runAt, startedAt);
+    this.recent?.record(outcome, lateMs, startedAt, waitedMs);
   }
 }
 
@@ -96,7 +110,7 @@ export class Outcomes {
     private readonly createdHere?: (id: number) => boolean,
   ) {}
 
-  /** `startedAt` is when the run began (its lateness is measured from runAt to it). */
+  /** `startedAt` is when the run began (its lateness is measured from runAt to it, less its wait for its type). */
   done(task: Task, startedAt: number, durationMs: number, outcome: string): void {
     this.log.info(
       {
@@ -104,14 +118,15 @@ export class Outcomes {
         type: task.type,
         key: task.key,
         startedAt,
-        lateMs: startedAt - task.runAt,
+        lateMs: startedAt - task.runAt - waitedMs(task),
+        ...(task.waited === undefined ? {} : { waitedMs: task.waited.ms, waitReason: task.waited.reason }),
         durationMs,
         outcome,
         ...(this.createdHere?.(task.id) === true ? { createdHere: true } : {}),
       },
       'task done',
     );
-    this.metrics?.recordRun(task.type, 'done', task.runAt, startedAt, durationMs);
+    this.metrics?.recordRun(task.type, 'done', task.runAt, startedAt, durationMs, task.waited);
   }
 
   failed(task: Task, failure: Failure, startedAt: number, durationMs: number): void {
@@ -120,13 +135,14 @@ export class Outcomes {
         taskId: task.id,
         type: task.type,
         key: task.key,
-        lateMs: startedAt - task.runAt,
+        lateMs: startedAt - task.runAt - waitedMs(task),
+        ...(task.waited === undefined ? {} : { waitedMs: task.waited.ms, waitReason: task.waited.reason }),
         error: failure.error,
         retryAt: failure.retryAt === null ? null : new Date(failure.retryAt).toISOString(),
       },
       failure.retryAt === null ? 'task failed' : 'task will be retried',
     );
-    this.metrics?.recordRun(task.type, failure.retryAt === null ? 'failed' : 'retry', task.runAt, startedAt, durationMs);
+    this.metrics?.recordRun(task.type, failure.retryAt === null ? 'failed' : 'retry', task.runAt, startedAt, durationMs, task.waited);
   }
 
   /** A task past its expireAfterMs, skipped unrun (committed). */

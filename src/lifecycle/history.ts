@@ -4,9 +4,11 @@
  * records an outcome hands its rows to the recorder on its own connection, so the rows commit with
  * the outcome or not at all. See docs/architecture.md#run-history.
  */
+import { createHash } from 'node:crypto';
 import type { Connection } from '../db/connection.js';
 import type { NewRun, RunHistory, RunOutcome } from '../store/run-history.js';
 import type { Failure, Task } from '../store/task-store.js';
+import { waitedMs } from '../store/rows.js';
 
 /** Where run rows go: the history and this process's name, or nowhere (RUN_HISTORY=off). */
 export interface RunRecorder {
@@ -38,11 +40,45 @@ export function runOf(recorder: RunRecorder, task: Task, outcome: RunOutcome, er
     dueAt: task.runAt,
     startedAt: times.startedAt,
     finishedAt: times.finishedAt,
-    latenessMs: times.startedAt - task.runAt,
+    waitedMs: waitedMs(task),
+    waitReason: task.waited?.reason ?? null,
+    latenessMs: times.startedAt - task.runAt - waitedMs(task),
     durationMs: times.durationMs ?? Math.max(0, times.finishedAt - times.startedAt),
     error,
     httpStatus: times.httpStatus ?? null,
     process: recorder.process,
+  };
+}
+
+/**
+ * The name a pull lease goes by in the run history: `pull:` and a digest of its token. The token
+ * itself is what ack and nack must name, so a reader of the history must not learn it; the digest
+ * still tells the runs of one lease apart from another's. The same as `PULL_HOLDER` in SQL.
+ */
+export function leaseHolder(token: string): string {
+  return `pull:${createHash('sha256').update(token).digest('hex').slice(0, 12)}`;
+}
+
+/**
+ * The run row of a pull lease settled at `now`: `task` as the settle locked or read it, its
+ * attempt counted by the lease and its start (the lease) kept as its lateness.
+ */
+export function pullRunOf(task: Task, outcome: RunOutcome, error: string | null, token: string, now: number): NewRun {
+  const startedAt = task.runAt + (task.latenessMs ?? 0);
+  return {
+    taskId: task.id,
+    attempt: task.attempts,
+    outcome,
+    dueAt: task.runAt,
+    startedAt,
+    finishedAt: now,
+    waitedMs: 0,
+    waitReason: null,
+    latenessMs: startedAt - task.runAt,
+    durationMs: Math.max(0, now - startedAt),
+    error,
+    httpStatus: null,
+    process: leaseHolder(token),
   };
 }
 

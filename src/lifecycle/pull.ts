@@ -6,7 +6,8 @@
  * expired leases of its own types, so a worker that died hands its task on at once, not at the
  * next reconcile. Invariant 13: every settle names the lease token and expects the lease held; a
  * stale or foreign token writes nothing. Invariant 9: the claim locks with SKIP LOCKED and writes
- * conditionally, so any process may serve a lease, with SHARDING=on too.
+ * conditionally, so any process may serve a lease, with SHARDING=on too. Each settle (ack, nack,
+ * an expired lease) writes its run row in its own transaction, held back to travel with COMMIT.
  * See docs/workers.md.
  */
 import type { Clock } from '../time/clock.js';
@@ -14,6 +15,7 @@ import type { PullFailure, PullStore } from '../store/pulls.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { retryAt, type BackoffPolicy } from './backoff.js';
 import { arm, type EffectSink, type TimerEffect } from './effects.js';
+import { pullRunOf, recordRuns, type RunRecorder } from './history.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
@@ -34,6 +36,8 @@ export interface PullLifecycleOptions {
   effects: EffectSink;
   /** Why a stored payload is refused, or undefined (the registry's check, again before a lease). */
   payloadProblem: (type: string, payload: unknown) => string | undefined;
+  /** Where each settled lease's run row goes, in the settle's transaction; undefined: RUN_HISTORY=off. */
+  runs?: RunRecorder;
 }
 
 export interface LeaseAsk {
@@ -118,6 +122,13 @@ export class PullLifecycle {
     const effects = await store.transaction(async (conn) => {
       const now = clock.now();
       const expired = await store.lockExpiredLeases(conn, ids, now);
+      // Each one a run that never reported: on record before the repair writes its row.
+      await this.options.runs?.history.recordLost(
+        conn,
+        expired.map((task) => task.id),
+        now,
+        now,
+      );
       const spent = expired.filter((task) => task.attempts >= task.maxAttempts);
       const again = expired.filter((task) => task.attempts < task.maxAttempts);
       expectAll(
@@ -159,7 +170,7 @@ export class PullLifecycle {
   async #ackAll(acks: { id: number; token: string }[]): Promise<Outcome<SettleResult>[]> {
     const { store, pulls, clock } = this.options;
     const effects: TimerEffect[] = [];
-    const results = await store.transaction(async (conn) => {
+    const results = await store.pipelinedTransaction(async (conn) => {
       effects.length = 0;
       const now = clock.now();
       const found = new Map((await pulls.lockByIds(conn, [...new Set(acks.map((ack) => ack.id))])).map((task) => [task.id, task]));
@@ -174,6 +185,14 @@ export class PullLifecycle {
       for (const [token, ids] of byToken) expectAll('ack', await pulls.ackMany(conn, [...ids], token, now), ids.size);
       const finished = [...new Set(acks.filter((_, i) => held[i]).map((ack) => ack.id))].map((id) => found.get(id)!);
       effects.push(...(await nextOccurrences(store, conn, finished, now)));
+      const runs = this.options.runs;
+      if (runs !== undefined) {
+        await recordRuns(
+          runs,
+          conn,
+          finished.map((task) => pullRunOf(task, 'done', null, task.leaseOwner!, now)),
+        );
+      }
       return acks.map((ack, i): SettleResult => {
         const task = found.get(ack.id);
         if (task === undefined) return { kind: 'missing' };
@@ -193,7 +212,7 @@ export class PullLifecycle {
     const { store, pulls, clock, retry } = this.options;
     const task = await store.get(id);
     if (task === undefined) return { kind: 'missing' };
-    const effects = await store.transaction(async (conn) => {
+    const effects = await store.pipelinedTransaction(async (conn) => {
       const now = clock.now();
       // The attempt was counted by the lease: `task.attempts` is the attempt this lease runs.
       const last = task.attempts >= task.maxAttempts;
@@ -202,7 +221,10 @@ export class PullLifecycle {
         retryAt: options.permanent === true || last ? null : (options.retryAt ?? retryAt(retry, task.attempts, task.maxAttempts, now)),
       };
       if (failure.retryAt !== null) failure.retryAt = Math.max(failure.retryAt, now);
-      if (!(await pulls.nack(conn, { id, token }, failure, error.slice(0, MAX_ERROR_LENGTH), now))) return undefined;
+      const kept = error.slice(0, MAX_ERROR_LENGTH);
+      if (!(await pulls.nack(conn, { id, token }, failure, kept, now))) return undefined;
+      // `task` was read under this lease (the token is the lease's alone): its run, due at its runAt.
+      await recordRuns(this.options.runs, conn, [pullRunOf(task, failure.retryAt === null ? 'failed' : 'retry', kept, token, now)]);
       if (failure.retryAt !== null) return [arm(id, failure.retryAt)];
       return nextOccurrences(store, conn, [task], now);
     });

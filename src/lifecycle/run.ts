@@ -60,13 +60,18 @@ export async function lease(
   now: number,
 ): Promise<void> {
   const ids = tasks.map((task) => task.id);
-  expectAll('lease', await store.markRunning(conn, ids, owner, leaseUntil, now), ids.length);
+  expectAll('lease', await store.markRunning(conn, ids, owner, leaseUntil, now, waitsOf(tasks)), ids.length);
+}
+
+/** The ms each of `tasks` that waited for its type waited, by id. */
+export function waitsOf(tasks: readonly Task[]): Map<number, number> {
+  return new Map(tasks.filter((task) => (task.waited?.ms ?? 0) > 0).map((task) => [task.id, task.waited!.ms]));
 }
 
 /** Tasks run in this transaction are done; recurring ones get their next occurrence. */
 export async function complete(store: TaskStore, conn: Connection, tasks: Task[], now: number): Promise<TimerEffect[]> {
   const ids = tasks.map((task) => task.id);
-  expectAll('complete', await store.markDone(conn, ids, now), ids.length);
+  expectAll('complete', await store.markDone(conn, ids, now, waitsOf(tasks)), ids.length);
   return nextOccurrences(store, conn, tasks, now);
 }
 

@@ -48,6 +48,25 @@ export interface Task {
   expireAfterMs: number | null;
   /** Its group under limits with `groupBy: "group"`. */
   group: string | null;
+  /**
+   * Not stored on the task: how long this run waited in this process for its type's pause or
+   * limits before it was admitted (set by the dispatcher's plan on the runs it admits).
+   */
+  waited?: Wait;
+}
+
+/** What a waiting room held a run back for: `pause`, or `limit` (maxConcurrency, ratePerSecond). */
+export type WaitReason = 'pause' | 'limit';
+
+/** How long a run waited for its type, and for what the longest. */
+export interface Wait {
+  ms: number;
+  reason: WaitReason;
+}
+
+/** The ms `task`'s run waited for its type (0: it did not). */
+export function waitedMs(task: Pick<Task, 'waited'>): number {
+  return task.waited?.ms ?? 0;
 }
 
 export interface NewTask {

@@ -1,12 +1,15 @@
 /**
  * The run history: one row per run of a task, in task_runs (sql/task-runs.ts). The rows are
  * written on the caller's connection, in the transaction that records the runs' outcomes on their
- * tasks, a batch's runs in one statement: a run is on record exactly when its outcome is.
+ * tasks, a batch's runs in one statement: a run is on record exactly when its outcome is. In a
+ * pipelined transaction that statement travels with COMMIT.
  * Reads run on a connection of their own. See docs/architecture.md#run-history.
  */
 import type mysql from 'mysql2/promise';
 import type { Connection, Database } from '../db/connection.js';
+import { pipelineOf } from '../db/pipeline.js';
 import { autocommit } from '../db/transaction.js';
+import type { WaitReason } from './rows.js';
 import { TASK_RUNS } from './sql/task-runs.js';
 
 /** How a run ended: done; failed and to be tried again; failed for good; lost (its lease ran out). */
@@ -22,7 +25,11 @@ export interface TaskRun {
   dueAt: number;
   startedAt: number;
   finishedAt: number;
-  /** startedAt − dueAt. */
+  /** How long it waited for its type's pause or limits before it started. */
+  waitedMs: number;
+  /** What it waited for the longest; null when it did not wait. */
+  waitReason: WaitReason | null;
+  /** startedAt − dueAt − waitedMs: the start's lateness of what punctual controls. */
   latenessMs: number;
   durationMs: number;
   error: string | null;
@@ -40,10 +47,40 @@ function clip(error: string | null): string | null {
   return error !== null && error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
 }
 
-type RunRow = [number, number, number, RunOutcome, number, number, number, number, number, string | null, number | null, string];
+type RunRow = [
+  number,
+  number,
+  number,
+  RunOutcome,
+  number,
+  number,
+  number,
+  number,
+  number,
+  string | null,
+  number | null,
+  string,
+  number,
+  WaitReason | null,
+];
 
 function fromRow(row: RunRow): TaskRun {
-  const [id, taskId, attempt, outcome, dueAt, startedAt, finishedAt, latenessMs, durationMs, error, httpStatus, process] = row;
+  const [
+    id,
+    taskId,
+    attempt,
+    outcome,
+    dueAt,
+    startedAt,
+    finishedAt,
+    latenessMs,
+    durationMs,
+    error,
+    httpStatus,
+    process,
+    waitedMs,
+    waitReason,
+  ] = row;
   return {
     id: Number(id),
     taskId: Number(taskId),
@@ -52,6 +89,8 @@ function fromRow(row: RunRow): TaskRun {
     dueAt: Number(dueAt),
     startedAt: Number(startedAt),
     finishedAt: Number(finishedAt),
+    waitedMs: Number(waitedMs),
+    waitReason,
     latenessMs: Number(latenessMs),
     durationMs: Number(durationMs),
     error,
@@ -65,7 +104,10 @@ const MAX_DURATION_MS = 4_294_967_295;
 export class RunHistory {
   constructor(private readonly database: Database) {}
 
-  /** Records `runs` in the caller's transaction, in one statement. */
+  /**
+   * Records `runs` in the caller's transaction, in one statement. In a pipelined transaction
+   * (db/pipeline.ts) the statement is held back to travel with COMMIT: no round trip of its own.
+   */
   async record(conn: Connection, runs: readonly NewRun[]): Promise<void> {
     if (runs.length === 0) return;
     const values: unknown[] = [];
@@ -82,9 +124,13 @@ export class RunHistory {
         clip(run.error),
         run.httpStatus === null ? null : Math.min(Math.max(0, Math.round(run.httpStatus)), 65_535),
         run.process.slice(0, 64),
+        Math.min(Math.max(0, Math.round(run.waitedMs)), MAX_DURATION_MS),
+        run.waitReason,
       );
     }
-    await conn.query(TASK_RUNS.insert(runs.length), values);
+    const pipeline = pipelineOf(conn);
+    if (pipeline !== undefined) pipeline.queue(TASK_RUNS.insert(runs.length), values);
+    else await conn.query(TASK_RUNS.insert(runs.length), values);
   }
 
   /** Records the runs of the locked `ids` whose lease ran out before `before`, as lost at `now`; before their repair writes them. */

@@ -1,5 +1,5 @@
 /**
- * The backlog and the lateness at a glance (GET /tasks/summary). The counts read the whole table,
+ * The backlog, the lateness and the waits at a glance (GET /tasks/summary). The counts read the whole table,
  * so one reading is kept a few seconds and shared by the requests meanwhile; a failed reading is
  * not kept. The armed count is this process's own and read each time.
  */
@@ -16,8 +16,13 @@ export interface SummaryReading {
   pending: number;
   running: number;
   failed: number;
+  /** Over the latest LATENESS_SAMPLE done runs: start − runAt − waitedMs (what punctual controls). */
   latenessP50Ms: number | null;
   latenessP99Ms: number | null;
+  /** Among those runs, how many waited for their type's pause or limits, and how long (p50, p99). */
+  waitedRuns: number;
+  waitedP50Ms: number | null;
+  waitedP99Ms: number | null;
   countedAt: string;
   armed: number;
 }
@@ -34,12 +39,17 @@ export class SummaryReader {
   async read(): Promise<SummaryReading> {
     const now = this.clock.now();
     if (this.#cached === undefined || now - this.#cached.at > SUMMARY_TTL_MS) {
-      const value = Promise.all([this.store.countOpen(), this.store.recentLateness(LATENESS_SAMPLE)]).then(([counts, late]) => ({
-        ...counts,
-        latenessP50Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.5)]!,
-        latenessP99Ms: late.length === 0 ? null : late[Math.floor((late.length - 1) * 0.99)]!,
-        countedAt: toIsoUtc(now),
-      }));
+      const value = Promise.all([this.store.countOpen(), this.store.recentLateness(LATENESS_SAMPLE)]).then(
+        ([counts, { lateness, waits }]) => ({
+          ...counts,
+          latenessP50Ms: quantile(lateness, 0.5),
+          latenessP99Ms: quantile(lateness, 0.99),
+          waitedRuns: waits.length,
+          waitedP50Ms: quantile(waits, 0.5),
+          waitedP99Ms: quantile(waits, 0.99),
+          countedAt: toIsoUtc(now),
+        }),
+      );
       const cached = { at: now, value };
       this.#cached = cached;
       value.catch(() => {
@@ -48,4 +58,9 @@ export class SummaryReader {
     }
     return { ...(await this.#cached.value), armed: this.armed() };
   }
+}
+
+/** The `q` quantile of the sorted `values`, or null without any. */
+function quantile(values: readonly number[], q: number): number | null {
+  return values.length === 0 ? null : values[Math.floor((values.length - 1) * q)]!;
 }

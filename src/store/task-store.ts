@@ -23,6 +23,9 @@ import { SQL } from './sql/tasks.js';
 import { tagPairs } from './tags.js';
 
 export type { InsertResult } from './intake.js';
+/** No task waited for its type. */
+const NO_WAITS: ReadonlyMap<number, number> = new Map();
+
 export type { NewTask, RunAtCursor, Task, TimerEntry } from './rows.js';
 
 /** What happens to a task whose run failed: back to pending at `retryAt`, or failed for good. */
@@ -128,6 +131,14 @@ export class TaskStore {
    */
   transaction<T>(fn: (conn: Connection) => Promise<T>, tries = DEFAULT_TRIES): Promise<T> {
     return transaction(this.#database, fn, { retry: lockConflicts(tries) });
+  }
+
+  /**
+   * The same, pipelined where the server allows it (db/pipeline.ts, Database.pipelines): BEGIN
+   * travels with the first statement and what is held back (a run row) with COMMIT.
+   */
+  async pipelinedTransaction<T>(fn: (conn: Connection) => Promise<T>): Promise<T> {
+    return transaction(this.#database, fn, { retry: lockConflicts(DEFAULT_TRIES), pipelined: await this.#database.pipelines() });
   }
 
   // ── reads ─────────────────────────────────────────────────────────────────────────────────
@@ -251,9 +262,16 @@ export class TaskStore {
   }
 
   /** How late (start − run_at, ms, stored by each run) the latest `limit` completed tasks ran, sorted. */
-  async recentLateness(limit: number): Promise<number[]> {
-    const rows = await this.#arrays<[number]>(SQL.recentLateness, [limit]);
-    return rows.map(([late]) => Number(late)).sort((a, b) => a - b);
+  /** The latest `limit` done runs' lateness (sorted) and the waits of those that waited (sorted). */
+  async recentLateness(limit: number): Promise<{ lateness: number[]; waits: number[] }> {
+    const rows = await this.#arrays<[number, number]>(SQL.recentLateness, [limit]);
+    return {
+      lateness: rows.map(([late]) => Number(late)).sort((a, b) => a - b),
+      waits: rows
+        .map(([, waited]) => Number(waited))
+        .filter((waited) => waited > 0)
+        .sort((a, b) => a - b),
+    };
   }
 
   /**
@@ -407,25 +425,40 @@ export class TaskStore {
     return rows.map(fromRow);
   }
 
-  /** The pending ones among `ids` (locked by the caller) done; answers how many. */
-  async markDone(conn: Connection, ids: number[], now: number): Promise<number> {
+  /**
+   * The pending ones among `ids` (locked by the caller) done; answers how many. `waited`: the ms
+   * those that waited for their type waited, by id (kept apart from their lateness).
+   */
+  async markDone(conn: Connection, ids: number[], now: number, waited: ReadonlyMap<number, number> = NO_WAITS): Promise<number> {
     if (ids.length === 0) return 0;
     const at = new Date(now);
+    const pairs = [...waited].flat();
+    const sql = SQL.markDone(waited.size);
+    const values = [at, ...pairs, ...pairs, at, at, ids];
     const pipeline = pipelineOf(conn);
     if (pipeline !== undefined) {
       // Held back to travel with COMMIT; the server checks the count before it commits, so a
       // count other than all of them never commits: answered as all of them.
-      pipeline.queue(SQL.markDone, [at, at, at, ids]);
+      pipeline.queue(sql, values);
       pipeline.queue(DB.expectRowCount, [ids.length]);
       return ids.length;
     }
-    return (await conn.query<Result>(SQL.markDone, [at, at, at, ids]))[0].affectedRows;
+    return (await conn.query<Result>(sql, values))[0].affectedRows;
   }
 
-  /** The pending ones among `ids` (locked by the caller) running under `owner`'s lease; answers how many. */
-  async markRunning(conn: Connection, ids: number[], owner: string, leaseUntil: number, now: number): Promise<number> {
+  /** The pending ones among `ids` (locked by the caller) running under `owner`'s lease; answers how many. `waited` as for markDone. */
+  async markRunning(
+    conn: Connection,
+    ids: number[],
+    owner: string,
+    leaseUntil: number,
+    now: number,
+    waited: ReadonlyMap<number, number> = NO_WAITS,
+  ): Promise<number> {
     if (ids.length === 0) return 0;
-    return (await conn.query<Result>(SQL.markRunning, [new Date(now), owner, new Date(leaseUntil), new Date(now), ids]))[0].affectedRows;
+    const pairs = [...waited].flat();
+    const values = [new Date(now), ...pairs, ...pairs, owner, new Date(leaseUntil), new Date(now), ids];
+    return (await conn.query<Result>(SQL.markRunning(waited.size), values))[0].affectedRows;
   }
 
   /**

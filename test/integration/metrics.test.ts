@@ -77,6 +77,9 @@ describe('GET /metrics', () => {
     ]) {
       expect(values.has(name), name).toBe(true);
     }
-    expect(text).toContain('# HELP punctual_task_lateness_seconds How late a run started: run start − runAt.');
+    expect(text).toContain(
+      '# HELP punctual_task_lateness_seconds How late a run started, of what punctual controls: run start − runAt − the time',
+    );
+    expect(text).toContain('# HELP punctual_task_wait_seconds ');
   });
 });

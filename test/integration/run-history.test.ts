@@ -1,12 +1,15 @@
 /**
  * The run history against MariaDB: one row per attempt, written with its outcome (a run rolled back
  * leaves no row), for database and outside handlers, a lease that ran out, and GET /tasks/:id/runs;
- * a task's lastError describes its latest run; the runs go with their task under retention.
+ * a task's lastError describes its latest run; the runs go with their task under retention. Pull
+ * workers' runs too: ack, nack, a permanent nack and a lease that ran out each leave their row,
+ * named by a digest of the lease token, never the token.
  */
 import { Type } from 'typebox';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OutsideHandler } from '../../src/handlers/handler.js';
 import { PermanentError } from '../../src/handlers/handler.js';
+import { leaseHolder } from '../../src/lifecycle/history.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
@@ -183,5 +186,182 @@ describe('run history', () => {
     await service.retention.sweep();
     const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM task_runs WHERE task_id = ?', [id]);
     expect(Number(count!.n)).toBe(0);
+  });
+});
+
+describe('run history of pull workers', () => {
+  const PULLED = { WORKER_TYPES: 'pulled' };
+
+  /** Leases the one due task (asked again while a claim holds its row for a moment: SKIP LOCKED). */
+  function lease(leaseMs = 30_000): Promise<{ id: number; leaseToken: string; attempt: number }> {
+    return waitFor(
+      async () => {
+        const answer = await service!.call('POST', '/workers/lease', { types: ['pulled'], max: 1, leaseMs });
+        expect(answer.status).toBe(200);
+        return answer.body.tasks[0];
+      },
+      10_000,
+      'a task to lease',
+    );
+  }
+
+  async function rowsOf(id: number): Promise<number> {
+    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM task_runs WHERE task_id = ?', [id]);
+    return Number(count!.n);
+  }
+
+  it("records an ack as done, under the lease's digest, once", async () => {
+    service = await startTestService(db, PULLED);
+    const id = await create({ type: 'pulled', payload: {}, delayMs: 0 });
+    const leased = await lease();
+    expect(leased.id).toBe(id);
+    expect((await service.call('POST', `/tasks/${id}/ack`, { leaseToken: leased.leaseToken })).status).toBe(200);
+    // A second ack is stale: a 409, and no second row.
+    expect((await service.call('POST', `/tasks/${id}/ack`, { leaseToken: leased.leaseToken })).status).toBe(409);
+    const runs = await runsOf(id);
+    expect(runs.map((run) => [run.attempt, run.outcome, run.error])).toEqual([[1, 'done', null]]);
+    expect(runs[0].process).toBe(leaseHolder(leased.leaseToken));
+    expect(runs[0].process).toMatch(/^pull:[0-9a-f]{12}$/);
+    expect(JSON.stringify(runs)).not.toContain(leased.leaseToken);
+    expect(runs[0].startLatenessMs).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(runs[0].startedAt) - Date.parse(runs[0].dueAt)).toBe(runs[0].startLatenessMs);
+    expect(Date.parse(runs[0].finishedAt)).toBeGreaterThanOrEqual(Date.parse(runs[0].startedAt));
+    expect(await rowsOf(id)).toBe(1);
+    expect((await service.call('GET', `/tasks/${id}`)).body.lastError).toBeNull();
+  });
+
+  it('records a nack as retry, and the next run as its own; lastError follows the latest run', async () => {
+    service = await startTestService(db, PULLED);
+    const id = await create({ type: 'pulled', payload: {}, delayMs: 0, maxAttempts: 3 });
+    const first = await lease();
+    const nacked = await service.call('POST', `/tasks/${id}/nack`, {
+      leaseToken: first.leaseToken,
+      error: 'printer jammed',
+      retryAt: new Date().toISOString(),
+    });
+    expect(nacked.status).toBe(200);
+    expect(nacked.body.lastError).toBe('printer jammed');
+    const second = await lease();
+    expect(second.attempt).toBe(2);
+    expect((await service.call('POST', `/tasks/${id}/ack`, { leaseToken: second.leaseToken })).status).toBe(200);
+    const runs = await runsOf(id);
+    expect(runs.map((run) => [run.attempt, run.outcome, run.error])).toEqual([
+      [2, 'done', null],
+      [1, 'retry', 'printer jammed'],
+    ]);
+    expect(runs[1].process).toBe(leaseHolder(first.leaseToken));
+    expect(runs[0].process).toBe(leaseHolder(second.leaseToken));
+    expect((await service.call('GET', `/tasks/${id}`)).body.lastError).toBeNull();
+    expect(await rowsOf(id)).toBe(2);
+  });
+
+  it('records a permanent nack as failed, once', async () => {
+    service = await startTestService(db, PULLED);
+    const id = await create({ type: 'pulled', payload: {}, delayMs: 0, maxAttempts: 3 });
+    const leased = await lease();
+    const nacked = await service.call('POST', `/tasks/${id}/nack`, {
+      leaseToken: leased.leaseToken,
+      error: 'no such sku',
+      permanent: true,
+    });
+    expect(nacked.status).toBe(200);
+    expect(nacked.body.status).toBe('failed');
+    expect(nacked.body.lastError).toBe('no such sku');
+    // A stale nack after it writes nothing.
+    expect((await service.call('POST', `/tasks/${id}/nack`, { leaseToken: leased.leaseToken, error: 'again' })).status).toBe(409);
+    const runs = await runsOf(id);
+    expect(runs.map((run) => [run.attempt, run.outcome, run.error])).toEqual([[1, 'failed', 'no such sku']]);
+    expect(await rowsOf(id)).toBe(1);
+  });
+
+  it('records a lease that ran out as lost, before the next worker runs it; lastError says so meanwhile', async () => {
+    service = await startTestService(db, PULLED);
+    const id = await create({ type: 'pulled', payload: {}, delayMs: 0, maxAttempts: 3 });
+    const first = await lease(1000);
+    // The worker died: no ack. The next lease request recovers the expired lease and gets the task.
+    const second = await waitFor(
+      async () => {
+        const answer = await service!.call('POST', '/workers/lease', { types: ['pulled'], max: 1, leaseMs: 30_000 });
+        return answer.body.tasks?.[0];
+      },
+      20_000,
+      'the expired lease to be leased again',
+    );
+    expect(second.id).toBe(id);
+    expect(second.attempt).toBe(2);
+    const meanwhile = (await service.call('GET', `/tasks/${id}`)).body;
+    expect(meanwhile.lastError).toMatch(/^lease expired/);
+    expect((await service.call('POST', `/tasks/${id}/ack`, { leaseToken: second.leaseToken })).status).toBe(200);
+    const runs = await runsOf(id);
+    expect(runs.map((run) => [run.attempt, run.outcome])).toEqual([
+      [2, 'done'],
+      [1, 'lost'],
+    ]);
+    expect(runs[1].process).toBe(leaseHolder(first.leaseToken));
+    expect(runs[1].error).toMatch(/^lease expired/);
+    expect(JSON.stringify(runs)).not.toContain(first.leaseToken);
+    expect((await service.call('GET', `/tasks/${id}`)).body.lastError).toBeNull();
+    expect(await rowsOf(id)).toBe(2);
+  });
+
+  it('writes no pull run with RUN_HISTORY=off', async () => {
+    service = await startTestService(db, { ...PULLED, RUN_HISTORY: 'off' });
+    const id = await create({ type: 'pulled', payload: {}, delayMs: 0 });
+    const leased = await lease();
+    expect((await service.call('POST', `/tasks/${id}/ack`, { leaseToken: leased.leaseToken })).status).toBe(200);
+    expect(await rowsOf(id)).toBe(0);
+  });
+});
+
+describe('the cost of a run row', () => {
+  /** Every text the service's pool sends from now on (one call of a connection's query: one round trip). */
+  function countTexts(): string[] {
+    const sent: string[] = [];
+    const database = service!.database;
+    const own = database.withConnection.bind(database);
+    database.withConnection = (fn, deadlineMs) =>
+      own((conn) => {
+        const query = conn.query.bind(conn);
+        (conn as unknown as { query: unknown }).query = (options: string | { sql: string }, ...rest: unknown[]) => {
+          sent.push(typeof options === 'string' ? options : options.sql);
+          return (query as (...args: unknown[]) => unknown)(options, ...rest);
+        };
+        return fn(conn);
+      }, deadlineMs);
+    return sent;
+  }
+
+  /** The texts that carry a run row: each must end in the COMMIT it travels with. */
+  const runTexts = (sent: string[]) => sent.filter((text) => text.includes('INSERT INTO task_runs'));
+
+  it('travels with COMMIT on a single MariaDB server: a batch, an ack and a nack send no round trip of their own for it', async () => {
+    service = await startTestService(db, { WORKER_TYPES: 'pulled' }, { handlers: HANDLERS });
+    expect(await service.database.pipelines()).toBe(true);
+    const sent = countTexts();
+    const ran = await create({ type: 'third_time', payload: {}, delayMs: 0, maxAttempts: 5 });
+    await settled(ran);
+    const acked = await create({ type: 'pulled', payload: {}, delayMs: 0 });
+    const nacked = await create({ type: 'pulled', payload: {}, delayMs: 0 });
+    // A row a claim holds for a moment is skipped by a lease (SKIP LOCKED): ask until both are leased.
+    const leased = new Map<number, string>();
+    await waitFor(
+      async () => {
+        for (const task of (await service!.call('POST', '/workers/lease', { types: ['pulled'], max: 2 })).body.tasks) {
+          leased.set(task.id, task.leaseToken);
+        }
+        return leased.size === 2 ? true : undefined;
+      },
+      10_000,
+      'both pulled tasks to be leased',
+    );
+    expect([...leased.keys()].sort()).toEqual([acked, nacked].sort());
+    expect((await service.call('POST', `/tasks/${acked}/ack`, { leaseToken: leased.get(acked) })).status).toBe(200);
+    const nack = await service.call('POST', `/tasks/${nacked}/nack`, { leaseToken: leased.get(nacked), error: 'x', permanent: true });
+    expect(nack.status).toBe(200);
+    // Three runs of the batch path, one ack, one nack: five rows, each in a COMMIT's text.
+    expect(await runsOf(ran)).toHaveLength(3);
+    const carried = runTexts(sent);
+    expect(carried).toHaveLength(5);
+    for (const text of carried) expect(text).toMatch(/;\nCOMMIT$/);
   });
 });

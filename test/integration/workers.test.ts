@@ -345,7 +345,13 @@ describe('the TypeScript worker loop', () => {
       10_000,
       'all settled',
     );
-    expect(await row(retry)).toMatchObject({ attempts: 2, last_error: 'try again later' });
+    // Its latest run succeeded: lastError describes that run; the failed first try is in its history.
+    expect(await row(retry)).toMatchObject({ attempts: 2, last_error: null });
+    const history = (await service.call('GET', `/tasks/${retry}/runs`, undefined, bearer(WRITER))).body.runs;
+    expect(history.map((run: any) => [run.attempt, run.outcome, run.error])).toEqual([
+      [2, 'done', null],
+      [1, 'retry', 'try again later'],
+    ]);
     expect(await row(permanent)).toMatchObject({ attempts: 1, last_error: 'no such coupon' });
     stop.abort();
     await loop;

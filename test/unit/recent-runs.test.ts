@@ -34,6 +34,23 @@ describe('the ring of recent runs', () => {
     expect(p99).toBeLessThanOrEqual(exact(0.99) * 1.05);
   });
 
+  it('keeps waits for a pause or a limit apart from lateness: counted and ranked among the runs that waited only', () => {
+    const ring = new RecentRuns();
+    ring.record('done', 2, T0 + 1000, 27_000); // a pause held it 27 s; 2 ms late after it
+    ring.record('done', 3, T0 + 2000);
+    ring.record('done', 4, T0 + 3000, 500);
+    const snap = ring.snapshot(T0 + 3000);
+    expect(snap.done.at(-1)).toBe(3);
+    expect(snap.waited.at(-1)).toBe(2);
+    // Lateness ranks all three runs, their waits left out.
+    expect(snap.latenessP99Ms.at(-1)).toBeLessThanOrEqual(4);
+    expect(snap.waitedP50Ms.at(-1)).toBeGreaterThanOrEqual(500 - 0.1);
+    expect(snap.waitedP50Ms.at(-1)).toBeLessThanOrEqual(500 * 1.05);
+    expect(snap.waitedP99Ms.at(-1)).toBe(27_000);
+    expect(snap.waitedP99Ms.at(-2)).toBeNull();
+    expect(snap.waited.at(-2)).toBe(0);
+  });
+
   it('forgets what is older than an hour, and reuses its slots', () => {
     const ring = new RecentRuns();
     ring.record('done', 1, T0);

@@ -1,8 +1,17 @@
-/** The waiting room: tasks leave in (runAt, id) order whatever order they came in, and a type holds at most its capacity. */
+/**
+ * The waiting room: tasks leave in (runAt, id) order whatever order they came in, a type holds at
+ * most its capacity, and each task's stays are summed by what held it, until its run is admitted.
+ */
 import { describe, expect, it } from 'vitest';
 import { WaitingRoom, type Waiting } from '../../src/dispatch/waiting-room.js';
 
-const entry = (id: number, runAt: number, key = 'mail'): Waiting => ({ id, runAt, key, reason: 'paused' });
+const entry = (id: number, runAt: number, key = 'mail', reason: Waiting['reason'] = 'paused', since = 0): Waiting => ({
+  id,
+  runAt,
+  key,
+  reason,
+  since,
+});
 
 describe('the waiting room', () => {
   it('lets tasks leave in (runAt, id) order, not the order they came in', () => {
@@ -62,5 +71,23 @@ describe('the waiting room', () => {
     room.clear();
     expect(room.sizeOf('mail')).toBe(0);
     expect(room.hasWaited(1)).toBe(false);
+  });
+
+  it("sums a task's stays by what held it, answers the longest as its reason, once", () => {
+    let now = 1000;
+    const room = new WaitingRoom(10, () => now);
+    room.enter('mail', entry(1, 900, 'mail', 'paused', 1000));
+    now = 4000;
+    room.leaveAll('mail');
+    // Woken, then over its limit: it waits again.
+    room.enter('mail', entry(1, 900, 'mail', 'concurrency', 4100));
+    now = 4600;
+    room.leaveAll('mail');
+    expect(room.takeWait(1)).toEqual({ ms: 3500, reason: 'pause' });
+    expect(room.takeWait(1)).toBeUndefined();
+    expect(room.takeWait(2)).toBeUndefined();
+    // A run that never began gives its wait back, to be counted with the next.
+    room.giveBack(1, { ms: 200, reason: 'limit' });
+    expect(room.takeWait(1)).toEqual({ ms: 200, reason: 'limit' });
   });
 });

@@ -46,7 +46,8 @@ export const chartRoutes: FastifyPluginAsync<ChartRoutesOptions> = async (fastif
     '/charts/recent',
     {
       schema: {
-        summary: "This process's runs over the last hour, per 10 s: by outcome, and lateness p50 and p99",
+        summary:
+          "This process's runs over the last hour, per 10 s: by outcome, lateness p50 and p99, and apart from it their waits for a pause or a limit",
         tags: ['operations'],
         response: { 200: RecentRunsJson, 401: ErrorJson },
       },

@@ -5,6 +5,9 @@
  */
 import { ms } from '../rows.js';
 
+/** What a lost run, and the task it leaves pending, say. */
+export const LOST_ERROR = 'lease expired: the process running it stopped answering';
+
 export const RUN_COLUMNS = [
   'id',
   'task_id',
@@ -18,7 +21,15 @@ export const RUN_COLUMNS = [
   'error',
   'http_status',
   'process',
+  'waited_ms',
+  'wait_reason',
 ].join(', ');
+
+/**
+ * The holder a lost run names: the process, or for a pull lease (`pull:` and its token) a digest of
+ * the token, never the token itself (lifecycle/history.ts leaseHolder).
+ */
+const HOLDER = "IF(lease_owner LIKE 'pull:%', CONCAT('pull:', LEFT(SHA2(lease_owner, 256), 12)), COALESCE(lease_owner, ''))";
 
 export const TASK_RUNS = {
   /**
@@ -26,17 +37,19 @@ export const TASK_RUNS = {
    * their outcomes on the tasks.
    */
   insert: (rows: number) =>
-    'INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', '),
+    'INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process, waited_ms, wait_reason) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', '),
   /** A task's runs, newest first, before the run id ? (the (task_id, id) index). */
   ofTask: `SELECT ${RUN_COLUMNS} FROM task_runs WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
   /**
    * A lease that ran out is a run that never reported (its process died mid-run): recorded from
    * the locked task before its repair writes it, its start read from the lateness the claim
-   * stored. Among ? (ids), running with a lease that ran out before ?, as of ? (the finish).
+   * stored (and its wait, lateness_ms + waited_ms after run_at). Among ? (ids), running with a
+   * lease that ran out before ?, as of ? (the finish).
    */
-  insertLost: `INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process)
-    SELECT id, attempts, 'lost', run_at, run_at + INTERVAL COALESCE(lateness_ms, 0) * 1000 MICROSECOND, ?,
-      COALESCE(lateness_ms, 0), 0, 'lease expired: the process running it stopped answering', NULL, COALESCE(lease_owner, '')
+  insertLost: `INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process,
+      waited_ms, wait_reason)
+    SELECT id, attempts, 'lost', run_at, run_at + INTERVAL (COALESCE(lateness_ms, 0) + COALESCE(waited_ms, 0)) * 1000 MICROSECOND, ?,
+      COALESCE(lateness_ms, 0), 0, '${LOST_ERROR}', NULL, ${HOLDER}, COALESCE(waited_ms, 0), NULL
     FROM tasks WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
 } as const;

@@ -8,6 +8,7 @@
  * The other tables' statements are beside it (one file per table), the server's in src/db/sql.ts.
  */
 import { ms, TASK_COLUMNS } from '../rows.js';
+import { LOST_ERROR } from './task-runs.js';
 
 /** Only the tasks of the listed shards (`id MOD 256`, src/cluster/shards.ts): the id is in every
  * secondary index entry, so the filter is read from the index too. */
@@ -53,6 +54,11 @@ const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') =
 };
 const listWhere = (f: ListFilter) => `WHERE status = ? ${filtersWhere(f, 'AND')}`;
 const listOrder = (finished: boolean) => (finished ? 'finished_at DESC, id DESC' : 'run_at, id');
+
+/** The wait of a row among `waited` (id, ms) pairs, 0 for the others (most batches: none waited, a constant). */
+function waitOf(waited: number): string {
+  return waited === 0 ? '0' : `CASE id ${'WHEN ? THEN ? '.repeat(waited)}ELSE 0 END`;
+}
 
 export const SQL = {
   // ── reads ───────────────────────────────────────────────────────────────────────────────
@@ -107,8 +113,11 @@ export const SQL = {
   countDueBefore: `SELECT COUNT(*) AS n FROM (
     SELECT 1 FROM tasks FORCE INDEX (tasks_status_run_at) WHERE status = 'pending' AND run_at < ? LIMIT ?
   ) AS due`,
-  /** The stored lateness of the latest runs (start − run_at; a row inserted done by hand falls back to finished_at − run_at). */
-  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000) FROM tasks
+  /**
+   * The stored lateness and wait of the latest runs (start − run_at − wait; a row inserted done by
+   * hand falls back to finished_at − run_at), as [lateness, waited].
+   */
+  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000), COALESCE(waited_ms, 0) FROM tasks
     WHERE status = 'done' ORDER BY finished_at DESC LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────
@@ -185,13 +194,16 @@ export const SQL = {
   lockDue: select("WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED"),
   /**
    * Run in this transaction: one attempt used, done (last_error cleared: it describes the latest
-   * run), and how late it started (the batch's start,
-   * given as the first ?, − run_at) kept in the same statement: the hot path adds no query.
+   * run), and how late it started (the batch's start, given as the first ?, − run_at − its wait)
+   * and its wait for its type kept in the same statement: the hot path adds no query. `waited`:
+   * how many of the tasks waited, each an (id, ms) pair after the first ?, twice.
    */
-  markDone: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'done',
+  markDone: (waited: number) => `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+    waited_ms = ${waitOf(waited)}, status = 'done',
     attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL WHERE id IN (?) AND status = 'pending'`,
-  /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at) with it. */
-  markRunning: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'running',
+  /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait with it. */
+  markRunning: (waited: number) => `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+    waited_ms = ${waitOf(waited)}, status = 'running',
     attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
   /**
    * An outside run finished, while it is still the run this owner leased (running, its lease, the
@@ -234,9 +246,9 @@ export const SQL = {
   failExpiredLeases: `UPDATE tasks SET status = 'failed', lease_owner = NULL, lease_until = NULL, finished_at = ?, updated_at = ?,
     last_error = CONCAT('lease expired on its last attempt; ', COALESCE(last_error, ''))
     WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
-  /** A lease ran out with attempts left: pending again. */
-  releaseExpiredLeases:
-    "UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id IN (?) AND status = 'running' AND lease_until < ?",
+  /** A lease ran out with attempts left: pending again, its lastError the lost run's (it describes the latest run). */
+  releaseExpiredLeases: `UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ?, last_error = '${LOST_ERROR}'
+    WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
 
   // ── the type controls' view of the tasks (type-controls.ts; their own table: sql/type-controls.ts)
   /** Pending tasks already due, by type: what waits (paused, over a limit, or simply behind). */
