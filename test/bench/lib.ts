@@ -13,7 +13,8 @@ import WebSocket from 'ws';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { parsePrometheus } from '../helpers/prometheus.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/app/main.js', import.meta.url));
+/** BENCH_MAIN: another build's main.js (a build of an earlier commit, to compare in one sitting). */
+const MAIN = process.env.BENCH_MAIN ?? fileURLToPath(new URL('../../dist/app/main.js', import.meta.url));
 export const SERVER_URL = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 
 /** One figure of a scenario, as bench-results.json stores it. */
