@@ -63,8 +63,11 @@ interface Waiter {
   request: LeaseRequest;
   types: ReadonlySet<string>;
   resolve: (tasks: LeasedTask[]) => void;
-  timer: NodeJS.Timeout;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout | undefined;
   done: boolean;
+  /** Not past its first claim yet: it is answered with what that finds, or then starts to wait. */
+  arriving: boolean;
   /** A claim for it is under way: it leaves when the claim is over, with what it got. */
   claiming: boolean;
   /** Its time ran out or its client went away during a claim. */
@@ -72,19 +75,23 @@ interface Waiter {
 }
 
 const DEFAULT_PEEK_MS = 1000;
+/** The most tasks one claim asks for (the sum of its requests' `max`); the other requests are served by the next. */
+const CLAIM_AT_MOST = 1000;
 
 export class PullHub {
   readonly #options: PullHubOptions;
-  /** Waiting requests, oldest first. */
-  #waiting: Waiter[] = [];
-  /** Types with a task due since the last serve. */
+  /** Requests, oldest first: those that wait, and those arriving (before their first claim). */
+  #queue: Waiter[] = [];
+  /** How many of the queue wait (past their first claim). */
+  #waitingCount = 0;
+  /** Types with a task due (or a request arrived for them) since the last claim. */
   readonly #woken = new Set<string>();
   #serving = false;
   #stopped = false;
   #peekTimer: NodeJS.Timeout | undefined;
   #dueTimer: NodeJS.Timeout | undefined;
   #dueAt = Number.POSITIVE_INFINITY;
-  readonly #metrics: { leased: Counter; waiting: Gauge; refused: Counter } | undefined;
+  readonly #metrics: { leased: Counter; waiting: Gauge; refused: Counter; claims: Counter } | undefined;
 
   constructor(options: PullHubOptions) {
     this.#options = options;
@@ -107,48 +114,49 @@ export class PullHub {
           help: 'Lease requests refused because WORKER_MAX_WAITING requests were waiting already.',
           registers: [options.registry],
         }),
+        claims: new Counter({
+          name: 'punctual_pull_claims_total',
+          help: 'Claim transactions of the pull hub (each serves every lease request that was ready for it).',
+          registers: [options.registry],
+        }),
       };
     }
   }
 
+  /** Lease requests waiting for a task (past their first look). */
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#waitingCount;
   }
 
   /**
    * Leases due tasks of `request.types` now, or waits for one up to `request.waitMs`; `signal`
-   * aborts the wait (the client went away). Throws TooManyWaiting when no place is left.
+   * aborts the wait (the client went away). Rejects with TooManyWaiting when no place is left.
+   * Requests that arrive together share one claim with the requests that wait.
    */
-  async lease(request: LeaseRequest, signal?: AbortSignal): Promise<LeasedTask[]> {
-    const now = await this.#claim(request);
-    if (now.length > 0 || request.waitMs === 0 || this.#stopped || signal?.aborted === true) return now;
-    if (this.#waiting.length >= this.#options.maxWaiting) {
-      this.#metrics?.refused.inc();
-      throw new TooManyWaiting(`${this.#waiting.length} lease requests are waiting already (WORKER_MAX_WAITING)`);
-    }
-    return new Promise<LeasedTask[]>((resolve) => {
+  lease(request: LeaseRequest, signal?: AbortSignal): Promise<LeasedTask[]> {
+    if (this.#stopped || signal?.aborted === true) return Promise.resolve([]);
+    return new Promise<LeasedTask[]>((resolve, reject) => {
       const waiter: Waiter = {
         request,
         types: new Set(request.types),
         resolve,
+        reject,
+        timer: undefined,
         done: false,
+        arriving: true,
         claiming: false,
         wantsOut: false,
-        timer: setTimeout(() => this.#leave(waiter, []), request.waitMs),
       };
       signal?.addEventListener('abort', () => this.#leave(waiter, []), { once: true });
-      this.#waiting.push(waiter);
-      this.#metrics?.waiting.set(this.#waiting.length);
-      // What fell due between the first claim and now, and what the table says comes next.
+      this.#queue.push(waiter);
       for (const type of request.types) this.#woken.add(type);
       this.#serveSoon();
-      this.#schedulePeek(0);
     });
   }
 
   /** Tasks of worker types fell due (the dispatcher, after its batch): the waiting requests of their types are served. */
   due(tasks: readonly Task[]): void {
-    if (this.#stopped || this.#waiting.length === 0) return;
+    if (this.#stopped || this.#queue.length === 0) return;
     for (const task of tasks) this.#woken.add(task.type);
     this.#serveSoon();
   }
@@ -158,10 +166,10 @@ export class PullHub {
     this.#stopped = true;
     clearTimeout(this.#peekTimer);
     clearTimeout(this.#dueTimer);
-    for (const waiter of [...this.#waiting]) this.#leave(waiter, []);
+    for (const waiter of [...this.#queue]) this.#leave(waiter, []);
   }
 
-  #leave(waiter: Waiter, tasks: LeasedTask[]): void {
+  #leave(waiter: Waiter, tasks: LeasedTask[], error?: Error): void {
     if (waiter.done) return;
     if (waiter.claiming) {
       waiter.wantsOut = true;
@@ -169,30 +177,27 @@ export class PullHub {
     }
     waiter.done = true;
     clearTimeout(waiter.timer);
-    this.#waiting = this.#waiting.filter((other) => other !== waiter);
-    this.#metrics?.waiting.set(this.#waiting.length);
-    waiter.resolve(tasks);
+    this.#queue = this.#queue.filter((other) => other !== waiter);
+    if (!waiter.arriving) this.#waitingCount--;
+    this.#metrics?.waiting.set(this.#waitingCount);
+    if (error === undefined) waiter.resolve(tasks);
+    else waiter.reject(error);
   }
 
-  async #claim(request: LeaseRequest): Promise<LeasedTask[]> {
-    if (this.#stopped) return [];
-    const { limits, lifecycle, clock } = this.#options;
-    const types = request.types.filter((type) => limits.control(type)?.paused !== true);
-    if (types.length === 0) return [];
-    const token = `pull:${randomBytes(18).toString('base64url')}`;
-    const start = clock.now();
-    const tasks = await lifecycle.lease({
-      types,
-      max: request.max,
-      leaseMs: request.leaseMs,
-      token,
-      room: async (type, leasedOf) => {
-        const max = limits.control(type)?.maxConcurrency;
-        return max == null ? undefined : max - (await leasedOf());
-      },
-    });
-    for (const task of tasks) this.#metrics?.leased.inc({ type: task.type });
-    return tasks.map((task) => ({ task, leaseToken: token, leaseUntil: start + request.leaseMs }));
+  /** A request whose first claim found nothing: it waits now, or leaves (waitMs 0, no place left). */
+  #startWaiting(waiter: Waiter): void {
+    if (waiter.request.waitMs === 0 || this.#stopped) return this.#leave(waiter, []);
+    if (this.#waitingCount >= this.#options.maxWaiting) {
+      this.#metrics?.refused.inc();
+      return this.#leave(waiter, [], new TooManyWaiting(`${this.#waitingCount} lease requests are waiting already (WORKER_MAX_WAITING)`));
+    }
+    // A type no other request waits for: look at once when its next task falls due (another process's, or inserted).
+    const fresh = [...waiter.types].some((type) => !this.#queue.some((other) => other !== waiter && !other.arriving && other.types.has(type)));
+    waiter.arriving = false;
+    this.#waitingCount++;
+    this.#metrics?.waiting.set(this.#waitingCount);
+    waiter.timer = setTimeout(() => this.#leave(waiter, []), waiter.request.waitMs);
+    this.#schedulePeek(fresh ? 0 : this.#options.peekMs ?? DEFAULT_PEEK_MS);
   }
 
   #serveSoon(): void {
@@ -201,39 +206,85 @@ export class PullHub {
     setImmediate(() => void this.#serve());
   }
 
-  /** Serves the waiting requests of the woken types, oldest first, until those types have nothing due left. */
+  /**
+   * Serves the requests of the woken types, oldest first, one claim for all of them, until those
+   * types have nothing due left. Requests that arrive or tasks that fall due during a claim are
+   * served by the next one.
+   */
   async #serve(): Promise<void> {
     try {
       while (this.#woken.size > 0 && !this.#stopped) {
         const woken = new Set(this.#woken);
         this.#woken.clear();
-        for (const waiter of [...this.#waiting]) {
-          if (woken.size === 0) break;
+        const group: Waiter[] = [];
+        let asked = 0;
+        for (const waiter of this.#queue) {
           if (waiter.done || ![...waiter.types].some((type) => woken.has(type))) continue;
-          waiter.claiming = true;
-          let tasks: LeasedTask[] = [];
-          let failed: Error | undefined;
-          try {
-            tasks = await this.#claim({ ...waiter.request, types: waiter.request.types.filter((type) => woken.has(type)) });
-          } catch (error) {
-            failed = error instanceof Error ? error : new Error(String(error));
+          if (asked > 0 && asked + waiter.request.max > CLAIM_AT_MOST) {
+            for (const type of waiter.types) this.#woken.add(type); // the next claim serves it
+            continue;
           }
+          asked += waiter.request.max;
+          group.push(waiter);
+        }
+        if (group.length === 0) continue;
+        for (const waiter of group) waiter.claiming = true;
+        let answer: { leased: LeasedTask[][]; more: Set<string> } | undefined;
+        let failed: Error | undefined;
+        try {
+          answer = await this.#claim(group, woken);
+        } catch (error) {
+          failed = error instanceof Error ? error : new Error(String(error));
+        }
+        group.forEach((waiter, i) => {
           waiter.claiming = false;
-          // A waiter whose time ran out during the claim still gets what it claimed: a little
+          const tasks = answer?.leased[i] ?? [];
+          // A request whose time ran out during the claim still gets what it claimed: a little
           // late, rather than tasks leased to nobody until their lease runs out.
           if (tasks.length > 0 || waiter.wantsOut) this.#leave(waiter, tasks);
-          if (failed !== undefined) throw failed;
-          // Fewer than asked: nothing more of those types is due now.
-          if (tasks.length < waiter.request.max) for (const type of waiter.request.types) woken.delete(type);
-          else for (const type of waiter.request.types) this.#woken.add(type);
+          else if (waiter.arriving) {
+            if (failed !== undefined) this.#leave(waiter, [], failed);
+            else this.#startWaiting(waiter);
+          }
+        });
+        if (failed !== undefined) {
+          this.#options.log.warn({ err: loggable(failed) }, 'pull: a lease for waiting workers failed; trying again at the next peek');
+          continue;
         }
+        // A lock that came back full: more of those types may be due.
+        for (const type of answer!.more) this.#woken.add(type);
       }
-    } catch (error) {
-      this.#options.log.warn({ err: loggable(error) }, 'pull: a lease for waiting workers failed; trying again at the next peek');
     } finally {
       this.#serving = false;
       if (this.#woken.size > 0 && !this.#stopped) this.#serveSoon();
     }
+  }
+
+  /** One claim for `group` (oldest first), each request for its types among `woken` that are not paused. */
+  async #claim(group: readonly Waiter[], woken: ReadonlySet<string>): Promise<{ leased: LeasedTask[][]; more: Set<string> }> {
+    const { limits, lifecycle, clock } = this.#options;
+    const start = clock.now();
+    const asks = group.map((waiter) => ({
+      types: waiter.request.types.filter((type) => woken.has(type) && limits.control(type)?.paused !== true),
+      max: waiter.request.max,
+      leaseMs: waiter.request.leaseMs,
+      token: `pull:${randomBytes(18).toString('base64url')}`,
+    }));
+    if (asks.every((ask) => ask.types.length === 0)) return { leased: asks.map(() => []), more: new Set() };
+    this.#metrics?.claims.inc();
+    const { leased, more } = await lifecycle.leaseMany(asks, async (type, leasedOf) => {
+      const max = limits.control(type)?.maxConcurrency;
+      return max == null ? undefined : max - (await leasedOf());
+    });
+    return {
+      leased: leased.map((tasks, i) =>
+        tasks.map((task) => {
+          this.#metrics?.leased.inc({ type: task.type });
+          return { task, leaseToken: asks[i]!.token, leaseUntil: start + asks[i]!.leaseMs };
+        }),
+      ),
+      more,
+    };
   }
 
   /** Looks up when the waiting requests' types next have a task due, in `delayMs`. */
@@ -248,9 +299,9 @@ export class PullHub {
   }
 
   async #peek(): Promise<void> {
-    if (this.#waiting.length === 0 || this.#stopped) return;
+    if (this.#waitingCount === 0 || this.#stopped) return;
     const { pulls, log } = this.#options;
-    const types = [...new Set(this.#waiting.flatMap((waiter) => [...waiter.types]))];
+    const types = [...new Set(this.#queue.filter((waiter) => !waiter.arriving).flatMap((waiter) => [...waiter.types]))];
     try {
       const next = await pulls.nextAt(types);
       if (next !== undefined) this.#wakeAt(next, types);
@@ -258,7 +309,7 @@ export class PullHub {
       log.warn({ err: loggable(error) }, 'pull: could not look up the next due task');
     }
     const peekMs = this.#options.peekMs ?? DEFAULT_PEEK_MS;
-    if (this.#waiting.length > 0) this.#schedulePeek(peekMs);
+    if (this.#waitingCount > 0) this.#schedulePeek(peekMs);
   }
 
   /** A timer at `at` that wakes `types` (one timer: the earliest wins). */

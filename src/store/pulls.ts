@@ -35,6 +35,26 @@ export class PullStore {
     return rows.map(fromRow);
   }
 
+  /**
+   * Leases the pending tasks of `rows`, each to its own token until its own instant (running, one
+   * attempt counted), in one statement; answers how many it leased (a row no longer pending is not).
+   */
+  async leaseRows(conn: Connection, rows: readonly { id: number; token: string; leaseUntil: number }[], now: number): Promise<number> {
+    if (rows.length === 0) return 0;
+    const at = new Date(now);
+    const ids = rows.map((row) => row.id);
+    const [result] = await conn.query<Result>(PULL_SQL.leaseRows, [
+      at,
+      ids,
+      rows.map((row) => row.token),
+      ids,
+      rows.map((row) => new Date(row.leaseUntil)),
+      at,
+      ids,
+    ]);
+    return result.affectedRows;
+  }
+
   /** Ids of up to `limit` running tasks of `types` whose lease ran out before `now`. */
   async expiredIds(types: readonly string[], now: number, limit: number): Promise<number[]> {
     if (types.length === 0) return [];

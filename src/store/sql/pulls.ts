@@ -21,6 +21,14 @@ export const PULL_SQL = {
     WHERE type IN (?) AND status = 'pending' AND run_at <= ?
       AND (expire_after_ms IS NULL OR COALESCE(requested_run_at, run_at) >= ? - INTERVAL expire_after_ms * 1000 MICROSECOND)
     ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+  /**
+   * Several leases in one statement: the tasks among the last ?, while pending, running from ?
+   * (their lateness), one attempt counted, each to the token and lease end at its own place in
+   * the two lists (ELT(FIELD(id, ids…), values…)).
+   */
+  leaseRows: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'running',
+    attempts = attempts + 1, lease_owner = ELT(FIELD(id, ?), ?), lease_until = ELT(FIELD(id, ?), ?), updated_at = ?
+    WHERE id IN (?) AND status = 'pending'`,
   /** Running tasks of the types ? whose lease ran out before ?, at most ?, as [id]: the lease recovery's input. */
   expiredOfTypes: "SELECT id FROM tasks WHERE type IN (?) AND status = 'running' AND lease_until < ? LIMIT ?",
   /** Tasks of type ? under a lease not run out by ?: what a maxConcurrency of the type counts, fleet-wide. */
