@@ -218,6 +218,7 @@ export class Service {
       retry: config.retry,
       effects: arming,
       payloadProblem: (type, payload) => this.registry.payloadProblem(type, payload),
+      registry: metricRegistry,
     });
     this.pullHub = new PullHub({
       lifecycle: pull,

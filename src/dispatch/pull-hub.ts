@@ -74,9 +74,18 @@ interface Waiter {
   wantsOut: boolean;
 }
 
+/** What a claim leased for each request of its group; the types whose lock came back full, and those held back (paused, at their limit). */
+interface Claimed {
+  leased: LeasedTask[][];
+  more: Set<string>;
+  held: Set<string>;
+}
+
 const DEFAULT_PEEK_MS = 1000;
 /** The most tasks one claim asks for (the sum of its requests' `max`); the other requests are served by the next. */
 const CLAIM_AT_MOST = 1000;
+/** Claims under way at once (each a transaction on a connection of the pool). */
+const CLAIMS_AT_ONCE = 3;
 
 export class PullHub {
   readonly #options: PullHubOptions;
@@ -86,11 +95,16 @@ export class PullHub {
   #waitingCount = 0;
   /** Types with a task due (or a request arrived for them) since the last claim. */
   readonly #woken = new Set<string>();
-  #serving = false;
+  /** A serve is coming (setImmediate). */
+  #scheduled = false;
+  /** Claims under way. */
+  #claims = 0;
   #stopped = false;
   #peekTimer: NodeJS.Timeout | undefined;
   #dueTimer: NodeJS.Timeout | undefined;
   #dueAt = Number.POSITIVE_INFINITY;
+  /** The types the due timer wakes. */
+  readonly #dueTypes = new Set<string>();
   readonly #metrics: { leased: Counter; waiting: Gauge; refused: Counter; claims: Counter } | undefined;
 
   constructor(options: PullHubOptions) {
@@ -191,90 +205,123 @@ export class PullHub {
       this.#metrics?.refused.inc();
       return this.#leave(waiter, [], new TooManyWaiting(`${this.#waitingCount} lease requests are waiting already (WORKER_MAX_WAITING)`));
     }
-    // A type no other request waits for: look at once when its next task falls due (another process's, or inserted).
-    const fresh = [...waiter.types].some((type) => !this.#queue.some((other) => other !== waiter && !other.arriving && other.types.has(type)));
     waiter.arriving = false;
     this.#waitingCount++;
     this.#metrics?.waiting.set(this.#waitingCount);
     waiter.timer = setTimeout(() => this.#leave(waiter, []), waiter.request.waitMs);
-    this.#schedulePeek(fresh ? 0 : this.#options.peekMs ?? DEFAULT_PEEK_MS);
+    // The next due task is looked up when the claim is over (#served); the peek finds leases that ran out.
+    this.#schedulePeek(this.#options.peekMs ?? DEFAULT_PEEK_MS);
   }
 
   #serveSoon(): void {
-    if (this.#serving) return;
-    this.#serving = true;
-    setImmediate(() => void this.#serve());
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#serve();
+    });
   }
 
   /**
-   * Serves the requests of the woken types, oldest first, one claim for all of them, until those
-   * types have nothing due left. Requests that arrive or tasks that fall due during a claim are
-   * served by the next one.
+   * Starts claims for the requests of the woken types, oldest first, each claim for all the
+   * requests that are not in a claim already, up to CLAIMS_AT_ONCE claims at a time. Requests
+   * that arrive and tasks that fall due during a claim are served by the next one, which starts
+   * at once (SKIP LOCKED keeps claims at the same time apart) rather than waiting for it.
    */
-  async #serve(): Promise<void> {
-    try {
-      while (this.#woken.size > 0 && !this.#stopped) {
-        const woken = new Set(this.#woken);
-        this.#woken.clear();
-        const group: Waiter[] = [];
-        let asked = 0;
-        for (const waiter of this.#queue) {
-          if (waiter.done || ![...waiter.types].some((type) => woken.has(type))) continue;
-          if (asked > 0 && asked + waiter.request.max > CLAIM_AT_MOST) {
-            for (const type of waiter.types) this.#woken.add(type); // the next claim serves it
-            continue;
-          }
-          asked += waiter.request.max;
-          group.push(waiter);
-        }
-        if (group.length === 0) continue;
-        for (const waiter of group) waiter.claiming = true;
-        let answer: { leased: LeasedTask[][]; more: Set<string> } | undefined;
-        let failed: Error | undefined;
-        try {
-          answer = await this.#claim(group, woken);
-        } catch (error) {
-          failed = error instanceof Error ? error : new Error(String(error));
-        }
-        group.forEach((waiter, i) => {
-          waiter.claiming = false;
-          const tasks = answer?.leased[i] ?? [];
-          // A request whose time ran out during the claim still gets what it claimed: a little
-          // late, rather than tasks leased to nobody until their lease runs out.
-          if (tasks.length > 0 || waiter.wantsOut) this.#leave(waiter, tasks);
-          else if (waiter.arriving) {
-            if (failed !== undefined) this.#leave(waiter, [], failed);
-            else this.#startWaiting(waiter);
-          }
-        });
-        if (failed !== undefined) {
-          this.#options.log.warn({ err: loggable(failed) }, 'pull: a lease for waiting workers failed; trying again at the next peek');
-          continue;
-        }
-        // A lock that came back full: more of those types may be due.
-        for (const type of answer!.more) this.#woken.add(type);
+  #serve(): void {
+    while (this.#woken.size > 0 && !this.#stopped && this.#claims < CLAIMS_AT_ONCE) {
+      const woken = new Set(this.#woken);
+      const group: Waiter[] = [];
+      let asked = 0;
+      for (const waiter of this.#queue) {
+        if (waiter.done || waiter.claiming || ![...waiter.types].some((type) => woken.has(type))) continue;
+        if (asked > 0 && asked + waiter.request.max > CLAIM_AT_MOST) break; // the next claim serves the rest
+        asked += waiter.request.max;
+        group.push(waiter);
       }
-    } finally {
-      this.#serving = false;
-      if (this.#woken.size > 0 && !this.#stopped) this.#serveSoon();
+      for (const waiter of group) waiter.claiming = true;
+      // A woken type is this claim's when it serves every request of the type not in a claim yet.
+      // It stays woken while requests of it wait for a claim that had started before it woke.
+      for (const type of woken) {
+        const wanted = this.#queue.filter((waiter) => !waiter.done && waiter.types.has(type));
+        const covered = group.some((waiter) => waiter.types.has(type));
+        if (wanted.every((waiter) => waiter.claiming) && (covered || wanted.length === 0)) this.#woken.delete(type);
+      }
+      if (group.length === 0) return;
+      this.#claims++;
+      const claimedAt = this.#options.clock.now();
+      void this.#claim(group, woken)
+        .then(
+          (answer) => this.#served(group, claimedAt, answer),
+          (error: unknown) => this.#served(group, claimedAt, undefined, error instanceof Error ? error : new Error(String(error))),
+        )
+        .finally(() => {
+          this.#claims--;
+          this.#serveSoon();
+        });
+    }
+  }
+
+  /** A claim is over: who got tasks leaves with them; arriving requests that got none start to wait. */
+  #served(group: readonly Waiter[], claimedAt: number, answer: Claimed | undefined, failed?: Error): void {
+    group.forEach((waiter, i) => {
+      waiter.claiming = false;
+      const tasks = answer?.leased[i] ?? [];
+      // A request whose time ran out during the claim still gets what it claimed: a little
+      // late, rather than tasks leased to nobody until their lease runs out.
+      if (tasks.length > 0 || waiter.wantsOut) this.#leave(waiter, tasks);
+      else if (waiter.arriving) {
+        if (failed !== undefined) this.#leave(waiter, [], failed);
+        else this.#startWaiting(waiter);
+      }
+    });
+    if (failed !== undefined) {
+      this.#options.log.warn({ err: loggable(failed) }, 'pull: a lease for waiting workers failed; trying again at the next peek');
+      return;
+    }
+    // A lock that came back full: more of those types may be due.
+    for (const type of answer!.more) this.#woken.add(type);
+    // Requests of this claim wait on: a timer at the instant their types' next task falls due,
+    // whoever armed it (this process's timers tell too, but may be busy; another process's never do).
+    const left = new Set(group.filter((waiter) => !waiter.done).flatMap((waiter) => [...waiter.types]));
+    // Not a type held back (paused, at its maxConcurrency): its next task would be no use; the peek looks again.
+    for (const type of [...answer!.more, ...answer!.held]) left.delete(type);
+    if (left.size > 0) void this.#lookAhead([...left], claimedAt);
+  }
+
+  /** Reads when the next task of `types` falls due after `after`, and wakes them then. */
+  async #lookAhead(types: string[], after: number): Promise<void> {
+    try {
+      const next = await this.#options.pulls.nextDueAfter(types, after);
+      if (next !== undefined && !this.#stopped) this.#wakeAt(next, types);
+    } catch (error) {
+      this.#options.log.warn({ err: loggable(error) }, 'pull: could not look up the next due task');
     }
   }
 
   /** One claim for `group` (oldest first), each request for its types among `woken` that are not paused. */
-  async #claim(group: readonly Waiter[], woken: ReadonlySet<string>): Promise<{ leased: LeasedTask[][]; more: Set<string> }> {
+  async #claim(group: readonly Waiter[], woken: ReadonlySet<string>): Promise<Claimed> {
     const { limits, lifecycle, clock } = this.#options;
     const start = clock.now();
+    const held = new Set<string>();
     const asks = group.map((waiter) => ({
-      types: waiter.request.types.filter((type) => woken.has(type) && limits.control(type)?.paused !== true),
+      types: waiter.request.types.filter((type) => {
+        const paused = limits.control(type)?.paused === true;
+        if (paused) held.add(type);
+        return woken.has(type) && !paused;
+      }),
       max: waiter.request.max,
       leaseMs: waiter.request.leaseMs,
       token: `pull:${randomBytes(18).toString('base64url')}`,
     }));
-    if (asks.every((ask) => ask.types.length === 0)) return { leased: asks.map(() => []), more: new Set() };
+    if (asks.every((ask) => ask.types.length === 0)) return { leased: asks.map(() => []), more: new Set(), held };
     this.#metrics?.claims.inc();
     const { leased, more } = await lifecycle.leaseMany(asks, async (type, leasedOf) => {
       const max = limits.control(type)?.maxConcurrency;
-      return max == null ? undefined : max - (await leasedOf());
+      if (max == null) return undefined;
+      const room = max - (await leasedOf());
+      if (room <= 0) held.add(type);
+      return room;
     });
     return {
       leased: leased.map((tasks, i) =>
@@ -284,6 +331,7 @@ export class PullHub {
         }),
       ),
       more,
+      held,
     };
   }
 
@@ -320,15 +368,20 @@ export class PullHub {
       this.#serveSoon();
       return;
     }
+    // The earlier timer wakes these types too: a claim that comes early for them leases nothing
+    // before its time (run_at <= now), and looks ahead again.
+    for (const type of types) this.#dueTypes.add(type);
     if (at >= this.#dueAt) return;
     clearTimeout(this.#dueTimer);
     this.#dueAt = at;
     this.#dueTimer = setTimeout(
       () => {
         this.#dueAt = Number.POSITIVE_INFINITY;
+        const woken = [...this.#dueTypes];
+        this.#dueTypes.clear();
         // Never early by the wall clock: a timer that woke before `at` sleeps again (invariant 2).
-        if (this.#options.clock.now() < at) return this.#wakeAt(at, types);
-        for (const type of types) this.#woken.add(type);
+        if (this.#options.clock.now() < at) return this.#wakeAt(at, woken);
+        for (const type of woken) this.#woken.add(type);
         this.#serveSoon();
       },
       Math.min(delay, 2 ** 31 - 1),

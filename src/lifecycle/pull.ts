@@ -9,6 +9,7 @@
  * conditionally, so any process may serve a lease, with SHARDING=on too.
  * See docs/workers.md.
  */
+import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { PullFailure, PullStore } from '../store/pulls.js';
 import type { Task, TaskStore } from '../store/task-store.js';
@@ -34,6 +35,7 @@ export interface PullLifecycleOptions {
   effects: EffectSink;
   /** Why a stored payload is refused, or undefined (the registry's check, again before a lease). */
   payloadProblem: (type: string, payload: unknown) => string | undefined;
+  registry?: Registry;
 }
 
 export interface LeaseAsk {
@@ -59,7 +61,19 @@ export class PullLifecycle {
   /** When each type's expired leases were last looked for. */
   readonly #recovered = new Map<string, number>();
 
-  constructor(private readonly options: PullLifecycleOptions) {}
+  /** Transactions that committed a group of acks. */
+  readonly #ackCommits: Counter | undefined;
+
+  constructor(private readonly options: PullLifecycleOptions) {
+    this.#ackCommits =
+      options.registry === undefined
+        ? undefined
+        : new Counter({
+            name: 'punctual_pull_ack_commits_total',
+            help: "Transactions that committed pull workers' acks (acks that arrive together share one).",
+            registers: [options.registry],
+          });
+  }
 
   #apply(effects: readonly TimerEffect[]): void {
     if (effects.length > 0) this.options.effects.apply(effects);
@@ -81,7 +95,7 @@ export class PullLifecycle {
     const { store, pulls, clock } = this.options;
     await this.#recoverExpired([...new Set(asks.flatMap((ask) => ask.types))]);
     const effects: TimerEffect[] = [];
-    const answer = await store.transaction(async (conn) => {
+    const answer = await pulls.transaction(async (conn) => {
       effects.length = 0;
       const now = clock.now();
       const left = new Map<string, number>();
@@ -196,7 +210,7 @@ export class PullLifecycle {
   async #ackAll(acks: { id: number; token: string }[]): Promise<Outcome<SettleResult>[]> {
     const { store, pulls, clock } = this.options;
     const effects: TimerEffect[] = [];
-    const results = await store.transaction(async (conn) => {
+    const results = await pulls.transaction(async (conn) => {
       effects.length = 0;
       const now = clock.now();
       const found = new Map((await pulls.lockByIds(conn, [...new Set(acks.map((ack) => ack.id))])).map((task) => [task.id, task]));
@@ -218,6 +232,7 @@ export class PullLifecycle {
         return { kind: 'settled', task: { ...task, status: 'done', leaseOwner: null, leaseUntil: null, finishedAt: now, updatedAt: now } };
       });
     });
+    this.#ackCommits?.inc();
     this.#apply(effects);
     return results.map((value) => ({ ok: true, value }));
   }

@@ -37,6 +37,9 @@ export const PULL_SQL = {
   nextOfType: `SELECT
     (SELECT ${ms('MIN(run_at)')} FROM tasks WHERE type = ? AND status = 'pending'),
     (SELECT ${ms('MIN(lease_until)')} FROM tasks WHERE type = ? AND status = 'running')`,
+  /** When the next pending task of the types ? falls due after ?, in ms (NULL: none): one range of the index per type. */
+  nextDueAfter: `SELECT ${ms('MIN(run_at)')} FROM tasks FORCE INDEX (tasks_type_status_run_at)
+    WHERE type IN (?) AND status = 'pending' AND run_at > ?`,
   /** The tasks among ?, locked: what a group of acks finds before it writes. */
   lockByIds: `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) ORDER BY id FOR UPDATE`,
   /** Acks of one lease (one token): done, for those among ? whose lease ? is held at ?. */
