@@ -163,7 +163,6 @@ export class PullHub {
       };
       signal?.addEventListener('abort', () => this.#leave(waiter, []), { once: true });
       this.#queue.push(waiter);
-      for (const type of request.types) this.#woken.add(type);
       this.#serveSoon();
     });
   }
@@ -223,27 +222,30 @@ export class PullHub {
   }
 
   /**
-   * Starts claims for the requests of the woken types, oldest first, each claim for all the
-   * requests that are not in a claim already, up to CLAIMS_AT_ONCE claims at a time. Requests
-   * that arrive and tasks that fall due during a claim are served by the next one, which starts
-   * at once (SKIP LOCKED keeps claims at the same time apart) rather than waiting for it.
+   * Starts claims, up to CLAIMS_AT_ONCE at a time, each for the requests not in a claim yet,
+   * oldest first: those that arrived (for all their types) and those that wait on a woken type
+   * (for the woken ones). A request that waits is claimed for again only when a task of its types
+   * fell due, not each time another request arrives. Requests that arrive and tasks that fall due
+   * during a claim are served by the next one, which starts at once (SKIP LOCKED keeps claims at
+   * the same time apart) rather than after it.
    */
   #serve(): void {
-    while (this.#woken.size > 0 && !this.#stopped && this.#claims < CLAIMS_AT_ONCE) {
+    while (!this.#stopped && this.#claims < CLAIMS_AT_ONCE) {
       const woken = new Set(this.#woken);
       const group: Waiter[] = [];
       let asked = 0;
       for (const waiter of this.#queue) {
-        if (waiter.done || waiter.claiming || ![...waiter.types].some((type) => woken.has(type))) continue;
+        if (waiter.done || waiter.claiming) continue;
+        if (!waiter.arriving && ![...waiter.types].some((type) => woken.has(type))) continue;
         if (asked > 0 && asked + waiter.request.max > CLAIM_AT_MOST) break; // the next claim serves the rest
         asked += waiter.request.max;
         group.push(waiter);
       }
       for (const waiter of group) waiter.claiming = true;
-      // A woken type is this claim's when it serves every request of the type not in a claim yet.
-      // It stays woken while requests of it wait for a claim that had started before it woke.
+      // A woken type is this claim's when it serves every waiting request of the type not in a
+      // claim yet. It stays woken while requests of it wait for a claim that had started before it woke.
       for (const type of woken) {
-        const wanted = this.#queue.filter((waiter) => !waiter.done && waiter.types.has(type));
+        const wanted = this.#queue.filter((waiter) => !waiter.done && !waiter.arriving && waiter.types.has(type));
         const covered = group.some((waiter) => waiter.types.has(type));
         if (wanted.every((waiter) => waiter.claiming) && (covered || wanted.length === 0)) this.#woken.delete(type);
       }
@@ -299,7 +301,7 @@ export class PullHub {
     }
   }
 
-  /** One claim for `group` (oldest first), each request for its types among `woken` that are not paused. */
+  /** One claim for `group` (oldest first), each request for its types not paused: all of them when it arrives, else those among `woken`. */
   async #claim(group: readonly Waiter[], woken: ReadonlySet<string>): Promise<Claimed> {
     const { limits, lifecycle, clock } = this.#options;
     const start = clock.now();
@@ -308,7 +310,7 @@ export class PullHub {
       types: waiter.request.types.filter((type) => {
         const paused = limits.control(type)?.paused === true;
         if (paused) held.add(type);
-        return woken.has(type) && !paused;
+        return (waiter.arriving || woken.has(type)) && !paused;
       }),
       max: waiter.request.max,
       leaseMs: waiter.request.leaseMs,
