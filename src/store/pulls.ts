@@ -101,7 +101,10 @@ export class PullStore {
   async nextDueAfter(types: readonly string[], after: number): Promise<number | undefined> {
     if (types.length === 0) return undefined;
     const rows = await autocommit(this.database, async (conn) => {
-      const [found] = await conn.query<Rows<[number | null][]>>({ sql: PULL_SQL.nextDueAfter, rowsAsArray: true }, [types, new Date(after)]);
+      const [found] = await conn.query<Rows<[number | null][]>>({ sql: PULL_SQL.nextDueAfter, rowsAsArray: true }, [
+        types,
+        new Date(after),
+      ]);
       return found;
     });
     const next = rows[0]?.[0];

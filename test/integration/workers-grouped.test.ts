@@ -3,7 +3,8 @@
  * service and MariaDB: waiting requests share one claim (each still gets its own tasks, oldest
  * first, never one task twice), acks that arrive together share one commit (each gets its own
  * answer; a stale token among them is a 409 that changes nothing), and a waiting worker hears of
- * a due task from this process's timers, not from a refill cycle.
+ * a due task from this process's timers, or from the look-ahead after a claim for a task the shop
+ * inserted itself, not from a refill cycle or the peek a second later.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PunctualClient, type LeasedTask } from '../../clients/ts/src/client.js';
@@ -37,7 +38,7 @@ beforeAll(async () => {
       PORT: '0',
       API_TOKENS_WORKER: WORKER,
       API_TOKENS_WRITE: WRITER,
-      WORKER_TYPES: 'g_claim,g_other,g_ack,g_refill',
+      WORKER_TYPES: 'g_claim,g_other,g_ack,g_refill,g_insert',
       WORKER_MAX_WAITING: '40',
       // A refill far apart: a waiting worker that got its task in time did not wait for one.
       REFILL_INTERVAL_MS: '5000',
@@ -115,10 +116,15 @@ describe('acks that arrive together share a commit', () => {
     expect(all.length).toBe(41);
     // One task, the stale one: its ack names another lease's token.
     const [theirs, ...rest] = all;
-    const stale: LeasedTask = { ...theirs!, leaseToken: rest.find((task) => task.leaseToken !== theirs!.leaseToken)?.leaseToken ?? 'pull:forged' };
+    const stale: LeasedTask = {
+      ...theirs!,
+      leaseToken: rest.find((task) => task.leaseToken !== theirs!.leaseToken)?.leaseToken ?? 'pull:forged',
+    };
     const commitsBefore = await metric('punctual_pull_ack_commits_total');
     const answers = await Promise.all(
-      [stale, ...rest].map((task) => service.call('POST', `/tasks/${task.id}/ack`, { leaseToken: task.leaseToken }, { authorization: `Bearer ${WORKER}` })),
+      [stale, ...rest].map((task) =>
+        service.call('POST', `/tasks/${task.id}/ack`, { leaseToken: task.leaseToken }, { authorization: `Bearer ${WORKER}` }),
+      ),
     );
     const commits = (await metric('punctual_pull_ack_commits_total')) - commitsBefore;
 
@@ -139,8 +145,9 @@ describe('a waiting worker', () => {
     for (let round = 0; round < 5; round++) {
       const leased = worker.lease({ types: ['g_refill'], waitMs: 10_000 });
       await waitFor(async () => service.pullHub.waiting === 1, 5000, 'the worker waits');
-      // Created in a request (armed at once), due later: only the timers and the peek can tell the hub.
-      const runAt = Date.now() + 1500;
+      // Created in a request (armed at once), due a moment later: the timers tell the hub at
+      // runAt; the peek, a second after the worker began to wait, would come most of a second late.
+      const runAt = Date.now() + 150;
       await shop.create({ type: 'g_refill', payload: { round }, runAt });
       const [task] = await leased;
       lateness.push(Date.now() - runAt);
@@ -149,7 +156,27 @@ describe('a waiting worker', () => {
     }
     lateness.sort((a, b) => a - b);
     expect(lateness[0]).toBeGreaterThanOrEqual(0);
-    // The timer path answers in a few ms; a peek would be up to 1 s late, a refill up to 5 s.
-    expect(lateness[2]).toBeLessThan(500);
+    // The timer path answers in a few ms; the peek would be about 750 ms late, a refill up to 5 s.
+    expect(lateness[2]).toBeLessThan(400);
+  });
+
+  it("gets a task the shop inserted itself at its runAt, before this process's timers hold it (the look-ahead)", async () => {
+    const lateness: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      // Straight into the table, due in 400 ms: no timer here knows it until a refill (5 s apart).
+      const inserted = await db.execute(
+        "INSERT INTO tasks (type, payload, run_at) VALUES ('g_insert', JSON_OBJECT('n', 1), UTC_TIMESTAMP(3) + INTERVAL 400000 MICROSECOND)",
+      );
+      const [row] = await db.query<any[]>('SELECT UNIX_TIMESTAMP(run_at) * 1000 AS at FROM tasks WHERE id = ?', [inserted.insertId]);
+      const [task] = await worker.lease({ types: ['g_insert'], waitMs: 10_000 });
+      lateness.push(Date.now() - Number(row.at));
+      expect(task?.id).toBe(inserted.insertId);
+      await worker.ack(task!);
+    }
+    lateness.sort((a, b) => a - b);
+    expect(lateness[0]).toBeGreaterThanOrEqual(0);
+    // The claim that found nothing looked ahead and woke at runAt; the peek, a second after the
+    // worker began to wait, would be about 600 ms late.
+    expect(lateness[2]).toBeLessThan(300);
   });
 });
