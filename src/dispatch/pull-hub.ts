@@ -9,10 +9,15 @@
  * How a waiting worker hears of a due task:
  * - this process's timers (the scheduler arms worker tasks like any other): the dispatcher hands
  *   the due tasks of worker types here after its batch (`due`), within a few ms of their runAt;
+ * - a look ahead after each claim that leaves requests waiting: when the next task of their types
+ *   falls due, and a timer set at that instant (it does not wait for the dispatcher, and finds what
+ *   another process armed, SHARDING=on, or what the shop inserted itself);
  * - a peek at the table, while requests wait: when the next task of their types falls due or a
- *   lease of theirs runs out, read every `peekMs`, and a timer set at that instant. It finds what
- *   another process armed (SHARDING=on: a task of a shard this process does not own) and what
- *   other processes created meanwhile.
+ *   lease of theirs runs out, read every `peekMs`, and a timer set at that instant.
+ *
+ * Requests that are ready together share one claim (lifecycle/pull.ts `leaseMany`): those that
+ * just arrived, and those waiting on a type a task of which fell due; up to CLAIMS_AT_ONCE claims
+ * run side by side, so one that arrives during a claim does not wait for it to end.
  *
  * Fair: the longest waiting request whose types match is served first, and a served request leaves
  * the queue. Leases are conditional claims in the database (pull.ts), so two workers, in this

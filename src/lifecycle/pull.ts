@@ -43,9 +43,10 @@ export interface LeaseAsk {
   max: number;
   leaseMs: number;
   token: string;
-  /** How many more tasks of `type` may be leased now (its maxConcurrency, counted fleet-wide by `leasedOf`); undefined: no limit. */
-  room?: (type: string, leasedOf: () => Promise<number>) => Promise<number | undefined>;
 }
+
+/** How many more tasks of `type` may be leased now (its maxConcurrency, counted fleet-wide by `leasedOf`); undefined: no limit. */
+export type LeaseRoom = (type: string, leasedOf: () => Promise<number>) => Promise<number | undefined>;
 
 /** The answer to a settle: the task as it is after it, and whether this call wrote it. */
 export type SettleResult = { kind: 'settled'; task: Task } | { kind: 'stale'; task: Task } | { kind: 'missing' };
@@ -79,11 +80,6 @@ export class PullLifecycle {
     if (effects.length > 0) this.options.effects.apply(effects);
   }
 
-  /** Leases up to `ask.max` due tasks of `ask.types` to the token; answers them as leased (attempts counted). */
-  async lease(ask: LeaseAsk): Promise<Task[]> {
-    return (await this.leaseMany([ask], ask.room)).leased[0]!;
-  }
-
   /**
    * One claim for several lease requests (the pull hub's waiting workers, oldest first): in one
    * transaction, the due tasks of each set of types are locked once (SKIP LOCKED) and handed out
@@ -91,7 +87,7 @@ export class PullLifecycle {
    * each row to its own ask's token and lease (it expects every row pending: invariant 13).
    * `more` names the types whose lock came back full: more of them may be due.
    */
-  async leaseMany(asks: readonly LeaseAsk[], room?: LeaseAsk['room']): Promise<{ leased: Task[][]; more: Set<string> }> {
+  async leaseMany(asks: readonly LeaseAsk[], room?: LeaseRoom): Promise<{ leased: Task[][]; more: Set<string> }> {
     const { store, pulls, clock } = this.options;
     await this.#recoverExpired([...new Set(asks.flatMap((ask) => ask.types))]);
     const effects: TimerEffect[] = [];
