@@ -220,6 +220,7 @@ export class Service {
       effects: arming,
       payloadProblem: (type, payload) => this.registry.payloadProblem(type, payload),
       runs: recorder,
+      registry: metricRegistry,
     });
     this.pullHub = new PullHub({
       lifecycle: pull,

@@ -9,10 +9,15 @@
  * How a waiting worker hears of a due task:
  * - this process's timers (the scheduler arms worker tasks like any other): the dispatcher hands
  *   the due tasks of worker types here after its batch (`due`), within a few ms of their runAt;
+ * - a look ahead after each claim that leaves requests waiting: when the next task of their types
+ *   falls due, and a timer set at that instant (it does not wait for the dispatcher, and finds what
+ *   another process armed, SHARDING=on, or what the shop inserted itself);
  * - a peek at the table, while requests wait: when the next task of their types falls due or a
- *   lease of theirs runs out, read every `peekMs`, and a timer set at that instant. It finds what
- *   another process armed (SHARDING=on: a task of a shard this process does not own) and what
- *   other processes created meanwhile.
+ *   lease of theirs runs out, read every `peekMs`, and a timer set at that instant.
+ *
+ * Requests that are ready together share one claim (lifecycle/pull.ts `leaseMany`): those that
+ * just arrived, and those waiting on a type a task of which fell due; up to CLAIMS_AT_ONCE claims
+ * run side by side, so one that arrives during a claim does not wait for it to end.
  *
  * Fair: the longest waiting request whose types match is served first, and a served request leaves
  * the queue. Leases are conditional claims in the database (pull.ts), so two workers, in this
@@ -63,28 +68,49 @@ interface Waiter {
   request: LeaseRequest;
   types: ReadonlySet<string>;
   resolve: (tasks: LeasedTask[]) => void;
-  timer: NodeJS.Timeout;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout | undefined;
   done: boolean;
+  /** Not past its first claim yet: it is answered with what that finds, or then starts to wait. */
+  arriving: boolean;
   /** A claim for it is under way: it leaves when the claim is over, with what it got. */
   claiming: boolean;
   /** Its time ran out or its client went away during a claim. */
   wantsOut: boolean;
 }
 
+/** What a claim leased for each request of its group; the types whose lock came back full, and those held back (paused, at their limit). */
+interface Claimed {
+  leased: LeasedTask[][];
+  more: Set<string>;
+  held: Set<string>;
+}
+
 const DEFAULT_PEEK_MS = 1000;
+/** The most tasks one claim asks for (the sum of its requests' `max`); the other requests are served by the next. */
+const CLAIM_AT_MOST = 1000;
+/** Claims under way at once (each a transaction on a connection of the pool). */
+const CLAIMS_AT_ONCE = 3;
 
 export class PullHub {
   readonly #options: PullHubOptions;
-  /** Waiting requests, oldest first. */
-  #waiting: Waiter[] = [];
-  /** Types with a task due since the last serve. */
+  /** Requests, oldest first: those that wait, and those arriving (before their first claim). */
+  #queue: Waiter[] = [];
+  /** How many of the queue wait (past their first claim). */
+  #waitingCount = 0;
+  /** Types with a task due (or a request arrived for them) since the last claim. */
   readonly #woken = new Set<string>();
-  #serving = false;
+  /** A serve is coming (setImmediate). */
+  #scheduled = false;
+  /** Claims under way. */
+  #claims = 0;
   #stopped = false;
   #peekTimer: NodeJS.Timeout | undefined;
   #dueTimer: NodeJS.Timeout | undefined;
   #dueAt = Number.POSITIVE_INFINITY;
-  readonly #metrics: { leased: Counter; waiting: Gauge; refused: Counter } | undefined;
+  /** The types the due timer wakes. */
+  readonly #dueTypes = new Set<string>();
+  readonly #metrics: { leased: Counter; waiting: Gauge; refused: Counter; claims: Counter } | undefined;
 
   constructor(options: PullHubOptions) {
     this.#options = options;
@@ -107,48 +133,48 @@ export class PullHub {
           help: 'Lease requests refused because WORKER_MAX_WAITING requests were waiting already.',
           registers: [options.registry],
         }),
+        claims: new Counter({
+          name: 'punctual_pull_claims_total',
+          help: 'Claim transactions of the pull hub (each serves every lease request that was ready for it).',
+          registers: [options.registry],
+        }),
       };
     }
   }
 
+  /** Lease requests waiting for a task (past their first look). */
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#waitingCount;
   }
 
   /**
    * Leases due tasks of `request.types` now, or waits for one up to `request.waitMs`; `signal`
-   * aborts the wait (the client went away). Throws TooManyWaiting when no place is left.
+   * aborts the wait (the client went away). Rejects with TooManyWaiting when no place is left.
+   * Requests that arrive together share one claim with the requests that wait.
    */
-  async lease(request: LeaseRequest, signal?: AbortSignal): Promise<LeasedTask[]> {
-    const now = await this.#claim(request);
-    if (now.length > 0 || request.waitMs === 0 || this.#stopped || signal?.aborted === true) return now;
-    if (this.#waiting.length >= this.#options.maxWaiting) {
-      this.#metrics?.refused.inc();
-      throw new TooManyWaiting(`${this.#waiting.length} lease requests are waiting already (WORKER_MAX_WAITING)`);
-    }
-    return new Promise<LeasedTask[]>((resolve) => {
+  lease(request: LeaseRequest, signal?: AbortSignal): Promise<LeasedTask[]> {
+    if (this.#stopped || signal?.aborted === true) return Promise.resolve([]);
+    return new Promise<LeasedTask[]>((resolve, reject) => {
       const waiter: Waiter = {
         request,
         types: new Set(request.types),
         resolve,
+        reject,
+        timer: undefined,
         done: false,
+        arriving: true,
         claiming: false,
         wantsOut: false,
-        timer: setTimeout(() => this.#leave(waiter, []), request.waitMs),
       };
       signal?.addEventListener('abort', () => this.#leave(waiter, []), { once: true });
-      this.#waiting.push(waiter);
-      this.#metrics?.waiting.set(this.#waiting.length);
-      // What fell due between the first claim and now, and what the table says comes next.
-      for (const type of request.types) this.#woken.add(type);
+      this.#queue.push(waiter);
       this.#serveSoon();
-      this.#schedulePeek(0);
     });
   }
 
   /** Tasks of worker types fell due (the dispatcher, after its batch): the waiting requests of their types are served. */
   due(tasks: readonly Task[]): void {
-    if (this.#stopped || this.#waiting.length === 0) return;
+    if (this.#stopped || this.#queue.length === 0) return;
     for (const task of tasks) this.#woken.add(task.type);
     this.#serveSoon();
   }
@@ -158,10 +184,10 @@ export class PullHub {
     this.#stopped = true;
     clearTimeout(this.#peekTimer);
     clearTimeout(this.#dueTimer);
-    for (const waiter of [...this.#waiting]) this.#leave(waiter, []);
+    for (const waiter of [...this.#queue]) this.#leave(waiter, []);
   }
 
-  #leave(waiter: Waiter, tasks: LeasedTask[]): void {
+  #leave(waiter: Waiter, tasks: LeasedTask[], error?: Error): void {
     if (waiter.done) return;
     if (waiter.claiming) {
       waiter.wantsOut = true;
@@ -169,71 +195,151 @@ export class PullHub {
     }
     waiter.done = true;
     clearTimeout(waiter.timer);
-    this.#waiting = this.#waiting.filter((other) => other !== waiter);
-    this.#metrics?.waiting.set(this.#waiting.length);
-    waiter.resolve(tasks);
+    this.#queue = this.#queue.filter((other) => other !== waiter);
+    if (!waiter.arriving) this.#waitingCount--;
+    this.#metrics?.waiting.set(this.#waitingCount);
+    if (error === undefined) waiter.resolve(tasks);
+    else waiter.reject(error);
   }
 
-  async #claim(request: LeaseRequest): Promise<LeasedTask[]> {
-    if (this.#stopped) return [];
-    const { limits, lifecycle, clock } = this.#options;
-    const types = request.types.filter((type) => limits.control(type)?.paused !== true);
-    if (types.length === 0) return [];
-    const token = `pull:${randomBytes(18).toString('base64url')}`;
-    const start = clock.now();
-    const tasks = await lifecycle.lease({
-      types,
-      max: request.max,
-      leaseMs: request.leaseMs,
-      token,
-      room: async (type, leasedOf) => {
-        const max = limits.control(type)?.maxConcurrency;
-        return max == null ? undefined : max - (await leasedOf());
-      },
-    });
-    for (const task of tasks) this.#metrics?.leased.inc({ type: task.type });
-    return tasks.map((task) => ({ task, leaseToken: token, leaseUntil: start + request.leaseMs }));
+  /** A request whose first claim found nothing: it waits now, or leaves (waitMs 0, no place left). */
+  #startWaiting(waiter: Waiter): void {
+    if (waiter.request.waitMs === 0 || this.#stopped) return this.#leave(waiter, []);
+    if (this.#waitingCount >= this.#options.maxWaiting) {
+      this.#metrics?.refused.inc();
+      return this.#leave(waiter, [], new TooManyWaiting(`${this.#waitingCount} lease requests are waiting already (WORKER_MAX_WAITING)`));
+    }
+    waiter.arriving = false;
+    this.#waitingCount++;
+    this.#metrics?.waiting.set(this.#waitingCount);
+    waiter.timer = setTimeout(() => this.#leave(waiter, []), waiter.request.waitMs);
+    // The next due task is looked up when the claim is over (#served); the peek finds leases that ran out.
+    this.#schedulePeek(this.#options.peekMs ?? DEFAULT_PEEK_MS);
   }
 
   #serveSoon(): void {
-    if (this.#serving) return;
-    this.#serving = true;
-    setImmediate(() => void this.#serve());
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#serve();
+    });
   }
 
-  /** Serves the waiting requests of the woken types, oldest first, until those types have nothing due left. */
-  async #serve(): Promise<void> {
-    try {
-      while (this.#woken.size > 0 && !this.#stopped) {
-        const woken = new Set(this.#woken);
-        this.#woken.clear();
-        for (const waiter of [...this.#waiting]) {
-          if (woken.size === 0) break;
-          if (waiter.done || ![...waiter.types].some((type) => woken.has(type))) continue;
-          waiter.claiming = true;
-          let tasks: LeasedTask[] = [];
-          let failed: Error | undefined;
-          try {
-            tasks = await this.#claim({ ...waiter.request, types: waiter.request.types.filter((type) => woken.has(type)) });
-          } catch (error) {
-            failed = error instanceof Error ? error : new Error(String(error));
-          }
-          waiter.claiming = false;
-          // A waiter whose time ran out during the claim still gets what it claimed: a little
-          // late, rather than tasks leased to nobody until their lease runs out.
-          if (tasks.length > 0 || waiter.wantsOut) this.#leave(waiter, tasks);
-          if (failed !== undefined) throw failed;
-          // Fewer than asked: nothing more of those types is due now.
-          if (tasks.length < waiter.request.max) for (const type of waiter.request.types) woken.delete(type);
-          else for (const type of waiter.request.types) this.#woken.add(type);
-        }
+  /**
+   * Starts claims, up to CLAIMS_AT_ONCE at a time, each for the requests not in a claim yet,
+   * oldest first: those that arrived (for all their types) and those that wait on a woken type
+   * (for the woken ones). A request that waits is claimed for again only when a task of its types
+   * fell due, not each time another request arrives. Requests that arrive and tasks that fall due
+   * during a claim are served by the next one, which starts at once (SKIP LOCKED keeps claims at
+   * the same time apart) rather than after it.
+   */
+  #serve(): void {
+    while (!this.#stopped && this.#claims < CLAIMS_AT_ONCE) {
+      const woken = new Set(this.#woken);
+      const group: Waiter[] = [];
+      let asked = 0;
+      for (const waiter of this.#queue) {
+        if (waiter.done || waiter.claiming) continue;
+        if (!waiter.arriving && ![...waiter.types].some((type) => woken.has(type))) continue;
+        if (asked > 0 && asked + waiter.request.max > CLAIM_AT_MOST) break; // the next claim serves the rest
+        asked += waiter.request.max;
+        group.push(waiter);
       }
-    } catch (error) {
-      this.#options.log.warn({ err: loggable(error) }, 'pull: a lease for waiting workers failed; trying again at the next peek');
-    } finally {
-      this.#serving = false;
-      if (this.#woken.size > 0 && !this.#stopped) this.#serveSoon();
+      for (const waiter of group) waiter.claiming = true;
+      // A woken type is this claim's when it serves every waiting request of the type not in a
+      // claim yet. It stays woken while requests of it wait for a claim that had started before it woke.
+      for (const type of woken) {
+        const wanted = this.#queue.filter((waiter) => !waiter.done && !waiter.arriving && waiter.types.has(type));
+        const covered = group.some((waiter) => waiter.types.has(type));
+        if (wanted.every((waiter) => waiter.claiming) && (covered || wanted.length === 0)) this.#woken.delete(type);
+      }
+      if (group.length === 0) return;
+      this.#claims++;
+      const claimedAt = this.#options.clock.now();
+      void this.#claim(group, woken)
+        .then(
+          (answer) => this.#served(group, claimedAt, answer),
+          (error: unknown) => this.#served(group, claimedAt, undefined, error instanceof Error ? error : new Error(String(error))),
+        )
+        .finally(() => {
+          this.#claims--;
+          this.#serveSoon();
+        });
     }
+  }
+
+  /** A claim is over: who got tasks leaves with them; arriving requests that got none start to wait. */
+  #served(group: readonly Waiter[], claimedAt: number, answer: Claimed | undefined, failed?: Error): void {
+    group.forEach((waiter, i) => {
+      waiter.claiming = false;
+      const tasks = answer?.leased[i] ?? [];
+      // A request whose time ran out during the claim still gets what it claimed: a little
+      // late, rather than tasks leased to nobody until their lease runs out.
+      if (tasks.length > 0 || waiter.wantsOut) this.#leave(waiter, tasks);
+      else if (waiter.arriving) {
+        if (failed !== undefined) this.#leave(waiter, [], failed);
+        else this.#startWaiting(waiter);
+      }
+    });
+    if (failed !== undefined) {
+      this.#options.log.warn({ err: loggable(failed) }, 'pull: a lease for waiting workers failed; trying again at the next peek');
+      return;
+    }
+    // A lock that came back full: more of those types may be due.
+    for (const type of answer!.more) this.#woken.add(type);
+    // Requests of this claim wait on: a timer at the instant their types' next task falls due,
+    // whoever armed it (this process's timers tell too, but may be busy; another process's never do).
+    const left = new Set(group.filter((waiter) => !waiter.done).flatMap((waiter) => [...waiter.types]));
+    // Not a type held back (paused, at its maxConcurrency): its next task would be no use; the peek looks again.
+    for (const type of [...answer!.more, ...answer!.held]) left.delete(type);
+    if (left.size > 0) void this.#lookAhead([...left], claimedAt);
+  }
+
+  /** Reads when the next task of `types` falls due after `after`, and wakes them then. */
+  async #lookAhead(types: string[], after: number): Promise<void> {
+    try {
+      const next = await this.#options.pulls.nextDueAfter(types, after);
+      if (next !== undefined && !this.#stopped) this.#wakeAt(next, types);
+    } catch (error) {
+      this.#options.log.warn({ err: loggable(error) }, 'pull: could not look up the next due task');
+    }
+  }
+
+  /** One claim for `group` (oldest first), each request for its types not paused: all of them when it arrives, else those among `woken`. */
+  async #claim(group: readonly Waiter[], woken: ReadonlySet<string>): Promise<Claimed> {
+    const { limits, lifecycle, clock } = this.#options;
+    const start = clock.now();
+    const held = new Set<string>();
+    const asks = group.map((waiter) => ({
+      types: waiter.request.types.filter((type) => {
+        const paused = limits.control(type)?.paused === true;
+        if (paused) held.add(type);
+        return (waiter.arriving || woken.has(type)) && !paused;
+      }),
+      max: waiter.request.max,
+      leaseMs: waiter.request.leaseMs,
+      token: `pull:${randomBytes(18).toString('base64url')}`,
+    }));
+    if (asks.every((ask) => ask.types.length === 0)) return { leased: asks.map(() => []), more: new Set(), held };
+    this.#metrics?.claims.inc();
+    const { leased, more } = await lifecycle.leaseMany(asks, async (type, leasedOf) => {
+      const max = limits.control(type)?.maxConcurrency;
+      if (max == null) return undefined;
+      const room = max - (await leasedOf());
+      if (room <= 0) held.add(type);
+      return room;
+    });
+    return {
+      leased: leased.map((tasks, i) =>
+        tasks.map((task) => {
+          this.#metrics?.leased.inc({ type: task.type });
+          return { task, leaseToken: asks[i]!.token, leaseUntil: start + asks[i]!.leaseMs };
+        }),
+      ),
+      more,
+      held,
+    };
   }
 
   /** Looks up when the waiting requests' types next have a task due, in `delayMs`. */
@@ -248,9 +354,9 @@ export class PullHub {
   }
 
   async #peek(): Promise<void> {
-    if (this.#waiting.length === 0 || this.#stopped) return;
+    if (this.#waitingCount === 0 || this.#stopped) return;
     const { pulls, log } = this.#options;
-    const types = [...new Set(this.#waiting.flatMap((waiter) => [...waiter.types]))];
+    const types = [...new Set(this.#queue.filter((waiter) => !waiter.arriving).flatMap((waiter) => [...waiter.types]))];
     try {
       const next = await pulls.nextAt(types);
       if (next !== undefined) this.#wakeAt(next, types);
@@ -258,7 +364,7 @@ export class PullHub {
       log.warn({ err: loggable(error) }, 'pull: could not look up the next due task');
     }
     const peekMs = this.#options.peekMs ?? DEFAULT_PEEK_MS;
-    if (this.#waiting.length > 0) this.#schedulePeek(peekMs);
+    if (this.#waitingCount > 0) this.#schedulePeek(peekMs);
   }
 
   /** A timer at `at` that wakes `types` (one timer: the earliest wins). */
@@ -269,15 +375,20 @@ export class PullHub {
       this.#serveSoon();
       return;
     }
+    // The earlier timer wakes these types too: a claim that comes early for them leases nothing
+    // before its time (run_at <= now), and looks ahead again.
+    for (const type of types) this.#dueTypes.add(type);
     if (at >= this.#dueAt) return;
     clearTimeout(this.#dueTimer);
     this.#dueAt = at;
     this.#dueTimer = setTimeout(
       () => {
         this.#dueAt = Number.POSITIVE_INFINITY;
+        const woken = [...this.#dueTypes];
+        this.#dueTypes.clear();
         // Never early by the wall clock: a timer that woke before `at` sleeps again (invariant 2).
-        if (this.#options.clock.now() < at) return this.#wakeAt(at, types);
-        for (const type of types) this.#woken.add(type);
+        if (this.#options.clock.now() < at) return this.#wakeAt(at, woken);
+        for (const type of woken) this.#woken.add(type);
         this.#serveSoon();
       },
       Math.min(delay, 2 ** 31 - 1),

@@ -10,6 +10,7 @@
  * an expired lease) writes its run row in its own transaction, held back to travel with COMMIT.
  * See docs/workers.md.
  */
+import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { PullFailure, PullStore } from '../store/pulls.js';
 import type { Task, TaskStore } from '../store/task-store.js';
@@ -38,6 +39,7 @@ export interface PullLifecycleOptions {
   payloadProblem: (type: string, payload: unknown) => string | undefined;
   /** Where each settled lease's run row goes, in the settle's transaction; undefined: RUN_HISTORY=off. */
   runs?: RunRecorder;
+  registry?: Registry;
 }
 
 export interface LeaseAsk {
@@ -45,9 +47,10 @@ export interface LeaseAsk {
   max: number;
   leaseMs: number;
   token: string;
-  /** How many more tasks of `type` may be leased now (its maxConcurrency, counted fleet-wide by `leasedOf`); undefined: no limit. */
-  room?: (type: string, leasedOf: () => Promise<number>) => Promise<number | undefined>;
 }
+
+/** How many more tasks of `type` may be leased now (its maxConcurrency, counted fleet-wide by `leasedOf`); undefined: no limit. */
+export type LeaseRoom = (type: string, leasedOf: () => Promise<number>) => Promise<number | undefined>;
 
 /** The answer to a settle: the task as it is after it, and whether this call wrote it. */
 export type SettleResult = { kind: 'settled'; task: Task } | { kind: 'stale'; task: Task } | { kind: 'missing' };
@@ -63,52 +66,96 @@ export class PullLifecycle {
   /** When each type's expired leases were last looked for. */
   readonly #recovered = new Map<string, number>();
 
-  constructor(private readonly options: PullLifecycleOptions) {}
+  /** Transactions that committed a group of acks. */
+  readonly #ackCommits: Counter | undefined;
+
+  constructor(private readonly options: PullLifecycleOptions) {
+    this.#ackCommits =
+      options.registry === undefined
+        ? undefined
+        : new Counter({
+            name: 'punctual_pull_ack_commits_total',
+            help: "Transactions that committed pull workers' acks (acks that arrive together share one).",
+            registers: [options.registry],
+          });
+  }
 
   #apply(effects: readonly TimerEffect[]): void {
     if (effects.length > 0) this.options.effects.apply(effects);
   }
 
-  /** Leases up to `ask.max` due tasks of `ask.types` to the token; answers them as leased (attempts counted). */
-  async lease(ask: LeaseAsk): Promise<Task[]> {
+  /**
+   * One claim for several lease requests (the pull hub's waiting workers, oldest first): in one
+   * transaction, the due tasks of each set of types are locked once (SKIP LOCKED) and handed out
+   * in the asks' order, each ask up to its `max`; then one conditional UPDATE leases them all,
+   * each row to its own ask's token and lease (it expects every row pending: invariant 13).
+   * `more` names the types whose lock came back full: more of them may be due.
+   */
+  async leaseMany(asks: readonly LeaseAsk[], room?: LeaseRoom): Promise<{ leased: Task[][]; more: Set<string> }> {
     const { store, pulls, clock } = this.options;
-    await this.#recoverExpired(ask.types);
+    await this.#recoverExpired([...new Set(asks.flatMap((ask) => ask.types))]);
     const effects: TimerEffect[] = [];
-    const leased = await store.transaction(async (conn) => {
+    const answer = await pulls.transaction(async (conn) => {
       effects.length = 0;
       const now = clock.now();
-      const room = new Map<string, number>();
-      for (const type of ask.types) {
-        const left = await ask.room?.(type, () => pulls.leasedOf(conn, type, now));
-        if (left !== undefined) room.set(type, left);
+      const left = new Map<string, number>();
+      for (const type of new Set(asks.flatMap((ask) => ask.types))) {
+        const max = await room?.(type, () => pulls.leasedOf(conn, type, now));
+        if (max !== undefined) left.set(type, max);
       }
-      const types = ask.types.filter((type) => (room.get(type) ?? 1) > 0);
-      const locked = await pulls.lockDue(conn, types, ask.max, now);
-      const chosen: Task[] = [];
-      const refused: Task[] = [];
-      for (const task of locked) {
-        if (this.options.payloadProblem(task.type, task.payload) !== undefined) {
-          refused.push(task);
-          continue;
+      const open = (type: string) => (left.get(type) ?? 1) > 0;
+      // Asks with the same types share one lock, made for all of them at once.
+      const groups = new Map<string, { types: string[]; asks: number[] }>();
+      asks.forEach((ask, i) => {
+        const types = [...new Set(ask.types)].filter(open).sort();
+        if (types.length === 0) return;
+        const key = JSON.stringify(types);
+        const group = groups.get(key) ?? { types, asks: [] };
+        group.asks.push(i);
+        groups.set(key, group);
+      });
+      const leased: Task[][] = asks.map(() => []);
+      const taken = new Set<number>();
+      const refused = new Map<number, Task>();
+      const more = new Set<string>();
+      for (const group of groups.values()) {
+        const limit = group.asks.reduce((sum, i) => sum + asks[i]!.max, 0);
+        const locked = await pulls.lockDue(conn, group.types, limit, now);
+        if (locked.length >= limit) for (const type of group.types) more.add(type);
+        let next = 0;
+        for (const i of group.asks) {
+          const ask = asks[i]!;
+          while (leased[i]!.length < ask.max && next < locked.length) {
+            const task = locked[next++]!;
+            if (taken.has(task.id) || refused.has(task.id)) continue; // an earlier group's
+            if (this.options.payloadProblem(task.type, task.payload) !== undefined) {
+              refused.set(task.id, task);
+              continue;
+            }
+            const room = left.get(task.type);
+            if (room !== undefined) {
+              if (room <= 0) continue; // over its type's limit: it stays pending
+              left.set(task.type, room - 1);
+            }
+            taken.add(task.id);
+            leased[i]!.push(task);
+          }
         }
-        const left = room.get(task.type);
-        if (left !== undefined) {
-          if (left <= 0) continue; // over its type's limit: it stays pending
-          room.set(task.type, left - 1);
-        }
-        chosen.push(task);
       }
-      for (const task of refused) {
+      for (const task of refused.values()) {
         const failure = { id: task.id, error: this.options.payloadProblem(task.type, task.payload)!, retryAt: null };
         expectAll('fail unrunnable', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
       }
-      effects.push(...(await nextOccurrences(store, conn, refused, now)));
-      const ids = chosen.map((task) => task.id);
-      expectAll('pull lease', await store.markRunning(conn, ids, ask.token, now + ask.leaseMs, now), ids.length);
-      return chosen.map((task) => ({ ...task, status: 'running' as const, attempts: task.attempts + 1 }));
+      effects.push(...(await nextOccurrences(store, conn, [...refused.values()], now)));
+      const rows = asks.flatMap((ask, i) => leased[i]!.map((task) => ({ id: task.id, token: ask.token, leaseUntil: now + ask.leaseMs })));
+      expectAll('pull lease', await pulls.leaseRows(conn, rows, now), rows.length);
+      return {
+        leased: leased.map((tasks) => tasks.map((task) => ({ ...task, status: 'running' as const, attempts: task.attempts + 1 }))),
+        more,
+      };
     });
     this.#apply(effects);
-    return leased;
+    return answer;
   }
 
   /** The existing lease recovery, for the expired leases of `types`: pending again, or failed on their last attempt. */
@@ -170,7 +217,7 @@ export class PullLifecycle {
   async #ackAll(acks: { id: number; token: string }[]): Promise<Outcome<SettleResult>[]> {
     const { store, pulls, clock } = this.options;
     const effects: TimerEffect[] = [];
-    const results = await store.pipelinedTransaction(async (conn) => {
+    const results = await pulls.transaction(async (conn) => {
       effects.length = 0;
       const now = clock.now();
       const found = new Map((await pulls.lockByIds(conn, [...new Set(acks.map((ack) => ack.id))])).map((task) => [task.id, task]));
@@ -200,6 +247,7 @@ export class PullLifecycle {
         return { kind: 'settled', task: { ...task, status: 'done', leaseOwner: null, leaseUntil: null, finishedAt: now, updatedAt: now } };
       });
     });
+    this.#ackCommits?.inc();
     this.#apply(effects);
     return results.map((value) => ({ ok: true, value }));
   }
@@ -212,7 +260,7 @@ export class PullLifecycle {
     const { store, pulls, clock, retry } = this.options;
     const task = await store.get(id);
     if (task === undefined) return { kind: 'missing' };
-    const effects = await store.pipelinedTransaction(async (conn) => {
+    const effects = await pulls.transaction(async (conn) => {
       const now = clock.now();
       // The attempt was counted by the lease: `task.attempts` is the attempt this lease runs.
       const last = task.attempts >= task.maxAttempts;

@@ -6,7 +6,10 @@
  */
 import type mysql from 'mysql2/promise';
 import type { Connection, Database } from '../db/connection.js';
-import { autocommit } from '../db/transaction.js';
+import { pipelineOf } from '../db/pipeline.js';
+import { lockConflicts } from '../db/retry.js';
+import { DB } from '../db/sql.js';
+import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
 import { fromRow, type Task, type TaskRow } from './rows.js';
 import { PULL_SQL } from './sql/pulls.js';
 
@@ -28,11 +31,32 @@ export interface PullFailure {
 export class PullStore {
   constructor(private readonly database: Database) {}
 
+  /**
+   * BEGIN … COMMIT for a lease, a group of acks or a nack, pipelined where the server allows it
+   * (db/pipeline.ts): BEGIN travels with the first statement, and the lease's or the acks' UPDATE,
+   * with the server's check of its row count, travels with COMMIT. Two round trips, not four.
+   */
+  async transaction<T>(fn: (conn: Connection) => Promise<T>): Promise<T> {
+    return transaction(this.database, fn, { retry: lockConflicts(DEFAULT_TRIES), pipelined: await this.database.pipelines() });
+  }
+
   /** Up to `limit` due pending tasks of `types`, oldest first, locked (SKIP LOCKED). */
   async lockDue(conn: Connection, types: readonly string[], limit: number, now: number): Promise<Task[]> {
     if (types.length === 0 || limit <= 0) return [];
     const [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockDueOfTypes, [types, new Date(now), new Date(now), limit]);
     return rows.map(fromRow);
+  }
+
+  /**
+   * Leases the pending tasks of `rows`, each to its own token until its own instant (running, one
+   * attempt counted), in one statement; answers how many it leased (a row no longer pending is not).
+   */
+  async leaseRows(conn: Connection, rows: readonly { id: number; token: string; leaseUntil: number }[], now: number): Promise<number> {
+    if (rows.length === 0) return 0;
+    const at = new Date(now);
+    const ids = rows.map((row) => row.id);
+    const values = [at, ids, rows.map((row) => row.token), ids, rows.map((row) => new Date(row.leaseUntil)), at, ids];
+    return this.#expecting(conn, PULL_SQL.leaseRows, values, rows.length);
   }
 
   /** Ids of up to `limit` running tasks of `types` whose lease ran out before `now`. */
@@ -73,6 +97,20 @@ export class PullStore {
     });
   }
 
+  /** When the next pending task of `types` falls due after `after` (not a task due already); undefined when none. */
+  async nextDueAfter(types: readonly string[], after: number): Promise<number | undefined> {
+    if (types.length === 0) return undefined;
+    const rows = await autocommit(this.database, async (conn) => {
+      const [found] = await conn.query<Rows<[number | null][]>>({ sql: PULL_SQL.nextDueAfter, rowsAsArray: true }, [
+        types,
+        new Date(after),
+      ]);
+      return found;
+    });
+    const next = rows[0]?.[0];
+    return next === null || next === undefined ? undefined : Number(next);
+  }
+
   /** The tasks among `ids`, locked by the caller's transaction. */
   async lockByIds(conn: Connection, ids: readonly number[]): Promise<Task[]> {
     if (ids.length === 0) return [];
@@ -84,8 +122,22 @@ export class PullStore {
   async ackMany(conn: Connection, ids: readonly number[], token: string, now: number): Promise<number> {
     if (ids.length === 0) return 0;
     const at = new Date(now);
-    const [result] = await conn.query<Result>(PULL_SQL.ackMany, [at, at, at, ids, token, at]);
-    return result.affectedRows;
+    return this.#expecting(conn, PULL_SQL.ackMany, [at, at, at, ids, token, at], ids.length);
+  }
+
+  /**
+   * Runs a write that must match `expected` rows. In a pipelined transaction it is held back to
+   * travel with COMMIT, and the server checks the count before it commits (a count other than
+   * `expected` never commits): answered as `expected`. Otherwise it runs, and its count is answered.
+   */
+  async #expecting(conn: Connection, sql: string, values: unknown[], expected: number): Promise<number> {
+    const pipeline = pipelineOf(conn);
+    if (pipeline !== undefined) {
+      pipeline.queue(sql, values);
+      pipeline.queue(DB.expectRowCount, [expected]);
+      return expected;
+    }
+    return (await conn.query<Result>(sql, values))[0].affectedRows;
   }
 
   /** Pending again or failed for good, while `lease` is held; answers whether it was. */

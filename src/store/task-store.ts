@@ -133,14 +133,6 @@ export class TaskStore {
     return transaction(this.#database, fn, { retry: lockConflicts(tries) });
   }
 
-  /**
-   * The same, pipelined where the server allows it (db/pipeline.ts, Database.pipelines): BEGIN
-   * travels with the first statement and what is held back (a run row) with COMMIT.
-   */
-  async pipelinedTransaction<T>(fn: (conn: Connection) => Promise<T>): Promise<T> {
-    return transaction(this.#database, fn, { retry: lockConflicts(DEFAULT_TRIES), pipelined: await this.#database.pipelines() });
-  }
-
   // ── reads ─────────────────────────────────────────────────────────────────────────────────
 
   async get(id: number): Promise<Task | undefined> {

@@ -13,7 +13,8 @@ import WebSocket from 'ws';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { parsePrometheus } from '../helpers/prometheus.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/app/main.js', import.meta.url));
+/** BENCH_MAIN: another build's main.js (a build of an earlier commit, to compare in one sitting). */
+const MAIN = process.env.BENCH_MAIN ?? fileURLToPath(new URL('../../dist/app/main.js', import.meta.url));
 export const SERVER_URL = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 
 /** One figure of a scenario, as bench-results.json stores it. */
@@ -206,7 +207,9 @@ export async function startServer(
 ): Promise<Server> {
   const started = performance.now();
   const main = options.main ?? MAIN;
-  const args = [...(options.nodeArgs ?? []), ...(options.inspect ? ['--inspect=127.0.0.1:0', main] : [main])];
+  // BENCH_NODE_ARGS: flags for the server's node, e.g. `--cpu-prof --cpu-prof-dir=…` to see where its time goes.
+  const nodeArgs = options.nodeArgs ?? process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const args = [...nodeArgs, ...(options.inspect ? ['--inspect=127.0.0.1:0', main] : [main])];
   const child = spawn(process.execPath, args, {
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: options.databaseUrl ?? db.url, PORT: '0', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -21,6 +21,14 @@ export const PULL_SQL = {
     WHERE type IN (?) AND status = 'pending' AND run_at <= ?
       AND (expire_after_ms IS NULL OR COALESCE(requested_run_at, run_at) >= ? - INTERVAL expire_after_ms * 1000 MICROSECOND)
     ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+  /**
+   * Several leases in one statement: the tasks among the last ?, while pending, running from ?
+   * (their lateness), one attempt counted, each to the token and lease end at its own place in
+   * the two lists (ELT(FIELD(id, ids…), values…)).
+   */
+  leaseRows: `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'running',
+    attempts = attempts + 1, lease_owner = ELT(FIELD(id, ?), ?), lease_until = ELT(FIELD(id, ?), ?), updated_at = ?
+    WHERE id IN (?) AND status = 'pending'`,
   /** Running tasks of the types ? whose lease ran out before ?, at most ?, as [id]: the lease recovery's input. */
   expiredOfTypes: "SELECT id FROM tasks WHERE type IN (?) AND status = 'running' AND lease_until < ? LIMIT ?",
   /** Tasks of type ? under a lease not run out by ?: what a maxConcurrency of the type counts, fleet-wide. */
@@ -29,6 +37,9 @@ export const PULL_SQL = {
   nextOfType: `SELECT
     (SELECT ${ms('MIN(run_at)')} FROM tasks WHERE type = ? AND status = 'pending'),
     (SELECT ${ms('MIN(lease_until)')} FROM tasks WHERE type = ? AND status = 'running')`,
+  /** When the next pending task of the types ? falls due after ?, in ms (NULL: none): one range of the index per type. */
+  nextDueAfter: `SELECT ${ms('MIN(run_at)')} FROM tasks FORCE INDEX (tasks_type_status_run_at)
+    WHERE type IN (?) AND status = 'pending' AND run_at > ?`,
   /** The tasks among ?, locked: what a group of acks finds before it writes. */
   lockByIds: `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) ORDER BY id FOR UPDATE`,
   /** Acks of one lease (one token): done, for those among ? whose lease ? is held at ?; last_error cleared (it describes the latest run). */
