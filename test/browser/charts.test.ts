@@ -152,7 +152,7 @@ describe('the dashboard charts', () => {
     expect(sum(runs.data[2]!)).toBe(2); // flaky's first try and broken's first
     expect(sum(runs.data[3]!)).toBe(1); // broken's second, for good
     const lateness = (await drawn(page, 'lateness'))!;
-    expect(lateness.labels).toEqual(['started', 'p50 ms', 'p99 ms']);
+    expect(lateness.labels).toEqual(['started', 'p50 ms', 'p99 ms', 'waited p99 ms']);
     const p99 = lateness.data[2]!.filter((v): v is number => v !== null);
     expect(p99.length).toBeGreaterThan(0);
     expect(p99.every((v) => v >= 0 && v < 60_000)).toBe(true);

@@ -104,12 +104,25 @@ describe('the dashboard', () => {
     expect(await page.locator('#page-info').textContent()).toBe('1–7 of 7 · page 1 of 1');
     const first = rows.first();
     const column = async (name: string) => (await page.locator('#tasks thead th').allTextContents()).indexOf(name);
-    expect(await first.locator('td').nth(await column('local time')).textContent()).toMatch(
-      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Shanghai \(\+08:00\)$/,
-    );
-    expect(await first.locator('td').nth(await column('UTC')).textContent()).toMatch(/Z$/);
+    expect(
+      await first
+        .locator('td')
+        .nth(await column('local time'))
+        .textContent(),
+    ).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Shanghai \(\+08:00\)$/);
+    expect(
+      await first
+        .locator('td')
+        .nth(await column('UTC'))
+        .textContent(),
+    ).toMatch(/Z$/);
     const berlin = page.locator('#tasks tbody tr', { hasText: 'Europe/Berlin' });
-    expect(await berlin.locator('td').nth(await column('local time')).textContent()).toBe('2026-12-24 20:00:00 Europe/Berlin (+01:00)');
+    expect(
+      await berlin
+        .locator('td')
+        .nth(await column('local time'))
+        .textContent(),
+    ).toBe('2026-12-24 20:00:00 Europe/Berlin (+01:00)');
     // The countdown moves between refreshes.
     const before = await first.locator('td.countdown').textContent();
     await page.waitForTimeout(400);
@@ -127,7 +140,12 @@ describe('the dashboard', () => {
     await view('Skipped').click();
     const expired = page.locator(`#tasks tbody tr[data-id="${expiring}"]`);
     await expired.waitFor();
-    expect(await expired.locator('td').nth(await column('why')).textContent()).toBe('expired');
+    expect(
+      await expired
+        .locator('td')
+        .nth(await column('why'))
+        .textContent(),
+    ).toBe('expired');
     expect(await expired.locator('td.error').textContent()).toMatch(/^expired: /);
 
     // Cancel asks first; confirmed, it cancels.
@@ -156,6 +174,35 @@ describe('the dashboard', () => {
       }),
     ).toEqual([TOKEN, null]);
     expect(violations).toEqual([]);
+    await page.close();
+  });
+  it('shows the time runs waited for a pause apart from their lateness', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const typeState = async () =>
+      ((await service.call('GET', '/types', undefined, auth)).body.types as { type: string; waiting: number }[]).find(
+        (type) => type.type === 'close_order',
+      )!;
+    await service.call('POST', '/types/close_order/pause', {}, auth);
+    const ids: number[] = [];
+    for (const order of orders.slice(25, 28)) {
+      const { body } = await service.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: order.orderSn }, delayMs: 0 }, auth);
+      ids.push(body.id as number);
+    }
+    // Held back by the pause, then let go: the three runs waited.
+    await waitFor(async () => (await typeState()).waiting === 3, 10_000, 'the three closes to wait for the pause');
+    await service.call('POST', '/types/close_order/resume', {}, auth);
+    await waitFor(async () => (await Promise.all(ids.map(status))).every((s) => s === 'done'), 10_000, 'the closes to run');
+    const page = await browser.newPage();
+    await page.goto(`${baseUrl}/`);
+    await page.getByLabel('API token').fill(TOKEN);
+    await page.getByRole('button', { name: 'Use' }).click();
+    const waited = page.locator('#waited');
+    await waitFor(
+      async () => /^\d+ runs?, p50 \d+ ms, p99 \d+ ms$/.test((await waited.textContent()) ?? ''),
+      10_000,
+      'the waits on the page',
+    );
+    expect(Number(/^(\d+)/.exec((await waited.textContent())!)![1])).toBeGreaterThanOrEqual(3);
     await page.close();
   });
 });

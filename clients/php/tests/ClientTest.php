@@ -221,6 +221,38 @@ final class ClientTest extends ServiceTestCase
         self::assertSame('cancelled', $client->getByKey($key)->status);
     }
 
+    public function testListsCountsAndRetriesInBulk(): void
+    {
+        $client = self::client();
+        $tag = 'list:' . self::unique('L');
+        $client->createMany(array_map(
+            fn (int $i) => ['type' => 'close_order', 'payload' => ['orderSn' => self::unique('L')], 'delayMs' => 3_600_000 + $i, 'tags' => [$tag]],
+            [0, 1, 2],
+        ));
+        $first = $client->listTasks(['tag' => $tag, 'limit' => 2]);
+        self::assertCount(2, $first['tasks']);
+        self::assertSame(3, $first['total']);
+        self::assertSame(2, $first['nextOffset']);
+        $rest = $client->listTasks(['tag' => $tag, 'limit' => 2, 'offset' => $first['nextOffset']]);
+        self::assertCount(1, $rest['tasks']);
+        self::assertNull($rest['nextOffset']);
+        self::assertSame('pending', $rest['tasks'][0]->status);
+        self::assertSame(3, $client->counts(['tag' => $tag])['counts']['pending']);
+
+        // Two webhooks that fail for good, retried together by their tag: each is called once more.
+        $failing = 'retry:' . self::unique('R');
+        $names = [self::unique('bulk'), self::unique('bulk')];
+        $made = $client->createMany(array_map(
+            fn (string $name) => ['type' => 'webhook', 'payload' => ['url' => self::$receiver->baseUrl . "/fail/{$name}"], 'delayMs' => 0, 'maxAttempts' => 1, 'tags' => [$failing]],
+            $names,
+        ));
+        $ids = array_column($made['results'], 'id');
+        self::waitFor(fn () => array_filter($ids, fn (int $id) => $client->get($id)->status !== 'failed') === [], 15_000, 'the webhooks to fail');
+        self::assertSame(['matched' => 2, 'changed' => 2], $client->bulkRetry(['tag' => $failing]));
+        self::waitFor(fn () => array_filter($names, fn (string $name) => count(self::$receiver->requests($name)) !== 2) === [], 15_000, 'the retried calls');
+        self::assertSame(2, $client->bulkRetry(['tag' => $failing])['matched'], 'failed again, they can be retried again');
+    }
+
     public function testIteratesPendingTasksPageByPage(): void
     {
         $client = self::client();

@@ -45,7 +45,14 @@ final class WorkerTest extends ServiceTestCase
         }, leaseMs: 5000, waitMs: 5000, maxTasks: 4);
         self::assertSame(4, $handled);
         self::assertSame(['status' => 'done', 'attempts' => 1, 'last_error' => null], self::row($ok));
-        self::assertSame(['status' => 'done', 'attempts' => 2, 'last_error' => 'member locked, try later'], self::row($retry));
+        // lastError describes the latest run (done): the first attempt's error is in its run history.
+        self::assertSame(['status' => 'done', 'attempts' => 2, 'last_error' => null], self::row($retry));
+        $runs = self::pdo()->prepare('SELECT attempt, outcome, error FROM task_runs WHERE task_id = ? ORDER BY attempt');
+        $runs->execute([$retry]);
+        self::assertSame(
+            [['attempt' => 1, 'outcome' => 'retry', 'error' => 'member locked, try later'], ['attempt' => 2, 'outcome' => 'done', 'error' => null]],
+            $runs->fetchAll(\PDO::FETCH_ASSOC),
+        );
         self::assertSame(['status' => 'failed', 'attempts' => 1, 'last_error' => 'no such member'], self::row($permanent));
         $keys = array_column(array_filter($seen, static fn (array $run) => $run[0] === $retry), 2);
         self::assertCount(2, $keys);

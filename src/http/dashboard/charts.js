@@ -107,11 +107,12 @@ async function refreshRecent() {
         // Points too: a slot with runs between two without is a dot, not a line.
         line('p50 ms', '#3b6fd4', { points: { show: true, size: 4 } }),
         line('p99 ms', '#9b59b6', { dash: [6, 3], points: { show: true, size: 4 } }),
+        line('waited p99 ms', '#7f8c8d', { dash: [2, 3], points: { show: true, size: 3 } }),
       ],
       scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max ?? 1)] } },
       axes: [{}, { size: 60 }],
     },
-    [x, recent.latenessP50Ms, recent.latenessP99Ms],
+    [x, recent.latenessP50Ms, recent.latenessP99Ms, recent.waitedP99Ms],
     { times: x },
   );
   const runs =

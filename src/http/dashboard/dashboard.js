@@ -231,6 +231,11 @@ function renderSummary(summary) {
   $('#armed').textContent = summary.armed;
   $('#p50').textContent = summary.latenessP50Ms === null ? '–' : `${summary.latenessP50Ms} ms`;
   $('#p99').textContent = summary.latenessP99Ms === null ? '–' : `${summary.latenessP99Ms} ms`;
+  // Time held back by a pause or a limit is not lateness: shown apart (docs/architecture.md#what-lateness-means).
+  $('#waited').textContent =
+    summary.waitedRuns > 0
+      ? `${summary.waitedRuns.toLocaleString('en')} run${summary.waitedRuns === 1 ? '' : 's'}, p50 ${summary.waitedP50Ms} ms, p99 ${summary.waitedP99Ms} ms`
+      : 'none';
 }
 
 /** The paused types, named at the top where nobody misses them, and their rows marked. */
