@@ -54,8 +54,9 @@ describe('npm run demo', () => {
       expect(start).toHaveLength(300);
       const at = (q: number) => start[Math.min(start.length - 1, Math.ceil(q * start.length) - 1)];
       expect(run.output).toContain(
-        `start lateness (run start − run_at, as the dashboard and the metrics count it): p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms`,
+        `start lateness (run start − run_at − wait, as the dashboard and the metrics count it): p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms`,
       );
+      expect(run.output).toContain('waits for a pause or a limit: none');
       // The metrics counted the same runs, with the same start lateness (within a bucket).
       const text = await (await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
       const series = (name: string) => Number(new RegExp(`^${name}\\{type="close_order"\\} (\\S+)$`, 'm').exec(text)?.[1]);
