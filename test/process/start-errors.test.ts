@@ -30,7 +30,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
-  await db?.pool.end();
+  // The service under test created it (the last test starts one): dropped, if it is there.
+  await db?.drop();
 });
 
 describe('start-up errors', () => {
