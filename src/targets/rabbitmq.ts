@@ -50,7 +50,11 @@ export class RabbitTarget implements Target {
   /** The open channel, or a new connection; after a failure, again only once the backoff passed. */
   #connect(): Promise<Open> {
     if (this.#closed) return Promise.reject(new Error('target closed'));
-    this.#open ??= (async () => {
+    // Publishes while a reconnect waits fail at once: the broker sees the backoff, not a connect per publish.
+    if (this.#open === undefined && this.#retry !== undefined) {
+      return Promise.reject(new Error(`reconnecting after: ${this.#lastError ?? 'connection lost'}`));
+    }
+    const opening = (this.#open ??= (async () => {
       try {
         const connection = await connect(this.#spec.url, { timeout: 5000 });
         const channel = await connection.createConfirmChannel();
@@ -61,7 +65,9 @@ export class RabbitTarget implements Target {
         });
         const lost = (error?: unknown) => {
           if (error !== undefined) this.#fail(error);
-          if (this.#up) this.#up = false;
+          // A late close of a connection already replaced must not take down the new one.
+          if (this.#open !== opening) return;
+          this.#up = false;
           this.#open = undefined;
           this.#scheduleReconnect();
         };
@@ -83,8 +89,8 @@ export class RabbitTarget implements Target {
         this.#scheduleReconnect();
         throw error;
       }
-    })();
-    return this.#open;
+    })());
+    return opening;
   }
 
   #scheduleReconnect(): void {

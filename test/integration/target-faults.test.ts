@@ -167,4 +167,40 @@ describe('a broker that goes away mid-run loses nothing', () => {
       `amqp connection cut twice: ${TASKS} tasks, ${messages.length} messages (${repeats} repeats), ${attempts - TASKS} failed attempts, drained in ${ms} ms`,
     );
   });
+
+  it('RabbitMQ refusing connections: punctual reconnects on its backoff, not once per publish', async () => {
+    const proxy = await new Proxy({ targetPort: 5672 }).start();
+    cleanups.push(() => proxy.stop());
+    const id = suffix();
+    const [exchange, queue] = [`punctual-faults-${id}`, `punctual-faults-${id}`];
+    await bindQueue(SHARED_AMQP, exchange, queue, 'k');
+    cleanups.push(() => removeExchange(SHARED_AMQP, exchange, queue));
+    await start(`own=amqp://guest:guest@127.0.0.1:${proxy.port}#exchange:${exchange}/k`);
+    const keys = await spread('own');
+    let tries = 0;
+    let failedAttempts = 0;
+    const { ms } = await faultMidRun(keys, async () => {
+      const ids = [...keys.keys()];
+      const before = await counts(ids);
+      const connectsBefore = proxy.accepted + proxy.refused;
+      proxy.refuse(true);
+      proxy.cutAll();
+      // Down long enough for many publishes (100 due a second, retried within RETRY_MAX_MS) to fail.
+      await waitFor(async () => (await counts(ids)).attempts - before.attempts >= 150, 20_000, 'publishes fail while refused');
+      tries = proxy.accepted + proxy.refused - connectsBefore;
+      failedAttempts = (await counts(ids)).attempts - before.attempts - ((await counts(ids)).done - before.done);
+      proxy.refuse(false);
+    });
+    // 200 ms doubling with jitter: a handful of connects in the seconds down, never one per failed publish.
+    expect(tries).toBeLessThanOrEqual(8);
+    expect(failedAttempts).toBeGreaterThanOrEqual(100);
+    const messages = await drainQueue(SHARED_AMQP, queue);
+    const repeats = checkDelivered(
+      keys,
+      messages.map((message) => ({ task: Number(message.headers['x-punctual-task']), key: message.messageId })),
+    );
+    console.log(
+      `amqp refused: ${messages.length} messages (${repeats} repeats), ${failedAttempts} publishes failed against ${tries} connection attempts, drained in ${ms} ms`,
+    );
+  });
 });
