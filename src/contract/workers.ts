@@ -1,6 +1,7 @@
 /**
- * The pull workers' API: POST /workers/lease (long poll) and the settles of a leased task (ack,
- * nack, extend). The routes and fields are fixed: shops' worker code relies on them.
+ * The pull workers' API: POST /workers/lease (long poll), the settles of a leased task (ack,
+ * nack, extend), and POST /workers/ack for the tasks of a lease done together. The routes and
+ * fields are fixed: shops' worker code relies on them.
  */
 import { Type, type Static } from 'typebox';
 import { MAX_TYPE_LENGTH } from './limits.js';
@@ -11,6 +12,8 @@ export const MAX_WAIT_MS = 30_000;
 export const MIN_LEASE_MS = 1000;
 export const MAX_LEASE_TYPES = 32;
 export const MAX_NACK_ERROR = 2000;
+/** Acks in one POST /workers/ack: ten full leases. */
+export const MAX_ACKS = 1000;
 
 export const LeaseBody = Type.Object(
   {
@@ -63,6 +66,34 @@ const LeaseToken = Type.String({ minLength: 1, maxLength: 64, description: 'the 
 
 export const AckBody = Type.Object({ leaseToken: LeaseToken }, { additionalProperties: false });
 export type AckBody = Static<typeof AckBody>;
+
+export const AckManyBody = Type.Object(
+  {
+    acks: Type.Array(
+      Type.Object(
+        { id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), leaseToken: LeaseToken },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: MAX_ACKS, description: `1 to ${MAX_ACKS} leased tasks that are done, each task once` },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AckManyBody = Static<typeof AckManyBody>;
+
+/** One ack's answer: the status POST /tasks/:id/ack would give it. */
+export const AckManyItem = Type.Object({
+  id: Type.Integer(),
+  status: Type.Integer({ description: '200 done, 404 no such task, 409 not leased to this token (nothing written)' }),
+  message: Type.Optional(Type.String({ description: 'for a 404 or 409: what POST /tasks/:id/ack would say' })),
+});
+
+export const AckManyAnswer = Type.Object({
+  results: Type.Array(AckManyItem, { description: 'one per ack, in the order given' }),
+  acked: Type.Integer({ description: 'acks answered 200' }),
+  refused: Type.Integer({ description: 'acks answered 404 or 409' }),
+});
+export type AckManyAnswer = Static<typeof AckManyAnswer>;
 
 export const NackBody = Type.Object(
   {

@@ -76,6 +76,7 @@ export const NOT_AUDITED = new Set([
   'POST /tasks/batch',
   'POST /workers/lease',
   'POST /tasks/:id/ack',
+  'POST /workers/ack',
   'POST /tasks/:id/nack',
   'POST /tasks/:id/extend',
 ]);

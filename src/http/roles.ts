@@ -46,6 +46,7 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /tasks/counts': 'read',
   'POST /workers/lease': 'worker',
   'POST /tasks/:id/ack': 'worker',
+  'POST /workers/ack': 'worker',
   'POST /tasks/:id/nack': 'worker',
   'POST /tasks/:id/extend': 'worker',
 };

@@ -138,6 +138,11 @@ function calls(client: PunctualClient): Record<string, () => Promise<unknown>> {
       const [again] = await client.lease({ types: ['clients_job'], waitMs: 5000 });
       return client.ack(again!);
     },
+    ackAll: async () => {
+      await client.create({ type: 'clients_job', payload: { n: 3 }, delayMs: 0 });
+      const tasks = await client.lease({ types: ['clients_job'], waitMs: 5000 });
+      return client.ackAll(tasks);
+    },
     work: async () => {
       await client.create({ type: 'clients_job', payload: { n: 2 }, delayMs: 0 });
       const stop = new AbortController();

@@ -45,19 +45,21 @@ function request(route: string, id: number, key: string): [string, string, unkno
             ? { tasks: [{ type: 'close_order', payload: { orderSn: 'SN-NEW' }, delayMs: 3_600_000 }] }
             : pattern === '/workers/lease'
               ? { types: ['reset_membership'] }
-              : pattern.endsWith('/ack')
-                ? { leaseToken: 'pull:not-a-lease' }
-                : pattern.endsWith('/nack')
-                  ? { leaseToken: 'pull:not-a-lease', error: 'no' }
-                  : pattern.endsWith('/extend')
-                    ? { leaseToken: 'pull:not-a-lease', leaseMs: 5000 }
-                    : pattern === '/tasks/bulk/cancel' || pattern === '/tasks/bulk/retry'
-                      ? { tag: 'none:1' }
-                      : pattern === '/tasks/bulk/reschedule'
-                        ? { tag: 'none:1', shiftMs: 1000, requestId: 'r1' }
-                        : pattern.endsWith('/reschedule')
-                          ? { delayMs: 7_200_000 }
-                          : {};
+              : pattern === '/workers/ack'
+                ? { acks: [{ id, leaseToken: 'pull:not-a-lease' }] }
+                : pattern.endsWith('/ack')
+                  ? { leaseToken: 'pull:not-a-lease' }
+                  : pattern.endsWith('/nack')
+                    ? { leaseToken: 'pull:not-a-lease', error: 'no' }
+                    : pattern.endsWith('/extend')
+                      ? { leaseToken: 'pull:not-a-lease', leaseMs: 5000 }
+                      : pattern === '/tasks/bulk/cancel' || pattern === '/tasks/bulk/retry'
+                        ? { tag: 'none:1' }
+                        : pattern === '/tasks/bulk/reschedule'
+                          ? { tag: 'none:1', shiftMs: 1000, requestId: 'r1' }
+                          : pattern.endsWith('/reschedule')
+                            ? { delayMs: 7_200_000 }
+                            : {};
   return [method, url, body];
 }
 
@@ -141,7 +143,7 @@ describe('scoped tokens', () => {
         const [method, url, body] = request(route, task.body.id, key);
         const answer = await service.app.inject({ method: method as 'GET', url, payload: body as object, headers: bearer(TOKENS[role]) });
         // A settle with a token no lease has is let in, and refused for the token: 409.
-        if (/\/(ack|nack|extend)$/.test(route)) expect(answer.statusCode, `${role} on ${route}: ${answer.body}`).toBe(409);
+        if (/:id\/(ack|nack|extend)$/.test(route)) expect(answer.statusCode, `${role} on ${route}: ${answer.body}`).toBe(409);
         else expect(answer.statusCode, `${role} on ${route}: ${answer.body}`).toBeLessThan(300);
       }
     }

@@ -50,7 +50,7 @@ beforeAll(async () => {
       API_TOKENS_WORKER: WORKER,
       API_TOKENS_WRITE: WRITER,
       WORKER_TYPES:
-        'reset_membership,t_runat,t_wait,t_nack,t_backoff,t_extend,t_killed,t_many,t_fair,t_paused,t_limited,t_bad,t_bounded,t_loop,t_loop2,t_expired',
+        'reset_membership,t_runat,t_wait,t_nack,t_backoff,t_extend,t_killed,t_many,t_fair,t_paused,t_limited,t_bad,t_bounded,t_loop,t_loop2,t_expired,t_acks',
       WORKER_MAX_WAITING: '12',
       WORKER_MAX_LEASE_MS: '600000',
     },
@@ -99,6 +99,68 @@ describe('leasing', () => {
     const again = await worker.ack(task!).catch((error: unknown) => error);
     expect(again).toBeInstanceOf(PunctualError);
     expect(again).toMatchObject({ status: 409, code: 'PUNCTUAL_CONFLICT', task: { id, status: 'done' } });
+  });
+
+  it('acks many in one request: each done once, a stale or unknown one refused alone, nothing else written', async () => {
+    const ids = (await Promise.all([0, 1, 2, 3].map((n) => create('t_acks', { n })))).sort((a, b) => a - b);
+    const leased = await waitFor(async () => {
+      const got = await worker.lease({ types: ['t_acks'], max: 10, leaseMs: 10_000 });
+      return got.length === 4 ? got : undefined;
+    }, 5000);
+    const [first, second, third, fourth] = leased.sort((a, b) => a.id - b.id) as [LeasedTask, LeasedTask, LeasedTask, LeasedTask];
+    // One settled before, one named with another token, one that does not exist.
+    await worker.ack(first);
+    const answer = await worker.ackAll([
+      first,
+      second,
+      { id: third.id, leaseToken: 'pull:not-this-one' },
+      fourth,
+      { id: 999_999, leaseToken: 'x' },
+    ]);
+    expect(answer.results.map((result) => [result.id, result.status])).toEqual([
+      [first.id, 409],
+      [second.id, 200],
+      [third.id, 409],
+      [fourth.id, 200],
+      [999_999, 404],
+    ]);
+    expect(answer).toMatchObject({ acked: 2, refused: 3 });
+    expect(answer.results[2]!.message).toMatch(/not leased to this token/);
+    const rows = await Promise.all(ids.map(row));
+    expect(rows.map((found) => found.status)).toEqual(['done', 'done', 'running', 'done']);
+    expect(rows[2]).toMatchObject({ lease_owner: third.leaseToken });
+    // Each done run recorded once: the ack before and the two of this request.
+    const runs = await db.query<any[]>(
+      "SELECT task_id, COUNT(*) AS n FROM task_runs WHERE task_id IN (?) AND outcome = 'done' GROUP BY task_id",
+      [ids],
+    );
+    expect(runs.map((run) => [Number(run.task_id), Number(run.n)]).sort((a, b) => a[0]! - b[0]!)).toEqual([
+      [first.id, 1],
+      [second.id, 1],
+      [fourth.id, 1],
+    ]);
+    // The same task twice, none at all, or too many: 400 naming the field, nothing written.
+    for (const [body, field] of [
+      [
+        {
+          acks: [
+            { id: third.id, leaseToken: third.leaseToken },
+            { id: third.id, leaseToken: third.leaseToken },
+          ],
+        },
+        'body/acks/1/id',
+      ],
+      [{ acks: [] }, 'body/acks'],
+      [{ acks: Array.from({ length: 1001 }, (_, n) => ({ id: n + 1, leaseToken: 'x' })) }, 'body/acks'],
+      [{ acks: [{ id: third.id }] }, 'leaseToken'],
+    ] as const) {
+      const refused = await service.call('POST', '/workers/ack', body, bearer(WORKER));
+      expect(refused.status, field).toBe(400);
+      expect(refused.body.message).toContain(field);
+    }
+    expect(await row(third.id)).toMatchObject({ status: 'running', lease_owner: third.leaseToken });
+    expect((await worker.ackAll([third])).acked).toBe(1);
+    expect((await service.call('POST', '/workers/ack', { acks: [{ id: third.id, leaseToken: 'x' }] }, bearer(WRITER))).status).toBe(403);
   });
 
   it('never leases a task before its runAt, and a waiting worker gets it at once when it falls due', async () => {

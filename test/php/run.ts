@@ -117,7 +117,7 @@ async function main(): Promise<number> {
         REFILL_INTERVAL_MS: String(REFILL_INTERVAL_MS),
         RETRY_BASE_MS: '100',
         // The worker loop's tests (WorkerTest.php).
-        WORKER_TYPES: 'php_worker_job,php_sigterm_job',
+        WORKER_TYPES: 'php_worker_job,php_sigterm_job,php_batch_job',
       },
       timeoutMs: START_TIMEOUT_MS,
     });

@@ -448,6 +448,20 @@ final class Client
     }
 
     /**
+     * Several leased tasks are done, in one request that commits them together (up to 1,000):
+     * one result per task, in order (`['id' => …, 'status' => 200|404|409, 'message' => …]`), and
+     * how many were acked; a 404 or 409 refuses only its own task.
+     *
+     * @param list<LeasedTask> $tasks
+     * @return array{results: list<array{id: int, status: int, message?: string}>, acked: int, refused: int}
+     */
+    public function ackAll(array $tasks): array
+    {
+        $acks = array_map(fn (LeasedTask $task) => ['id' => $task->id, 'leaseToken' => $task->leaseToken], $tasks);
+        return $this->call('POST', '/workers/ack', ['acks' => $acks])[1];
+    }
+
+    /**
      * The leased task failed: retried with backoff (or at `retryAt`), or failed for good when
      * `permanent`; `error` is kept as its lastError.
      */

@@ -19,6 +19,7 @@ final class WorkerTest extends ServiceTestCase
 {
     private const TYPE = 'php_worker_job';
     private const SIGTERM_TYPE = 'php_sigterm_job';
+    private const BATCH_TYPE = 'php_batch_job';
 
     private static function row(int $id): array
     {
@@ -89,6 +90,32 @@ final class WorkerTest extends ServiceTestCase
             self::assertSame('done', $error->task?->status);
         }
         self::assertSame('done', self::row($id)['status']);
+    }
+
+    public function testAcksALeasedBatchInOneRequestEachTaskOnItsOwn(): void
+    {
+        $client = self::client();
+        $ids = [];
+        for ($i = 0; $i < 3; $i++) {
+            $ids[] = $client->create(self::BATCH_TYPE, ['n' => $i], delayMs: 0)->task->id;
+        }
+        $tasks = [];
+        self::waitFor(static function () use ($client, &$tasks) {
+            array_push($tasks, ...$client->lease([self::BATCH_TYPE], max: 10, waitMs: 1000));
+            return count($tasks) >= 3 ? true : null;
+        }, 10_000, 'three leases');
+        usort($tasks, static fn (LeasedTask $a, LeasedTask $b) => $a->id <=> $b->id);
+        $client->ack($tasks[0]);
+        $answer = $client->ackAll($tasks);
+        self::assertSame([[$tasks[0]->id, 409], [$tasks[1]->id, 200], [$tasks[2]->id, 200]], array_map(
+            static fn (array $result) => [$result['id'], $result['status']],
+            $answer['results'],
+        ));
+        self::assertSame(2, $answer['acked']);
+        self::assertSame(1, $answer['refused']);
+        foreach ($ids as $id) {
+            self::assertSame('done', self::row($id)['status']);
+        }
     }
 
     public function testSigtermStopsTheLoopBetweenTasks(): void

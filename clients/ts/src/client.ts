@@ -47,6 +47,7 @@ import type {
   LeaseBody,
   LeaseAnswer,
   LeasedTaskJson,
+  AckManyAnswer,
 } from '../../../src/contract/index.js';
 
 export type Task = TaskJson;
@@ -97,6 +98,8 @@ export type RecentRuns = RecentRunsJson;
 export type TaskRuns = RunsPage;
 /** A page of the audit trail, newest first. */
 export type AuditTrail = AuditPage;
+/** What ackAll answers: one result per task, and how many were done. */
+export type AckAllAnswer = AckManyAnswer;
 /** What audit() may select: actor, action, target, since, until, limit, cursor. */
 export type AuditSelection = AuditQuery;
 /** The statuses recent() can list. */
@@ -359,6 +362,14 @@ export class PunctualClient {
   /** The leased task is done (409 when the lease is not this token's any more). */
   ack(task: Pick<LeasedTask, 'id' | 'leaseToken'>): Promise<Task> {
     return this.#body('POST', `/tasks/${task.id}/ack`, { leaseToken: task.leaseToken });
+  }
+
+  /**
+   * Several leased tasks are done, in one request that commits them together (up to 1,000): one
+   * result per task, in order, 200 done or 404/409 as `ack` would throw; nothing else is written.
+   */
+  ackAll(tasks: readonly Pick<LeasedTask, 'id' | 'leaseToken'>[]): Promise<AckAllAnswer> {
+    return this.#body('POST', '/workers/ack', { acks: tasks.map((task) => ({ id: task.id, leaseToken: task.leaseToken })) });
   }
 
   /** The leased task failed: retried with backoff (or at `retryAt`), or failed for good when `permanent`. */

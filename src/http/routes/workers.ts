@@ -1,7 +1,8 @@
 /**
  * The pull workers' routes (worker role; admin may too): POST /workers/lease answers due tasks of
  * worker types leased to the caller, or holds the request (long poll) until one falls due or
- * `waitMs` passes; ack, nack and extend settle a leased task by its lease token. A stale or
+ * `waitMs` passes; ack, nack and extend settle a leased task by its lease token, and
+ * POST /workers/ack acks many in one request (they commit together). A stale or
  * foreign token is a 409 and changes nothing (the lease is the condition of every settle). The
  * waiting is the pull hub's (dispatch/pull-hub.ts); the transitions are the lifecycle's (pull.ts).
  * See docs/workers.md.
@@ -18,7 +19,16 @@ import { TooManyWaiting, type LeasedTask, type PullHub } from '../../dispatch/pu
 import type { Role } from '../../contract/auth.js';
 import { ErrorJson } from '../../contract/errors.js';
 import { ConflictJson, IdParams, TaskJson } from '../../contract/tasks.js';
-import { AckBody, ExtendBody, LeaseAnswer, LeaseBody, NackBody, type LeasedTaskJson } from '../../contract/workers.js';
+import {
+  AckBody,
+  AckManyAnswer,
+  AckManyBody,
+  ExtendBody,
+  LeaseAnswer,
+  LeaseBody,
+  NackBody,
+  type LeasedTaskJson,
+} from '../../contract/workers.js';
 import { badRequest, conflict, HttpError, notFound } from '../errors.js';
 import { present } from '../present.js';
 
@@ -59,14 +69,12 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
     return value;
   }
 
+  const staleText = (id: number, what: string) =>
+    `task ${id} is not leased to this token (${what} refused): the lease ran out, was settled, or is another worker's`;
+
   function settled(result: SettleResult, id: number, what: string, role: Role | undefined): Task {
     if (result.kind === 'missing') throw notFound(`task ${id}`);
-    if (result.kind === 'stale') {
-      throw conflict(
-        `task ${id} is not leased to this token (${what} refused): the lease ran out, was settled, or is another worker's`,
-        present(result.task, role),
-      );
-    }
+    if (result.kind === 'stale') throw conflict(staleText(id, what), present(result.task, role));
     return result.task;
   }
 
@@ -120,6 +128,37 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
     },
     async (request) =>
       present(settled(await pull.ack(request.params.id, request.body.leaseToken), request.params.id, 'ack', request.role), request.role),
+  );
+
+  app.post(
+    '/workers/ack',
+    {
+      schema: {
+        summary: 'A pull worker finished several leased tasks: each done, in one request (they commit together)',
+        tags: ['workers'],
+        body: AckManyBody,
+        response: { 200: AckManyAnswer, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson },
+      },
+    },
+    async (request) => {
+      const { acks } = request.body;
+      const seen = new Set<number>();
+      acks.forEach((ack, index) => {
+        if (seen.has(ack.id)) throw badRequest(`body/acks/${index}/id`, `task ${ack.id} is acked twice in this request`);
+        seen.add(ack.id);
+      });
+      // Acks that arrive together share one transaction (lifecycle/pull.ts): these all do.
+      const outcomes = await Promise.all(acks.map((ack) => pull.ack(ack.id, ack.leaseToken)));
+      const results = outcomes.map((result, i) => {
+        const id = acks[i]!.id;
+        if (result.kind === 'settled') return { id, status: 200 };
+        return result.kind === 'missing'
+          ? { id, status: 404, message: notFound(`task ${id}`).message }
+          : { id, status: 409, message: staleText(id, 'ack') };
+      });
+      const acked = results.filter((result) => result.status === 200).length;
+      return { results, acked, refused: results.length - acked };
+    },
   );
 
   app.post(
