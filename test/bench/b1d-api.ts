@@ -108,6 +108,8 @@ interface Figures {
   stockOk: boolean;
   /** The server's CPU time (user + system) per task over the window, in µs: what the load on the machine does not change much. */
   cpuUs: number;
+  /** MariaDB's CPU per task over the window (the same machine: it competes with the server), µs. */
+  dbCpuUs: number;
 }
 
 /** One run of `n` tasks over the window on the server at `main` (undefined: this tree's). */
@@ -128,6 +130,16 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
+/** The local MariaDB's pid, or undefined (a server elsewhere). */
+function databasePid(): number | undefined {
+  try {
+    const pid = Number(execFileSync('pidof', ['mariadbd'], { encoding: 'utf8' }).trim().split(/\s+/)[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function once(db: BenchDb, n: number, main: string | undefined, probe: WindowProbe = {}): Promise<Figures> {
   // The baseline's server migrates its own tables; this tree's tables would not be its.
   await db.reset(GOODS, main === undefined);
@@ -145,12 +157,15 @@ export async function once(db: BenchDb, n: number, main: string | undefined, pro
     await sleep(Math.max(0, first - 500 - Date.now()));
     await probe.started?.(server);
     const cpuBefore = cpuMs(server.child.pid!);
+    const dbPid = databasePid();
+    const dbBefore = dbPid === undefined ? Number.NaN : cpuMs(dbPid);
     await waitUntil(
       async () => (await db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'")) === n,
       300_000,
       `B1d tasks to run`,
     );
     const cpu = cpuMs(server.child.pid!) - cpuBefore;
+    const dbCpu = dbPid === undefined ? Number.NaN : cpuMs(dbPid) - dbBefore;
     await probe.ended?.(server);
     const late = await db.closeLateness();
     const [span] = await db.rows<{ last: Date }>("SELECT MAX(closed_at) AS last FROM orders WHERE status = 'closed'");
@@ -163,6 +178,7 @@ export async function once(db: BenchDb, n: number, main: string | undefined, pro
       drain: n / ((span!.last.getTime() - first) / 1000),
       stockOk: await db.stockAddsUp(),
       cpuUs: (cpu * 1000) / n,
+      dbCpuUs: (dbCpu * 1000) / n,
     };
   } finally {
     await server.stop();
@@ -192,7 +208,7 @@ export async function apiPrecision(db: BenchDb, record: Record, repeats = Number
       for (const side of order) {
         const figures = await once(db, n, side === 'current' ? undefined : baseline);
         console.log(
-          `  B1d ${label} ${side} run ${r + 1}: p50 ${figures.p50} ms, p99 ${figures.p99} ms, max ${figures.max} ms, drained ${Math.round(figures.drain)}/s, server CPU ${Math.round(figures.cpuUs)} µs/task`,
+          `  B1d ${label} ${side} run ${r + 1}: p50 ${figures.p50} ms, p99 ${figures.p99} ms, max ${figures.max} ms, drained ${Math.round(figures.drain)}/s, server CPU ${Math.round(figures.cpuUs)} µs/task, MariaDB CPU ${Math.round(figures.dbCpuUs)} µs/task`,
         );
         runs[side]!.push(figures);
       }
@@ -221,6 +237,7 @@ export async function apiPrecision(db: BenchDb, record: Record, repeats = Number
       record(S, `lateness max, ${at}`, median(list.map((f) => f.max)), 'ms');
       record(S, `drain rate, ${at}`, median(list.map((f) => f.drain)), 'tasks/s');
       record(S, `server CPU per task, ${at}`, median(list.map((f) => f.cpuUs)), 'µs');
+      record(S, `MariaDB CPU per task, ${at}`, median(list.map((f) => f.dbCpuUs)), 'µs');
       record(S, `p99 of each run, ${at}`, Math.max(...p99s), `ms (max of ${p99s.join(', ')})`);
     }
   }

@@ -208,10 +208,17 @@ export async function startServer(
   const started = performance.now();
   const main = options.main ?? MAIN;
   // BENCH_NODE_ARGS: flags for the server's node, e.g. `--cpu-prof --cpu-prof-dir=…` to see where its time goes.
+  // BENCH_SERVER_ENV: settings for every server of the run, e.g. `RUN_HISTORY=off`, to see what a feature costs.
+  const extraEnv = Object.fromEntries(
+    (process.env.BENCH_SERVER_ENV ?? '')
+      .split(' ')
+      .filter(Boolean)
+      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
   const nodeArgs = options.nodeArgs ?? process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const args = [...nodeArgs, ...(options.inspect ? ['--inspect=127.0.0.1:0', main] : [main])];
   const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: options.databaseUrl ?? db.url, PORT: '0', ...options.env },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: options.databaseUrl ?? db.url, PORT: '0', ...extraEnv, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
