@@ -130,10 +130,10 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
-/** The local MariaDB's pid, or undefined (a server elsewhere). */
+/** The local MariaDB's (or MySQL's) pid, or undefined (a server elsewhere). */
 function databasePid(): number | undefined {
   try {
-    const pid = Number(execFileSync('pidof', ['mariadbd'], { encoding: 'utf8' }).trim().split(/\s+/)[0]);
+    const pid = Number(execFileSync('pidof', ['mariadbd', 'mysqld'], { encoding: 'utf8' }).trim().split(/\s+/)[0]);
     return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   } catch {
     return undefined;

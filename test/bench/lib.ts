@@ -213,7 +213,11 @@ export async function startServer(
     (process.env.BENCH_SERVER_ENV ?? '')
       .split(' ')
       .filter(Boolean)
-      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+      .map((pair) => {
+        const at = pair.indexOf('=');
+        if (at < 1) throw new Error(`BENCH_SERVER_ENV: ${JSON.stringify(pair)} is not NAME=value`);
+        return [pair.slice(0, at), pair.slice(at + 1)];
+      }),
   );
   const nodeArgs = options.nodeArgs ?? process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const args = [...nodeArgs, ...(options.inspect ? ['--inspect=127.0.0.1:0', main] : [main])];

@@ -97,6 +97,28 @@ function checkDelivered(keys: Map<number, string>, delivered: { task?: number; k
   return delivered.length - expected.size;
 }
 
+/** The machine's RabbitMQ through a proxy of the test's own, a queue bound for the target, and the tasks spread to it. */
+async function rabbitThroughProxy(): Promise<{ proxy: Proxy; queue: string; keys: Map<number, string> }> {
+  const proxy = await new Proxy({ targetPort: 5672 }).start();
+  cleanups.push(() => proxy.stop());
+  const id = suffix();
+  const [exchange, queue] = [`punctual-faults-${id}`, `punctual-faults-${id}`];
+  await bindQueue(SHARED_AMQP, exchange, queue, 'k');
+  cleanups.push(() => removeExchange(SHARED_AMQP, exchange, queue));
+  await start(`own=amqp://guest:guest@127.0.0.1:${proxy.port}#exchange:${exchange}/k`);
+  return { proxy, queue, keys: await spread('own') };
+}
+
+/** The queue's messages, checked against the tasks' keys; how many repeats. */
+async function rabbitDelivered(queue: string, keys: Map<number, string>): Promise<{ messages: unknown[]; repeats: number }> {
+  const messages = await drainQueue(SHARED_AMQP, queue);
+  const repeats = checkDelivered(
+    keys,
+    messages.map((message) => ({ task: Number(message.headers['x-punctual-task']), key: message.messageId })),
+  );
+  return { messages, repeats };
+}
+
 describe('a broker that goes away mid-run loses nothing', () => {
   it('Redis killed -9 and started again', async () => {
     const redis = await OwnServer.start('redis');
@@ -143,14 +165,7 @@ describe('a broker that goes away mid-run loses nothing', () => {
   });
 
   it('RabbitMQ: the connection cut mid-run, twice, through a proxy', async () => {
-    const proxy = await new Proxy({ targetPort: 5672 }).start();
-    cleanups.push(() => proxy.stop());
-    const id = suffix();
-    const [exchange, queue] = [`punctual-faults-${id}`, `punctual-faults-${id}`];
-    await bindQueue(SHARED_AMQP, exchange, queue, 'k');
-    cleanups.push(() => removeExchange(SHARED_AMQP, exchange, queue));
-    await start(`own=amqp://guest:guest@127.0.0.1:${proxy.port}#exchange:${exchange}/k`);
-    const keys = await spread('own');
+    const { proxy, queue, keys } = await rabbitThroughProxy();
     const { attempts, ms } = await faultMidRun(keys, async () => {
       for (let cut = 0; cut < 2; cut++) {
         proxy.cutAll();
@@ -158,25 +173,14 @@ describe('a broker that goes away mid-run loses nothing', () => {
         await waitFor(async () => service!.targets.health().own!.up, 15_000, 'the target reconnects');
       }
     });
-    const messages = await drainQueue(SHARED_AMQP, queue);
-    const repeats = checkDelivered(
-      keys,
-      messages.map((message) => ({ task: Number(message.headers['x-punctual-task']), key: message.messageId })),
-    );
+    const { messages, repeats } = await rabbitDelivered(queue, keys);
     console.log(
       `amqp connection cut twice: ${TASKS} tasks, ${messages.length} messages (${repeats} repeats), ${attempts - TASKS} failed attempts, drained in ${ms} ms`,
     );
   });
 
   it('RabbitMQ refusing connections: punctual reconnects on its backoff, not once per publish', async () => {
-    const proxy = await new Proxy({ targetPort: 5672 }).start();
-    cleanups.push(() => proxy.stop());
-    const id = suffix();
-    const [exchange, queue] = [`punctual-faults-${id}`, `punctual-faults-${id}`];
-    await bindQueue(SHARED_AMQP, exchange, queue, 'k');
-    cleanups.push(() => removeExchange(SHARED_AMQP, exchange, queue));
-    await start(`own=amqp://guest:guest@127.0.0.1:${proxy.port}#exchange:${exchange}/k`);
-    const keys = await spread('own');
+    const { proxy, queue, keys } = await rabbitThroughProxy();
     let tries = 0;
     let failedAttempts = 0;
     const { ms } = await faultMidRun(keys, async () => {
@@ -194,11 +198,7 @@ describe('a broker that goes away mid-run loses nothing', () => {
     // 200 ms doubling with jitter: a handful of connects in the seconds down, never one per failed publish.
     expect(tries).toBeLessThanOrEqual(8);
     expect(failedAttempts).toBeGreaterThanOrEqual(100);
-    const messages = await drainQueue(SHARED_AMQP, queue);
-    const repeats = checkDelivered(
-      keys,
-      messages.map((message) => ({ task: Number(message.headers['x-punctual-task']), key: message.messageId })),
-    );
+    const { messages, repeats } = await rabbitDelivered(queue, keys);
     console.log(
       `amqp refused: ${messages.length} messages (${repeats} repeats), ${failedAttempts} publishes failed against ${tries} connection attempts, drained in ${ms} ms`,
     );

@@ -448,7 +448,7 @@ final class Client
     }
 
     /**
-     * Several leased tasks are done, in one request (up to 1,000; a commit per 200):
+     * Several leased tasks are done, in one request (up to 1,000; acks commit in groups of up to 200):
      * one result per task, in order (`['id' => …, 'status' => 200|404|409, 'message' => …]`), and
      * how many were acked; a 404 or 409 refuses only its own task.
      *

@@ -365,7 +365,7 @@ export class PunctualClient {
   }
 
   /**
-   * Several leased tasks are done, in one request (up to 1,000; a commit per 200): one
+   * Several leased tasks are done, in one request (up to 1,000; acks commit in groups of up to 200): one
    * result per task, in order, 200 done or 404/409 as `ack` would throw; nothing else is written.
    */
   ackAll(tasks: readonly Pick<LeasedTask, 'id' | 'leaseToken'>[]): Promise<AckAllAnswer> {

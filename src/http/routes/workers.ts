@@ -2,7 +2,7 @@
  * The pull workers' routes (worker role; admin may too): POST /workers/lease answers due tasks of
  * worker types leased to the caller, or holds the request (long poll) until one falls due or
  * `waitMs` passes; ack, nack and extend settle a leased task by its lease token, and
- * POST /workers/ack acks many in one request (a commit per 200). A stale or
+ * POST /workers/ack acks many in one request (acks commit in groups of up to 200). A stale or
  * foreign token is a 409 and changes nothing (the lease is the condition of every settle). The
  * waiting is the pull hub's (dispatch/pull-hub.ts); the transitions are the lifecycle's (pull.ts).
  * See docs/workers.md.
@@ -134,7 +134,7 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
     '/workers/ack',
     {
       schema: {
-        summary: 'A pull worker finished several leased tasks: each done, in one request (a commit per 200 acks)',
+        summary: 'A pull worker finished several leased tasks: each done, in one request (acks commit in groups of up to 200)',
         tags: ['workers'],
         body: AckManyBody,
         response: { 200: AckManyAnswer, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson },
