@@ -52,15 +52,18 @@ async function settled(s: TestService, id: number) {
 describe('expireAfterMs', () => {
   it('through an outage: the task past its expiry is skipped unrun, the one within it runs', async () => {
     service = await start();
-    const expiring = await service.call('POST', '/tasks', { type: 'start_sale', delayMs: 300, expireAfterMs: 1_000 });
+    // Due 1.5 s ahead: the three creates and the stop come before, even on a loaded machine.
+    const runAt = Date.now() + 1_500;
+    const expiring = await service.call('POST', '/tasks', { type: 'start_sale', runAt, expireAfterMs: 1_000 });
     expect(expiring.status).toBe(201);
     expect(expiring.body.expireAfterMs).toBe(1_000);
-    const patient = await service.call('POST', '/tasks', { type: 'start_sale', delayMs: 300, expireAfterMs: 60_000 });
-    const plain = await service.call('POST', '/tasks', { type: 'start_sale', delayMs: 300 });
-    // punctual goes down before they are due and comes back 1.5 s after.
+    const patient = await service.call('POST', '/tasks', { type: 'start_sale', runAt, expireAfterMs: 60_000 });
+    const plain = await service.call('POST', '/tasks', { type: 'start_sale', runAt });
+    // punctual goes down before they are due and comes back 1.5 s after they were.
     await service.stop();
     service = undefined;
-    await sleep(1_800);
+    expect(Date.now()).toBeLessThan(runAt);
+    await sleep(runAt + 1_500 - Date.now());
     service = await start();
     const expired = await settled(service, expiring.body.id);
     expect(expired).toMatchObject({ status: 'skipped', attempts: 0, lastError: expect.stringMatching(/^expired: /) });
