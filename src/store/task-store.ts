@@ -210,23 +210,14 @@ export class TaskStore {
   /** Rows with id above `afterId`, any status, in id order: the refill's view of new inserts. */
   async insertedAfter(afterId: number, limit: number): Promise<(TimerEntry & { pending: boolean })[]> {
     const rows = await this.#arrays<[number, number, number, number]>(SQL.insertedAfter, [afterId, limit]);
-    return rows.map(([id, runAt, pending, priority]) => ({
-      id: Number(id),
-      runAt: Number(runAt),
-      pending: Number(pending) === 1,
-      priority: Number(priority),
-    }));
+    return rows.map(insertedRow);
   }
 
-  /** How many rows have an id in (after, upTo]. */
-  async countIdsBetween(after: number, upTo: number): Promise<number> {
-    const [row] = await this.#arrays<[number]>(SQL.countIdsBetween, [after, upTo]);
-    return Number(row?.[0] ?? 0);
-  }
-
-  /** The ids in (after, upTo], ascending. */
-  async idsBetween(after: number, upTo: number): Promise<number[]> {
-    return (await this.#arrays<[number]>(SQL.idsBetween, [after, upTo])).map(([id]) => Number(id));
+  /** Rows with an id in one of the inclusive `ranges`, any status: inserts that committed below the id scan. */
+  async insertedIn(ranges: readonly (readonly [number, number])[]): Promise<(TimerEntry & { pending: boolean })[]> {
+    if (ranges.length === 0) return [];
+    const rows = await this.#arrays<[number, number, number, number]>(SQL.insertedIn(ranges.length), ranges.flat());
+    return rows.map(insertedRow);
   }
 
   /** The pending ones among `ids`, read without locks. */
@@ -582,4 +573,9 @@ export class TaskStore {
     const at = new Date(now);
     return (await conn.query<Result>(SQL.releaseExpiredLeases, [at, ids, at]))[0].affectedRows;
   }
+}
+
+/** [id, runAt, pending, priority] as read by insertedAfter and insertedIn. */
+function insertedRow([id, runAt, pending, priority]: [number, number, number, number]): TimerEntry & { pending: boolean } {
+  return { id: Number(id), runAt: Number(runAt), pending: Number(pending) === 1, priority: Number(priority) };
 }

@@ -2,8 +2,8 @@
  * The scheduler decides which tasks have a timer: those due within HORIZON_MS (invariant 6: memory
  * follows the horizon, not the backlog). Boot: the repairs (with shards, only in the shards this
  * process owns or just acquired), then the pending tasks within the horizon, page by page. Refill,
- * every REFILL_INTERVAL_MS: what entered the horizon and ids above the last one seen (a late commit
- * found by a COUNT over id gaps). Reconcile, about every RECONCILE_INTERVAL_MS: the safety net.
+ * every REFILL_INTERVAL_MS: what entered the horizon, ids above the last one seen, and the gaps
+ * that scan jumped over (a late commit, id-gaps.ts). Reconcile, about every RECONCILE_INTERVAL_MS: the safety net.
  * See docs/architecture.md#arming-and-the-horizon (repairs: docs/architecture.md#the-lifecycle).
  */
 import type { Logger } from 'pino';
@@ -12,6 +12,8 @@ import type { Clock } from '../time/clock.js';
 import { loggable } from '../db/errors.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import type { RunAtCursor, TaskStore } from '../store/task-store.js';
+import type { TimerEntry } from '../store/rows.js';
+import { IdGaps } from './id-gaps.js';
 import type { Arming } from './arming.js';
 
 export interface SchedulerOptions {
@@ -57,20 +59,17 @@ export class SchedulerMetrics {
 const PAGE = 10_000;
 /** Ids below the last one seen are watched this long for rows whose insert commits late. */
 const LATE_WINDOW_MS = 60_000;
-/** At most this many ids are kept for the watch; past it the oldest leave early (the reconcile covers them). */
-const MAX_WATCHED = 200_000;
+/** At most this many gaps are watched; past it the oldest leave early (the reconcile covers them). */
+const MAX_GAPS = 10_000;
+/** Gaps looked into by one statement. */
+const GAPS_PER_READ = 1_000;
 
 export class Scheduler {
   readonly #options: SchedulerOptions;
   /** The highest task id the id scan has seen. */
   #lastId = 0;
-  /**
-   * The watch for late commits: ids in (#watchFrom, #lastId] that the scans saw, ascending, and
-   * the last id of each refill with its time, to move #watchFrom up as they age.
-   */
-  #watchFrom = 0;
-  #watched: number[] = [];
-  readonly #marks: { at: number; lastId: number }[] = [];
+  /** The watch for late commits: the ids the scan jumped over (id-gaps.ts). */
+  readonly #gaps = new IdGaps(LATE_WINDOW_MS, MAX_GAPS);
   #lastReconcile = 0;
   #booted = false;
   #stopped = false;
@@ -102,7 +101,6 @@ export class Scheduler {
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
     this.#lastId = await store.maxId();
-    this.#watchFrom = this.#lastId;
     arming.coveredUntil = started + horizonMs;
     const armed = await this.#armDue(undefined, arming.coveredUntil);
     this.#lastReconcile = clock.now();
@@ -129,7 +127,7 @@ export class Scheduler {
         throw error;
       }
     }
-    await this.#armInserted();
+    await this.#armInserted(now);
     await this.#armLateCommits(now);
   }
 
@@ -173,7 +171,7 @@ export class Scheduler {
    */
   followClockStep(stepMs: number): void {
     this.#lastReconcile += stepMs;
-    for (const mark of this.#marks) mark.at += stepMs;
+    this.#gaps.shift(stepMs);
     this.refillSoon();
   }
 
@@ -212,44 +210,33 @@ export class Scheduler {
   }
 
   /** Arms rows inserted since the last scan (straight into the table or through the API). */
-  async #armInserted(): Promise<void> {
+  async #armInserted(now: number): Promise<void> {
     for (;;) {
       const rows = await this.#options.store.insertedAfter(this.#lastId, PAGE);
       for (const row of rows) {
+        this.#gaps.jumped(this.#lastId, row.id, now);
         this.#lastId = row.id;
-        this.#watched.push(row.id);
-        if (row.pending && row.runAt <= this.#options.arming.coveredUntil && !this.#options.arming.timers.has(row.id))
-          this.#options.arming.armRead(row);
+        this.#armNew(row);
       }
       if (rows.length < PAGE) return;
     }
   }
 
-  /** Finds rows that committed below the last id seen, within the watch, and arms the pending ones. */
+  /** Finds rows that committed in the gaps the scan left, while they are watched, and arms the pending ones. */
   async #armLateCommits(now: number): Promise<void> {
-    this.#marks.push({ at: now, lastId: this.#lastId });
-    while (this.#marks.length > 1 && now - this.#marks[0]!.at > LATE_WINDOW_MS) this.#watchFrom = this.#marks.shift()!.lastId;
-    let drop = 0;
-    while (drop < this.#watched.length && this.#watched[drop]! <= this.#watchFrom) drop++;
-    if (this.#watched.length - drop > MAX_WATCHED) {
-      drop = this.#watched.length - MAX_WATCHED;
-      this.#watchFrom = this.#watched[drop - 1]!;
+    this.#gaps.age(now);
+    const ranges = this.#gaps.ranges();
+    for (let start = 0; start < ranges.length; start += GAPS_PER_READ) {
+      const rows = await this.#options.store.insertedIn(ranges.slice(start, start + GAPS_PER_READ));
+      this.#gaps.filled(rows.map((row) => row.id));
+      for (const row of rows) this.#armNew(row);
     }
-    if (drop > 0) this.#watched = this.#watched.slice(drop);
-    const from = this.#watchFrom;
-    const upTo = this.#lastId;
-    // Every id of the range seen: nothing can appear in it.
-    if (upTo - from === this.#watched.length) return;
-    const { store, arming } = this.#options;
-    if ((await store.countIdsBetween(from, upTo)) === this.#watched.length) return;
-    const ids = await store.idsBetween(from, upTo);
-    const seen = new Set(this.#watched);
-    const late = ids.filter((id) => !seen.has(id));
-    // The range as it is now (a row deleted meanwhile leaves it too).
-    this.#watched = ids;
-    for (const entry of await store.pendingAmong(late)) {
-      if (entry.runAt <= arming.coveredUntil && !arming.timers.has(entry.id)) arming.armRead(entry);
-    }
+  }
+
+  /** A row the scans found: armed when it is pending, due within the horizon and not armed yet. */
+  #armNew(row: TimerEntry & { pending: boolean }): void {
+    const { arming } = this.#options;
+    if (row.pending && row.runAt <= arming.coveredUntil && !arming.timers.has(row.id)) arming.armRead(row);
   }
 
   #scheduleRefill(delayMs = this.#options.refillIntervalMs): void {

@@ -93,9 +93,13 @@ export const SQL = {
     `${shards ? IN_SHARDS : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
   /** Rows above an id, any status, as [id, runAt, pending, priority]: the refill's view of new inserts. */
   insertedAfter: `SELECT id, ${ms('run_at')}, status = 'pending', priority FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
-  /** How many rows have an id in (?, ?]: the refill's check for inserts that committed late. */
-  countIdsBetween: 'SELECT COUNT(*) FROM tasks WHERE id > ? AND id <= ?',
-  idsBetween: 'SELECT id FROM tasks WHERE id > ? AND id <= ? ORDER BY id',
+  /**
+   * Rows in `ranges` id ranges (each `id BETWEEN ? AND ?`), as insertedAfter's: the refill's check
+   * of the gaps its id scan left, for inserts that committed late. A range with no row in it is
+   * one look into the primary key, however wide.
+   */
+  insertedIn: (ranges: number) =>
+    `SELECT id, ${ms('run_at')}, status = 'pending', priority FROM tasks WHERE ${Array.from({ length: ranges }, () => 'id BETWEEN ? AND ?').join(' OR ')}`,
   pendingAmong: `SELECT id, ${ms('run_at')}, priority FROM tasks WHERE id IN (?) AND status = 'pending'`,
   maxId: 'SELECT COALESCE(MAX(id), 0) FROM tasks',
   countOpen: "SELECT status, COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
