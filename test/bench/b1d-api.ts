@@ -110,6 +110,44 @@ interface Figures {
   cpuUs: number;
   /** MariaDB's CPU per task over the window (the same machine: it competes with the server), µs. */
   dbCpuUs: number;
+  /** What MariaDB did per task over the window (global status counters; the whole server's). */
+  dbWork: DbWork;
+}
+
+/**
+ * Counters of the database's work that do not depend on the machine's load: redo bytes written,
+ * index rows read, row changes, buffer pool page touches and statements. Global: anything else
+ * the server runs meanwhile counts too, so compare runs of one sitting.
+ */
+const WORK_COUNTERS = {
+  redoBytes: 'Innodb_lsn_current',
+  pageTouches: 'Innodb_buffer_pool_read_requests',
+  pageWrites: 'Innodb_buffer_pool_write_requests',
+  indexReads: 'Handler_read_key',
+  indexNexts: 'Handler_read_next',
+  rowUpdates: 'Handler_update',
+  rowWrites: 'Handler_write',
+  statements: 'Questions',
+} as const;
+type DbWork = { [name in keyof typeof WORK_COUNTERS]: number };
+
+async function dbCounters(db: BenchDb): Promise<DbWork> {
+  const rows = await db.rows<{ Variable_name: string; Value: string }>(
+    `SHOW GLOBAL STATUS WHERE Variable_name IN (${Object.values(WORK_COUNTERS)
+      .map(() => '?')
+      .join(', ')})`,
+    Object.values(WORK_COUNTERS),
+  );
+  const byName = new Map(rows.map((row) => [row.Variable_name.toLowerCase(), Number(row.Value)]));
+  return Object.fromEntries(
+    Object.entries(WORK_COUNTERS).map(([name, variable]) => [name, byName.get(variable.toLowerCase()) ?? Number.NaN]),
+  ) as DbWork;
+}
+
+function workPerTask(before: DbWork, after: DbWork, n: number): DbWork {
+  return Object.fromEntries(
+    Object.keys(WORK_COUNTERS).map((name) => [name, (after[name as keyof DbWork] - before[name as keyof DbWork]) / n]),
+  ) as DbWork;
 }
 
 /** One run of `n` tasks over the window on the server at `main` (undefined: this tree's). */
@@ -159,13 +197,20 @@ export async function once(db: BenchDb, n: number, main: string | undefined, pro
     const cpuBefore = cpuMs(server.child.pid!);
     const dbPid = databasePid();
     const dbBefore = dbPid === undefined ? Number.NaN : cpuMs(dbPid);
+    const workBefore = await dbCounters(db);
+    // Asks for one row left to run, from the status index: a count of the done ones at each poll
+    // would read more rows than the firings do, and the work counters would show the bench.
     await waitUntil(
-      async () => (await db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'")) === n,
+      async () =>
+        (await db.count("SELECT COUNT(*) AS n FROM (SELECT 1 FROM tasks WHERE status IN ('pending', 'running') LIMIT 1) AS t")) === 0,
       300_000,
       `B1d tasks to run`,
     );
     const cpu = cpuMs(server.child.pid!) - cpuBefore;
     const dbCpu = dbPid === undefined ? Number.NaN : cpuMs(dbPid) - dbBefore;
+    const dbWork = workPerTask(workBefore, await dbCounters(db), n);
+    const done = await db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'");
+    if (done !== n) throw new Error(`B1d: ${done} of ${n} tasks done, the others not pending`);
     await probe.ended?.(server);
     const late = await db.closeLateness();
     const [span] = await db.rows<{ last: Date }>("SELECT MAX(closed_at) AS last FROM orders WHERE status = 'closed'");
@@ -179,6 +224,7 @@ export async function once(db: BenchDb, n: number, main: string | undefined, pro
       stockOk: await db.stockAddsUp(),
       cpuUs: (cpu * 1000) / n,
       dbCpuUs: (dbCpu * 1000) / n,
+      dbWork,
     };
   } finally {
     await server.stop();
@@ -208,7 +254,11 @@ export async function apiPrecision(db: BenchDb, record: Record, repeats = Number
       for (const side of order) {
         const figures = await once(db, n, side === 'current' ? undefined : baseline);
         console.log(
-          `  B1d ${label} ${side} run ${r + 1}: p50 ${figures.p50} ms, p99 ${figures.p99} ms, max ${figures.max} ms, drained ${Math.round(figures.drain)}/s, server CPU ${Math.round(figures.cpuUs)} µs/task, MariaDB CPU ${Math.round(figures.dbCpuUs)} µs/task`,
+          `  B1d ${label} ${side} run ${r + 1}: p50 ${figures.p50} ms, p99 ${figures.p99} ms, max ${figures.max} ms, drained ${Math.round(figures.drain)}/s, server CPU ${Math.round(figures.cpuUs)} µs/task, MariaDB CPU ${Math.round(figures.dbCpuUs)} µs/task; per task: ${Object.entries(
+            figures.dbWork,
+          )
+            .map(([name, value]) => `${name} ${value.toFixed(1)}`)
+            .join(', ')}`,
         );
         runs[side]!.push(figures);
       }
@@ -238,6 +288,9 @@ export async function apiPrecision(db: BenchDb, record: Record, repeats = Number
       record(S, `drain rate, ${at}`, median(list.map((f) => f.drain)), 'tasks/s');
       record(S, `server CPU per task, ${at}`, median(list.map((f) => f.cpuUs)), 'µs');
       record(S, `MariaDB CPU per task, ${at}`, median(list.map((f) => f.dbCpuUs)), 'µs');
+      for (const name of Object.keys(WORK_COUNTERS) as (keyof DbWork)[]) {
+        record(S, `MariaDB ${name} per task, ${at}`, median(list.map((f) => f.dbWork[name])), '');
+      }
       record(S, `p99 of each run, ${at}`, Math.max(...p99s), `ms (max of ${p99s.join(', ')})`);
     }
   }
