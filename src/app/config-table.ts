@@ -269,7 +269,7 @@ export const VARIABLES = {
     4,
     'database batches (and, separately, outside calls) running at once',
   ),
-  BATCH_SIZE: setting('dispatcher', 'batchSize', integer(1, 1000), 50, 'most tasks claimed and completed in one transaction'),
+  BATCH_SIZE: setting('dispatcher', 'batchSize', integer(1, 1000), 200, 'most tasks claimed and completed in one transaction'),
   RUN_HISTORY: setting(
     'dispatcher',
     'runHistory',
