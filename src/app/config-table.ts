@@ -267,7 +267,7 @@ export const VARIABLES = {
     'concurrency',
     integer(1, 256),
     4,
-    'database batches (and, separately, outside calls) running at once',
+    'database batches (and, separately, outside calls) running at once; one more for due tasks of a higher priority than all of them',
   ),
   BATCH_SIZE: setting('dispatcher', 'batchSize', integer(1, 1000), 200, 'most tasks claimed and completed in one transaction'),
   RUN_HISTORY: setting(

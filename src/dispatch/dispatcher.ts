@@ -1,6 +1,7 @@
 /**
  * The dispatcher runs tasks whose timers fired: its queue (due-queue.ts) and two executors, at
- * most CONCURRENCY batches at a time and CONCURRENCY outside calls besides. It pumps and settles;
+ * most CONCURRENCY batches at a time (one more for due tasks of a priority above all of those,
+ * pump-plan.ts) and CONCURRENCY outside calls besides. It pumps and settles;
  * each decision lives in a file of its own:
  *
  *   which ids go together in the next batch ..... pump-plan.ts
@@ -109,6 +110,10 @@ export class Dispatcher {
   readonly #outcomes: Outcomes;
   readonly #outsideExecutor: OutsideExecutor;
   #batches = 0;
+  /** The highest priority of each batch in flight (+Infinity for the other lines' batches: never overtaken). */
+  readonly #flying: number[] = [];
+  /** An overtaking batch is in flight (pump-plan.ts): one at a time. */
+  #overtaking = false;
   #pumpScheduled = false;
   #stopping = false;
   #troubles = 0;
@@ -190,23 +195,30 @@ export class Dispatcher {
   }
 
   #pump(): void {
-    const { concurrency, batchSize } = this.#options;
+    const { concurrency, batchSize, queue } = this.#options;
     const lines = this.#lines;
     while (!this.#stopping) {
+      // Every slot busy: the priority a due task must be above to overtake the batches in flight.
+      const floor = this.#batches >= concurrency && !this.#overtaking ? Math.max(...this.#flying) : undefined;
       const next = nextBatch({
         concurrency,
         batchSize,
         batches: this.#batches,
         outsideBusy: this.#outsideSlots.busy,
         waiting: { 'outside-waiting': lines['outside-waiting'].length, released: lines.released.length, due: lines.due.length },
+        overtaking: floor === undefined ? 0 : queue.waitingAbove(floor),
       });
       if (next === undefined) return;
-      this.#startBatch(lines[next.line].take(next.size));
+      const top = next.line === 'due' ? (queue.topPriority ?? 0) : Number.POSITIVE_INFINITY;
+      const ids = next.overtakes === true ? queue.take(next.size, floor) : lines[next.line].take(next.size);
+      this.#startBatch(ids, top, next.overtakes === true);
     }
   }
 
-  #startBatch(ids: number[]): void {
+  #startBatch(ids: number[], top: number, overtakes: boolean): void {
     this.#batches++;
+    this.#flying.push(top);
+    if (overtakes) this.#overtaking = true;
     // Outside slots for the tasks this batch may lease; the unused ones go back when it ends.
     const slots = this.#outsideSlots.reserve(ids.length);
     this.#track(
@@ -214,6 +226,8 @@ export class Dispatcher {
         .then((used) => this.#outsideSlots.giveBack(slots - used))
         .finally(() => {
           this.#batches--;
+          this.#flying.splice(this.#flying.indexOf(top), 1);
+          if (overtakes) this.#overtaking = false;
           this.#pump();
         }),
     );

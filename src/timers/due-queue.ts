@@ -35,16 +35,19 @@ export class DueQueue {
     this.#onPush();
   }
 
-  /** Up to `count` ids, the highest priority first, then oldest first; they stay busy until released. */
-  take(count: number): number[] {
-    if (this.#order.length === 1) {
+  /**
+   * Up to `count` ids, the highest priority first, then oldest first; they stay busy until
+   * released. With `above`, only ids of a priority above it.
+   */
+  take(count: number, above = Number.NEGATIVE_INFINITY): number[] {
+    if (this.#order.length === 1 && this.#order[0]! > above) {
       const taken = this.#lanes.get(this.#order[0]!)!.take(count);
       this.#length -= taken.length;
       return taken;
     }
     const taken: number[] = [];
     for (const priority of this.#order) {
-      if (taken.length >= count) break;
+      if (taken.length >= count || priority <= above) break;
       for (const id of this.#lanes.get(priority)!.take(count - taken.length)) taken.push(id);
     }
     this.#length -= taken.length;
@@ -53,6 +56,21 @@ export class DueQueue {
 
   get length(): number {
     return this.#length;
+  }
+
+  /** The highest priority that has an id waiting, or undefined when none waits. */
+  get topPriority(): number | undefined {
+    return this.#order.find((priority) => this.#lanes.get(priority)!.length > 0);
+  }
+
+  /** How many ids of a priority above `priority` wait. */
+  waitingAbove(priority: number): number {
+    let count = 0;
+    for (const lane of this.#order) {
+      if (lane <= priority) break;
+      count += this.#lanes.get(lane)!.length;
+    }
+    return count;
   }
 
   #lane(priority: number): Fifo<number> {

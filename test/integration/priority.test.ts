@@ -31,6 +31,12 @@ const ledger = testHandler('ledger', async ({ conn, task }) => {
   await conn.query('INSERT INTO ledger (task_id) VALUES (?)', [task.id]);
 });
 
+/** The ledger's handler, after a pause of `sleepS` in its transaction when the payload asks for one. */
+const slowLedger = testHandler('slow_ledger', async ({ conn, task, payload }) => {
+  if (typeof payload.sleepS === 'number') await conn.query('SELECT SLEEP(?)', [payload.sleepS]);
+  await conn.query('INSERT INTO ledger (task_id) VALUES (?)', [task.id]);
+});
+
 describe('priority', () => {
   it('is taken on create and batch, shown on the task, and refused outside -10..10', async () => {
     service = await startTestService(db, {}, { handlers: [ledger] });
@@ -85,5 +91,26 @@ describe('priority', () => {
     );
     const ran = rows.map((row) => priorities[ids.indexOf(Number(row.task_id))]);
     expect(ran).toEqual([...priorities].sort((a, b) => b - a));
+  });
+
+  it('a higher task that comes due while every slot runs lower ones starts beside them, not after', async () => {
+    await db.execute('DELETE FROM ledger');
+    service = await startTestService(db, { CONCURRENCY: '1', BATCH_SIZE: '1', DB_POOL_SIZE: '8' }, { handlers: [slowLedger] });
+    const now = Date.now();
+    // The one slot: a low task whose run holds its transaction 1.5 s.
+    const low = await service.call('POST', '/tasks', { type: 'slow_ledger', runAt: now + 300, priority: -5, payload: { sleepS: 1.5 } });
+    // Due while it runs.
+    const high = await service.call('POST', '/tasks', { type: 'slow_ledger', runAt: now + 800, priority: 5, payload: {} });
+    expect([low.status, high.status]).toEqual([201, 201]);
+    const rows = await waitFor(
+      async () => {
+        const found = await db.query<RowDataPacket[]>('SELECT task_id FROM ledger ORDER BY seq');
+        return found.length === 2 ? found : undefined;
+      },
+      10_000,
+      'both tasks to run',
+    );
+    // The high one's ledger row came first: it ran during the low one's pause.
+    expect(rows.map((row) => Number(row.task_id))).toEqual([high.body.id, low.body.id]);
   });
 });

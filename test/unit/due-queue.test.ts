@@ -28,4 +28,22 @@ describe('the due queue', () => {
     queue.push(1, 9);
     expect(queue.take(5)).toEqual([1]);
   });
+
+  it('tells what waits above a priority, and hands over only those when asked', () => {
+    const queue = new DueQueue();
+    expect(queue.topPriority).toBeUndefined();
+    queue.push(1, -5);
+    queue.push(2, -5);
+    queue.push(3, 5);
+    queue.push(4, 0);
+    expect(queue.topPriority).toBe(5);
+    expect(queue.waitingAbove(-5)).toBe(2);
+    expect(queue.waitingAbove(0)).toBe(1);
+    expect(queue.take(10, -5)).toEqual([3, 4]);
+    expect(queue.topPriority).toBe(-5);
+    expect(queue.waitingAbove(-5)).toBe(0);
+    expect(queue.take(10, -5)).toEqual([]);
+    expect(queue.take(10)).toEqual([1, 2]);
+    expect(queue.length).toBe(0);
+  });
 });

@@ -37,4 +37,11 @@ describe('the next batch', () => {
     expect(nextBatch(state({ waiting: { due: 25 } }))).toEqual({ line: 'due', size: 10 });
     expect(nextBatch(state({ batchSize: 2, waiting: { 'outside-waiting': 5 } }))).toEqual({ line: 'outside-waiting', size: 2 });
   });
+
+  it('starts one batch beyond CONCURRENCY for due tasks of a priority above every batch in flight, and no second', () => {
+    expect(nextBatch(state({ batches: 4, overtaking: 25, waiting: { due: 90 } }))).toEqual({ line: 'due', size: 10, overtakes: true });
+    expect(nextBatch(state({ batches: 4, overtaking: 3, waiting: { due: 90 } }))).toEqual({ line: 'due', size: 3, overtakes: true });
+    expect(nextBatch(state({ batches: 5, overtaking: 3, waiting: { due: 90 } }))).toBeUndefined();
+    expect(nextBatch(state({ batches: 4, overtaking: 0, waiting: { due: 90 } }))).toBeUndefined();
+  });
 });
