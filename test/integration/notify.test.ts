@@ -94,7 +94,15 @@ describe('NOTIFY_URL', () => {
     expect(first!.headers['idempotency-key']).toBe(second!.headers['idempotency-key']);
     expect(String(second!.headers['x-punctual-signature'])).not.toBe('');
     expect(String(first!.headers['x-punctual-signature'])).not.toBe('');
-    const notices = await db.query<any>("SELECT status, attempts FROM tasks WHERE task_key LIKE 'punctual:notify:%'");
+    // The receiver answers before the notice is settled: wait for the settle, then read it.
+    const notices = await waitFor(
+      async () => {
+        const rows = await db.query<any>("SELECT status, attempts FROM tasks WHERE task_key LIKE 'punctual:notify:%'");
+        return rows.every((row: any) => row.status !== 'running' && row.status !== 'pending') ? rows : undefined;
+      },
+      10_000,
+      'the notice to settle',
+    );
     expect(notices).toEqual([{ status: 'done', attempts: 2 }]);
     // Counted as effects: exactly two calls, no third.
     await new Promise((resolve) => setTimeout(resolve, 500));
