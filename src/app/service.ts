@@ -47,7 +47,7 @@ import { PullLifecycle } from '../lifecycle/pull.js';
 import { PullStore } from '../store/pulls.js';
 import { Targets } from '../targets/targets.js';
 import { publish } from '../handlers/publish.js';
-import { DispatchMetrics } from '../dispatch/outcomes.js';
+import { DispatchMetrics, Outcomes } from '../dispatch/outcomes.js';
 import { DueQueue } from '../timers/due-queue.js';
 import { TypeAdmission } from '../dispatch/limits.js';
 import { FleetSlots } from '../dispatch/fleet-slots.js';
@@ -144,7 +144,8 @@ export class Service {
       (from, to) => this.log.warn({ from, to }, 'database host did not answer; new connections go to the next host'),
       metricRegistry,
     );
-    this.store = new TaskStore(this.database);
+    // Worker types' tasks get no timer (the pull hub watches them): the registry says which, once the handler modules are in.
+    this.store = new TaskStore(this.database, () => this.registry.workerTypes);
     this.runHistory = new RunHistory(this.database);
     this.audit = new AuditStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
@@ -212,6 +213,8 @@ export class Service {
       shards: this.keeper === undefined ? undefined : () => this.keeper!.ownedShards(),
     });
     const pulls = new PullStore(this.database);
+    // What the pull hub's claims end as expired is told as the dispatcher tells its own.
+    const expiredOutcomes = new Outcomes(this.log, this.runMetrics);
     const pull = new PullLifecycle({
       store: this.store,
       pulls,
@@ -229,7 +232,12 @@ export class Service {
       clock,
       log: this.log,
       maxWaiting: config.workers.maxWaiting,
+      onExpired: (task, now) => expiredOutcomes.expired(task, now),
       registry: metricRegistry,
+    });
+    arming.handOver({
+      has: (type) => this.registry.get(type)?.effect === 'worker',
+      due: (type, runAt) => this.pullHub.dueAt(type, runAt),
     });
     this.dispatcher = new Dispatcher({
       database: this.database,

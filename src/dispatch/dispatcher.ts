@@ -245,7 +245,8 @@ export class Dispatcher {
 
   #putBack(ids: number[], at: number): void {
     this.#options.queue.release(ids);
-    this.#options.effects.apply(ids.map((id) => arm(id, at)));
+    // Ids the dispatcher holds never are worker tasks' (those get no timer; see arming.ts).
+    this.#options.effects.apply(ids.map((id) => arm(id, at, undefined, undefined)));
   }
 
   // ── batches ───────────────────────────────────────────────────────────────────────────────
@@ -344,10 +345,10 @@ export class Dispatcher {
     const { effects, store } = this.#options;
     try {
       effects.apply(
-        (await store.pendingAmong(missing)).map((task) => arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.priority)),
+        (await store.pendingAmong(missing)).map((task) => arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.priority, undefined)),
       );
     } catch {
-      effects.apply(missing.map((id) => arm(id, now + RECHECK_MS)));
+      effects.apply(missing.map((id) => arm(id, now + RECHECK_MS, undefined, undefined)));
     }
   }
 

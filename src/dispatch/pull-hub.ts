@@ -6,12 +6,14 @@
  * wait in this process, one more is refused at once; a request whose client went away leaves the
  * queue; a stop answers every waiting request at once, with no task.
  *
- * How a waiting worker hears of a due task:
- * - this process's timers (the scheduler arms worker tasks like any other): the dispatcher hands
- *   the due tasks of worker types here after its batch (`due`), within a few ms of their runAt;
+ * How a waiting worker hears of a due task (a worker type's task has no timer of its own, and
+ * the dispatcher never locks it: timers/arming.ts):
  * - a look ahead after each claim that leaves requests waiting: when the next task of their types
- *   falls due, and a timer set at that instant (it does not wait for the dispatcher, and finds what
- *   another process armed, SHARDING=on, or what the shop inserted itself);
+ *   falls due, and a timer set at that instant (one timer for the hub, the earliest wins); it finds
+ *   what this process wrote, what another process wrote (SHARDING=on too), and what the shop
+ *   inserted itself;
+ * - the tasks this process creates, moves or retries (`dueAt`, from the arming): the timer is
+ *   brought forward when one falls due before it;
  * - a peek at the table, while requests wait: when the next task of their types falls due or a
  *   lease of theirs runs out, read every `peekMs`, and a timer set at that instant.
  *
@@ -59,6 +61,8 @@ export interface PullHubOptions {
   clock: Clock;
   log: Logger;
   maxWaiting: number;
+  /** A claim met a task past its expireAfterMs and ended it as expired (committed). */
+  onExpired?: (task: Task, now: number) => void;
   /** How often waiting requests' types are looked up in the table (what other processes armed or created). */
   peekMs?: number;
   registry?: Registry;
@@ -172,7 +176,17 @@ export class PullHub {
     });
   }
 
-  /** Tasks of worker types fell due (the dispatcher, after its batch): the waiting requests of their types are served. */
+  /**
+   * A task of worker type `type`, written by this process, falls due at `runAt`: the waiting
+   * requests of the type are woken then. Nothing to do when no request is there: one that comes
+   * claims at once, and looks ahead.
+   */
+  dueAt(type: string, runAt: number): void {
+    if (this.#stopped || this.#queue.length === 0) return;
+    this.#wakeAt(runAt, [type]);
+  }
+
+  /** Tasks of worker types fell due (the dispatcher, after its batch: one that got a timer all the same, as a bulk retry, which knows ids only, arms it): the waiting requests of their types are served. */
   due(tasks: readonly Task[]): void {
     if (this.#stopped || this.#queue.length === 0) return;
     for (const task of tasks) this.#woken.add(task.type);
@@ -323,13 +337,14 @@ export class PullHub {
     }));
     if (asks.every((ask) => ask.types.length === 0)) return { leased: asks.map(() => []), more: new Set(), held };
     this.#metrics?.claims.inc();
-    const { leased, more } = await lifecycle.leaseMany(asks, async (type, leasedOf) => {
+    const { leased, more, expired } = await lifecycle.leaseMany(asks, async (type, leasedOf) => {
       const max = limits.control(type)?.maxConcurrency;
       if (max == null) return undefined;
       const room = max - (await leasedOf());
       if (room <= 0) held.add(type);
       return room;
     });
+    for (const task of expired) this.#options.onExpired?.(task, start);
     return {
       leased: leased.map((tasks, i) =>
         tasks.map((task) => {

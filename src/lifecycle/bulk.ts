@@ -87,7 +87,7 @@ export function bulkReschedule(
             now(),
           );
           expectAll('shift', shifted, todo.length);
-          return { changed: todo.length, effects: todo.map((task) => arm(task.id, task.runAt + move.shiftMs)) };
+          return { changed: todo.length, effects: todo.map((task) => arm(task.id, task.runAt + move.shiftMs, task.priority, task.type)) };
         }
         const todo = pending.filter((task) => task.runAt !== move.runAt || (move.timezone !== null && task.timezone !== move.timezone));
         const moved = await store.moveTo(
@@ -98,7 +98,7 @@ export function bulkReschedule(
           now(),
         );
         expectAll('move', moved, todo.length);
-        return { changed: todo.length, effects: todo.map((task) => arm(task.id, move.runAt)) };
+        return { changed: todo.length, effects: todo.map((task) => arm(task.id, move.runAt, task.priority, task.type)) };
       }),
     apply,
     chunk,
@@ -123,7 +123,7 @@ export function bulkRetry(
       const at = now();
       const changed = await store.retryInZone(ids, at, at);
       // One that was no longer failed is not armed again: arming is a wish the refill checks anyway.
-      return { changed, effects: changed > 0 ? ids.map((id) => arm(id, at)) : [] };
+      return { changed, effects: changed > 0 ? ids.map((id) => arm(id, at, undefined, undefined)) : [] };
     },
     apply,
     chunk,

@@ -39,11 +39,11 @@ export async function cancel(store: TaskStore, task: Task, now: number): Promise
 /** Moves a pending task to `place(task)`. Refused when it is not pending. */
 export async function reschedule(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
   const moved = (await store.reschedule([task.id], place.runAt, place.timezone, now)) === 1;
-  return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority)]);
+  return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority, task.type)]);
 }
 
 /** failed → pending at `place`, its attempts reset. Refused when it is not failed. */
 export async function retry(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
   const moved = (await store.retry([task.id], place.runAt, place.timezone, now)) === 1;
-  return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority)]);
+  return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority, task.type)]);
 }

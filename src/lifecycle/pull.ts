@@ -19,6 +19,7 @@ import { arm, type EffectSink, type TimerEffect } from './effects.js';
 import { pullRunOf, recordRuns, type RunRecorder } from './history.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
+import { EXPIRED_REASON, skipWaited } from './repair.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 
 /** How much of an error a nack keeps. */
@@ -89,9 +90,11 @@ export class PullLifecycle {
    * transaction, the due tasks of each set of types are locked once (SKIP LOCKED) and handed out
    * in the asks' order, each ask up to its `max`; then one conditional UPDATE leases them all,
    * each row to its own ask's token and lease (it expects every row pending: invariant 13).
-   * `more` names the types whose lock came back full: more of them may be due.
+   * `more` names the types whose lock came back full: more of them may be due. A locked task past
+   * its expireAfterMs is skipped as expired in the same transaction, never leased (`expired`):
+   * the dispatcher never sees a worker type's task, so the claim that meets it ends it.
    */
-  async leaseMany(asks: readonly LeaseAsk[], room?: LeaseRoom): Promise<{ leased: Task[][]; more: Set<string> }> {
+  async leaseMany(asks: readonly LeaseAsk[], room?: LeaseRoom): Promise<{ leased: Task[][]; more: Set<string>; expired: Task[] }> {
     const { store, pulls, clock } = this.options;
     await this.#recoverExpired([...new Set(asks.flatMap((ask) => ask.types))]);
     const effects: TimerEffect[] = [];
@@ -117,6 +120,7 @@ export class PullLifecycle {
       const leased: Task[][] = asks.map(() => []);
       const taken = new Set<number>();
       const refused = new Map<number, Task>();
+      const expired = new Map<number, Task>();
       const more = new Set<string>();
       for (const group of groups.values()) {
         const limit = group.asks.reduce((sum, i) => sum + asks[i]!.max, 0);
@@ -127,7 +131,11 @@ export class PullLifecycle {
           const ask = asks[i]!;
           while (leased[i]!.length < ask.max && next < locked.length) {
             const task = locked[next++]!;
-            if (taken.has(task.id) || refused.has(task.id)) continue; // an earlier group's
+            if (taken.has(task.id) || refused.has(task.id) || expired.has(task.id)) continue; // an earlier group's
+            if (task.expireAfterMs !== null && now > task.requestedRunAt + task.expireAfterMs) {
+              expired.set(task.id, task); // whatever held it (no worker asked, a pause), it is too late now
+              continue;
+            }
             if (this.options.payloadProblem(task.type, task.payload) !== undefined) {
               refused.set(task.id, task);
               continue;
@@ -147,11 +155,13 @@ export class PullLifecycle {
         expectAll('fail unrunnable', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
       }
       effects.push(...(await nextOccurrences(store, conn, [...refused.values()], now)));
+      effects.push(...(await skipWaited(store, conn, [...expired.values()], now, EXPIRED_REASON)));
       const rows = asks.flatMap((ask, i) => leased[i]!.map((task) => ({ id: task.id, token: ask.token, leaseUntil: now + ask.leaseMs })));
       expectAll('pull lease', await pulls.leaseRows(conn, rows, now), rows.length);
       return {
         leased: leased.map((tasks) => tasks.map((task) => ({ ...task, status: 'running' as const, attempts: task.attempts + 1 }))),
         more,
+        expired: [...expired.values()],
       };
     });
     this.#apply(effects);
@@ -196,7 +206,7 @@ export class PullLifecycle {
         ),
         again.length,
       );
-      return [...again.map((task) => arm(task.id, task.runAt)), ...(await nextOccurrences(store, conn, spent, now))];
+      return [...again.map((task) => arm(task.id, task.runAt, task.priority, task.type)), ...(await nextOccurrences(store, conn, spent, now))];
     });
     this.#apply(effects);
   }
@@ -273,7 +283,7 @@ export class PullLifecycle {
       if (!(await pulls.nack(conn, { id, token }, failure, kept, now))) return undefined;
       // `task` was read under this lease (the token is the lease's alone): its run, due at its runAt.
       await recordRuns(this.options.runs, conn, [pullRunOf(task, failure.retryAt === null ? 'failed' : 'retry', kept, token, now)]);
-      if (failure.retryAt !== null) return [arm(id, failure.retryAt)];
+      if (failure.retryAt !== null) return [arm(id, failure.retryAt, task.priority, task.type)];
       return nextOccurrences(store, conn, [task], now);
     });
     return this.#answer(id, effects);

@@ -16,7 +16,7 @@ export async function nextOccurrences(store: TaskStore, conn: Connection, finish
     const runAt = nextOccurrence(task.cron, task.timezone, Math.max(task.runAt, now));
     if (runAt === null) continue;
     const id = await store.insertOccurrence(conn, task, task.seriesId ?? task.id, runAt, now);
-    effects.push(arm(id, runAt, task.priority));
+    effects.push(arm(id, runAt, task.priority, task.type));
   }
   return effects;
 }

@@ -116,7 +116,7 @@ export async function recoverExpiredLeases(
     return {
       recovered: again.length,
       failed: spent.length,
-      effects: [...again.map((task) => arm(task.id, task.runAt, task.priority)), ...next],
+      effects: [...again.map((task) => arm(task.id, task.runAt, task.priority, task.type)), ...next],
     };
   });
 }

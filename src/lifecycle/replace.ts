@@ -29,5 +29,5 @@ export async function replaceIfAsked(store: TaskStore, result: CreateResult, req
   if (task === undefined) return result;
   // Not pending any more (claimed, cancelled): what it is now is the conflict's answer.
   if (!replaced) return { outcome: 'conflict', task, effects: [] };
-  return { outcome: 'replaced', task, effects: [arm(task.id, task.runAt, task.priority)] };
+  return { outcome: 'replaced', task, effects: [arm(task.id, task.runAt, task.priority, task.type)] };
 }

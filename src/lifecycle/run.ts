@@ -80,7 +80,7 @@ export async function fail(store: TaskStore, conn: Connection, failed: Failed[],
   const effects: TimerEffect[] = [];
   for (const { task, failure } of failed) {
     expectAll('fail', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
-    if (failure.retryAt !== null) effects.push(arm(failure.id, failure.retryAt, task.priority));
+    if (failure.retryAt !== null) effects.push(arm(failure.id, failure.retryAt, task.priority, task.type));
   }
   const final = failed.filter(({ failure }) => failure.retryAt === null).map(({ task }) => task);
   effects.push(...(await nextOccurrences(store, conn, final, now)));
@@ -176,6 +176,6 @@ async function afterFailure(
   now: number,
 ): Promise<Settled> {
   if (!recorded) return { recorded, effects: [] };
-  if (failure.retryAt !== null) return { recorded, effects: [arm(task.id, failure.retryAt, task.priority)] };
+  if (failure.retryAt !== null) return { recorded, effects: [arm(task.id, failure.retryAt, task.priority, task.type)] };
   return { recorded, effects: await nextOccurrences(store, conn, [task], now) };
 }

@@ -43,7 +43,7 @@ export class PullStore {
   /** Up to `limit` due pending tasks of `types`, oldest first, locked (SKIP LOCKED). */
   async lockDue(conn: Connection, types: readonly string[], limit: number, now: number): Promise<Task[]> {
     if (types.length === 0 || limit <= 0) return [];
-    const [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockDueOfTypes, [types, new Date(now), new Date(now), limit]);
+    const [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockDueOfTypes, [types, new Date(now), limit]);
     return rows.map(fromRow);
   }
 

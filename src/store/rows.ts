@@ -96,6 +96,8 @@ export interface TimerEntry {
   runAt: number;
   /** 0 when left out: the order in which due tasks are handed to the dispatcher. */
   priority?: number;
+  /** A worker type's task: it gets no timer, the pull hub watches when it falls due. */
+  untimed?: true;
 }
 
 /** Position in (runAt, id) order, for keyset pagination. */

@@ -102,8 +102,12 @@ export class TaskStore {
   readonly #database: Database;
   readonly #intake: Intake;
 
-  constructor(database: Database) {
+  /** The types whose tasks get no timer (worker types: the pull hub watches them); read at each refill. */
+  readonly #untimed: () => readonly string[];
+
+  constructor(database: Database, untimed: () => readonly string[] = () => []) {
     this.#database = database;
+    this.#untimed = untimed;
     this.#intake = new Intake(
       database,
       (key) => this.getByKey(key),
@@ -202,21 +206,39 @@ export class TaskStore {
     if (shards !== undefined && shards.length === 0) return [];
     const values: unknown[] = from === undefined ? [] : [new Date(from)];
     values.push(new Date(until), ...(shards === undefined ? [] : [shards]), ...cursorValues(cursor), limit);
-    return toEntries(
+    const page = toEntries(
       await this.#arrays<[number, number, number]>(SQL.duePage(from !== undefined, cursor !== undefined, shards !== undefined), values),
     );
+    // The page is read on the (status, run_at) index alone, which has no type: its worker tasks
+    // are found on the (type, status, run_at) index, over the page's span, and marked.
+    const untimed = this.#untimed();
+    if (untimed.length === 0 || page.length === 0) return page;
+    const found = await this.#arrays<[number]>(SQL.pendingOfTypesBetween, [untimed, new Date(page[0]!.runAt), new Date(page.at(-1)!.runAt)]);
+    if (found.length === 0) return page;
+    const ids = new Set(found.map(([id]) => Number(id)));
+    for (const entry of page) if (ids.has(entry.id)) entry.untimed = true;
+    return page;
   }
 
-  /** Rows with id above `afterId`, any status, in id order: the refill's view of new inserts. */
+  /** Rows with id above `afterId`, any status, in id order: the refill's view of new inserts (`pending`: pending and wants a timer, not a worker type's). */
   async insertedAfter(afterId: number, limit: number): Promise<(TimerEntry & { pending: boolean })[]> {
-    const rows = await this.#arrays<[number, number, number, number]>(SQL.insertedAfter, [afterId, limit]);
+    const untimed = this.#untimed();
+    const rows = await this.#arrays<[number, number, number, number]>(SQL.insertedAfter(untimed.length > 0), [
+      ...(untimed.length > 0 ? [untimed] : []),
+      afterId,
+      limit,
+    ]);
     return rows.map(insertedRow);
   }
 
   /** Rows with an id in one of the inclusive `ranges`, any status: inserts that committed below the id scan. */
   async insertedIn(ranges: readonly (readonly [number, number])[]): Promise<(TimerEntry & { pending: boolean })[]> {
     if (ranges.length === 0) return [];
-    const rows = await this.#arrays<[number, number, number, number]>(SQL.insertedIn(ranges.length), ranges.flat());
+    const untimed = this.#untimed();
+    const rows = await this.#arrays<[number, number, number, number]>(SQL.insertedIn(ranges.length, untimed.length > 0), [
+      ...(untimed.length > 0 ? [untimed] : []),
+      ...ranges.flat(),
+    ]);
     return rows.map(insertedRow);
   }
 
@@ -522,11 +544,19 @@ export class TaskStore {
   async lockPendingToMove(
     conn: Connection,
     ids: number[],
-  ): Promise<{ id: number; runAt: number; timezone: string; requestId: string | null }[]> {
-    const [rows] = await conn.query<Rows<[number, number, string, string | null][]>>({ sql: SQL.lockPendingToMove, rowsAsArray: true }, [
-      ids,
-    ]);
-    return rows.map(([id, runAt, timezone, requestId]) => ({ id: Number(id), runAt: Number(runAt), timezone, requestId }));
+  ): Promise<{ id: number; runAt: number; timezone: string; requestId: string | null; priority: number; type: string }[]> {
+    const [rows] = await conn.query<Rows<[number, number, string, string | null, number, string][]>>(
+      { sql: SQL.lockPendingToMove, rowsAsArray: true },
+      [ids],
+    );
+    return rows.map(([id, runAt, timezone, requestId, priority, type]) => ({
+      id: Number(id),
+      runAt: Number(runAt),
+      timezone,
+      requestId,
+      priority: Number(priority),
+      type,
+    }));
   }
 
   /** Moves the pending ones among `ids` (locked by the caller); answers how many. */
@@ -575,7 +605,7 @@ export class TaskStore {
   }
 }
 
-/** [id, runAt, pending, priority] as read by insertedAfter and insertedIn. */
+/** [id, runAt, timed, priority] as read by insertedAfter and insertedIn: `pending` is true for a pending task that wants a timer. */
 function insertedRow([id, runAt, pending, priority]: [number, number, number, number]): TimerEntry & { pending: boolean } {
   return { id: Number(id), runAt: Number(runAt), pending: Number(pending) === 1, priority: Number(priority) };
 }

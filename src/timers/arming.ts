@@ -3,7 +3,9 @@
  * rule for which tasks get one: those due within the horizon the scheduler has covered (the refill
  * arms the rest) and, with SHARDING=on, in a shard this process owns (invariant 9). A task read
  * from the table is armed only if the dispatcher does not have it right now: the read may have
- * raced its run.
+ * raced its run. A worker type's task gets no timer: the pull hub watches when such tasks fall due
+ * (it reads the table itself), and is told here of the ones this process writes (`handOver`), so
+ * the dispatcher never locks a task only to hand it on.
  * See docs/architecture.md#arming-and-the-horizon.
  */
 import { everything, type Ownership } from '../cluster/lease-keeper.js';
@@ -14,10 +16,19 @@ import type { CreatedHere } from './created-here.js';
 import type { DueQueue } from './due-queue.js';
 import type { Timers } from './timers.js';
 
+/** Where the tasks of worker types go instead of a timer (the pull hub). */
+export interface UntimedTasks {
+  /** Whether `type` is a worker type. */
+  has(type: string): boolean;
+  /** A task of worker type `type` falls due at `runAt` (written by this process). */
+  due(type: string, runAt: number): void;
+}
+
 export class Arming implements EffectSink {
-  /** Every pending task due up to here has a timer (or is with the dispatcher). */
+  /** Every pending task due up to here has a timer (or is with the dispatcher, or is a worker type's). */
   coveredUntil = Number.NEGATIVE_INFINITY;
   #stopped = false;
+  #untimed: UntimedTasks | undefined;
 
   constructor(
     readonly timers: Timers,
@@ -27,9 +38,18 @@ export class Arming implements EffectSink {
     private readonly createdHere?: { set: CreatedHere; now: () => number },
   ) {}
 
+  /** From now on the tasks of worker types go to `untimed`, not to a timer (set once the pull hub is built). */
+  handOver(untimed: UntimedTasks): void {
+    this.#untimed = untimed;
+  }
+
   apply(effects: readonly TimerEffect[]): void {
     for (const effect of effects) {
       if (effect.kind === 'disarm') this.timers.disarm(effect.id);
+      else if (effect.type !== undefined && this.#untimed?.has(effect.type) === true) {
+        this.timers.disarm(effect.id);
+        if (!this.#stopped) this.#untimed.due(effect.type, effect.runAt);
+      }
       else if (effect.created === true && this.#strayCreate(effect.id, effect.runAt))
         this.timers.arm(effect.id, effect.runAt, effect.priority);
       else this.#wish(effect.id, effect.runAt, effect.priority);
@@ -51,6 +71,7 @@ export class Arming implements EffectSink {
 
   /** A pending task read from the table. */
   armRead(entry: TimerEntry): void {
+    if (entry.untimed === true) return; // a worker type's: the pull hub reads it itself
     if (!this.#stopped && this.ownership.owns(entry.id) && !this.queue.isBusy(entry.id))
       this.timers.arm(entry.id, entry.runAt, entry.priority);
   }

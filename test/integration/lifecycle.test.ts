@@ -80,7 +80,7 @@ describe('create', () => {
     const result = await create(store, { task: newTask({ key: 'k-new' }) }, NOW);
     expect(result.outcome).toBe('created');
     // A create's timer may be armed here even in a shard another process owns (created-here.ts).
-    expect(result.effects).toEqual([armCreated(result.task.id, NOW + 60_000, 0)]);
+    expect(result.effects).toEqual([armCreated(result.task.id, NOW + 60_000, 0, 'close_order')]);
     const written = await row(result.task.id);
     expect(written).toMatchObject({ status: 'pending', runAt: NOW + 60_000, key: 'k-new', attempts: 0, createdAt: NOW });
   });
@@ -139,7 +139,7 @@ describe('reschedule and retry', () => {
   it('moves a pending task and asks for its new timer', async () => {
     const task = await inserted();
     const result = await reschedule(store, task, { runAt: NOW + 5000, timezone: 'Asia/Shanghai' }, NOW + 1);
-    expect(result.effects).toEqual([arm(task.id, NOW + 5000)]);
+    expect(result.effects).toEqual([arm(task.id, NOW + 5000, undefined, 'close_order')]);
     expect(await row(task.id)).toMatchObject({ status: 'pending', runAt: NOW + 5000, timezone: 'Asia/Shanghai', updatedAt: NOW + 1 });
   });
 
@@ -155,7 +155,7 @@ describe('reschedule and retry', () => {
     const task = await inserted();
     await setRow(task.id, { status: 'failed', attempts: 3, finished_at: new Date(NOW) });
     const result = await retry(store, task, { runAt: NOW + 10, timezone: 'UTC' }, NOW + 1);
-    expect(result.effects).toEqual([arm(task.id, NOW + 10)]);
+    expect(result.effects).toEqual([arm(task.id, NOW + 10, undefined, 'close_order')]);
     expect(await row(task.id)).toMatchObject({ status: 'pending', attempts: 0, runAt: NOW + 10, finishedAt: null });
     const again = await retry(store, await row(task.id), { runAt: NOW + 10, timezone: 'UTC' }, NOW + 1);
     expect(again.outcome).toBe('refused');
@@ -185,7 +185,7 @@ describe('claim, complete and fail', () => {
     expect((await row(hourly.id)).status).toBe('done');
     const nextAt = nextOccurrence('0 * * * *', 'UTC', NOW)!;
     const [next] = await db.query<any[]>('SELECT id FROM tasks WHERE series_id = ?', [hourly.id]);
-    expect(effects).toEqual([arm(Number(next.id), nextAt)]);
+    expect(effects).toEqual([arm(Number(next.id), nextAt, undefined, 'close_order')]);
     expect(await row(Number(next.id))).toMatchObject({ status: 'pending', runAt: nextAt, seriesId: hourly.id });
   });
 
@@ -199,7 +199,7 @@ describe('claim, complete and fail', () => {
     expect(failed[0]!.failure.retryAt).toBe(NOW + 1000);
     expect(failed[1]!.failure.retryAt).toBeNull();
     const effects = await store.transaction((conn) => run.fail(store, conn, failed, NOW));
-    expect(effects).toEqual([arm(retried.id, NOW + 1000)]);
+    expect(effects).toEqual([arm(retried.id, NOW + 1000, undefined, 'close_order')]);
     expect(await row(retried.id)).toMatchObject({ status: 'pending', attempts: 1, runAt: NOW + 1000, lastError: 'try again' });
     expect(await row(permanent.id)).toMatchObject({ status: 'failed', attempts: 1, finishedAt: NOW, lastError: 'no such order' });
   });
@@ -219,7 +219,7 @@ describe('claim, complete and fail', () => {
     const failure = run.failureOf(policy, task, 1, new Error('502'), NOW + 5);
     expect(await row(task.id)).toMatchObject({ lastHttpStatus: null, lastDurationMs: null, lastResponseBytes: null });
     const mine = await run.failLeased(store, task, failure, 'me', { httpStatus: 502, durationMs: 40, responseBytes: 11 }, NOW + 5);
-    expect(mine).toEqual({ recorded: true, effects: [arm(task.id, NOW + 1005)] });
+    expect(mine).toEqual({ recorded: true, effects: [arm(task.id, NOW + 1005, undefined, 'close_order')] });
     // The claim counted the attempt: the failure does not count it again.
     expect(await row(task.id)).toMatchObject({ status: 'pending', attempts: 1, leaseOwner: null, runAt: NOW + 1005 });
     expect(await row(task.id)).toMatchObject({ lastHttpStatus: 502, lastDurationMs: 40, lastResponseBytes: 11 });
@@ -254,7 +254,7 @@ describe('repairs', () => {
     await store.transaction((conn) => run.lease(store, conn, [again, spent], 'gone', NOW - 1, NOW - 100));
     await store.transaction((conn) => run.lease(store, conn, [live], 'alive', NOW + 60_000, NOW - 100));
     const result = await recoverExpiredLeases(store, NOW);
-    expect(result).toEqual({ recovered: 1, failed: 1, effects: [arm(again.id, NOW - 10)] });
+    expect(result).toEqual({ recovered: 1, failed: 1, effects: [arm(again.id, NOW - 10, undefined, 'close_order')] });
     expect(await row(again.id)).toMatchObject({ status: 'pending', leaseOwner: null, attempts: 1 });
     expect(await row(spent.id)).toMatchObject({ status: 'failed', finishedAt: NOW });
     expect((await row(spent.id)).lastError).toMatch(/^lease expired on its last attempt/);
@@ -276,7 +276,7 @@ describe('the Lifecycle applies the effects', () => {
   it('once per transition, after its rows are written', async () => {
     const applied: TimerEffect[][] = [];
     const created = await lifecycle(applied).create({ task: newTask() });
-    expect(applied).toEqual([[armCreated(created.task.id, NOW + 60_000, 0)]]);
+    expect(applied).toEqual([[armCreated(created.task.id, NOW + 60_000, 0, 'close_order')]]);
     await lifecycle(applied).cancel(created.task);
     expect(applied[1]).toEqual([disarm(created.task.id)]);
   });
@@ -298,6 +298,6 @@ describe('the Lifecycle applies the effects', () => {
       await tx.fail([{ task: claimed[0]!, failure }], NOW);
       expect(applied).toEqual([]); // not before COMMIT
     });
-    expect(applied).toEqual([[arm(task.id, NOW + 1000)]]);
+    expect(applied).toEqual([[arm(task.id, NOW + 1000, undefined, 'close_order')]]);
   });
 });

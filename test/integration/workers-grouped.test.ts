@@ -2,9 +2,11 @@
  * Pull workers' requests and acks that come together are served together, against the real
  * service and MariaDB: waiting requests share one claim (each still gets its own tasks, oldest
  * first, never one task twice), acks that arrive together share one commit (each gets its own
- * answer; a stale token among them is a 409 that changes nothing), and a waiting worker hears of
- * a due task from this process's timers, or from the look-ahead after a claim for a task the shop
- * inserted itself, not from a refill cycle or the peek a second later.
+ * answer; a stale token among them is a 409 that changes nothing), a worker type's task gets no
+ * timer (created, inserted or read at boot: the dispatcher never locks it), and a waiting worker
+ * hears of a due task from the hub's own timer (told by this process's writes, or set by the
+ * look-ahead after a claim for a task the shop inserted itself), not from a refill cycle or the
+ * peek a second later.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PunctualClient, type LeasedTask } from '../../clients/ts/src/client.js';
@@ -38,7 +40,7 @@ beforeAll(async () => {
       PORT: '0',
       API_TOKENS_WORKER: WORKER,
       API_TOKENS_WRITE: WRITER,
-      WORKER_TYPES: 'g_claim,g_other,g_ack,g_refill,g_insert',
+      WORKER_TYPES: 'g_claim,g_other,g_ack,g_refill,g_insert,g_untimed',
       WORKER_MAX_WAITING: '40',
       // A refill far apart: a waiting worker that got its task in time did not wait for one.
       REFILL_INTERVAL_MS: '5000',
@@ -139,14 +141,45 @@ describe('acks that arrive together share a commit', () => {
   });
 });
 
+describe("a worker type's task", () => {
+  it('gets no timer, created, inserted by the shop or read at boot; a task of another type beside it does', async () => {
+    const refills = () => metric('punctual_refill_duration_seconds_count');
+    const created = (await shop.create({ type: 'g_untimed', payload: { n: 1 }, delayMs: 30_000 })).task.id;
+    const contrast = (await shop.create({ type: 'close_order', payload: { orderSn: 'SN-untimed' }, delayMs: 60_000 })).task.id;
+    const insert = (type: string, payload: string) =>
+      db.execute(`INSERT INTO tasks (type, payload, run_at) VALUES (?, ${payload}, UTC_TIMESTAMP(3) + INTERVAL 30 SECOND)`, [type]);
+    const inserted = (await insert('g_untimed', "JSON_OBJECT('n', 2)")).insertId;
+    const insertedContrast = (await insert('close_order', "JSON_OBJECT('orderSn', 'SN-untimed-2')")).insertId;
+    const before = await refills();
+    // Two refills ended: the second began after the inserts.
+    await waitFor(async () => (await refills()) >= before + 2, 20_000, 'a refill that read the inserts');
+    expect([service.timers.has(contrast), service.timers.has(insertedContrast)]).toEqual([true, true]);
+    expect([service.timers.has(created), service.timers.has(inserted)]).toEqual([false, false]);
+    // A second process boots on the table: its boot load reads all four, arms two.
+    const other = await startTestService(db, { WORKER_TYPES: 'g_untimed', REFILL_INTERVAL_MS: '5000' });
+    try {
+      expect([other.timers.has(contrast), other.timers.has(insertedContrast)]).toEqual([true, true]);
+      expect([other.timers.has(created), other.timers.has(inserted)]).toEqual([false, false]);
+    } finally {
+      await other.stop();
+    }
+    await db.execute("UPDATE tasks SET status = 'cancelled' WHERE id IN (?)", [[contrast, insertedContrast]]);
+    // Both are leased all the same once due (brought forward by the shop's own UPDATE).
+    await db.execute('UPDATE tasks SET run_at = UTC_TIMESTAMP(3) WHERE id IN (?)', [[created, inserted]]);
+    const got: number[] = [];
+    while (got.length < 2) for (const task of await worker.lease({ types: ['g_untimed'], max: 2, waitMs: 10_000 })) got.push(task.id);
+    expect(got.sort((a, b) => a - b)).toEqual([created, inserted].sort((a, b) => a - b));
+  });
+});
+
 describe('a waiting worker', () => {
-  it('gets a task that falls due from the timers, well before a refill cycle (5 s) or a table peek (1 s)', async () => {
+  it('gets a task created in this process at its runAt (the arming tells the hub), well before a refill cycle (5 s) or a table peek (1 s)', async () => {
     const lateness: number[] = [];
     for (let round = 0; round < 5; round++) {
       const leased = worker.lease({ types: ['g_refill'], waitMs: 10_000 });
       await waitFor(async () => service.pullHub.waiting === 1, 5000, 'the worker waits');
-      // Created in a request (armed at once), due a moment later: the timers tell the hub at
-      // runAt; the peek, a second after the worker began to wait, would come most of a second late.
+      // Created in a request, due a moment later: no timer, the arming tells the hub, which wakes
+      // at runAt; the peek, a second after the worker began to wait, would come most of a second late.
       const runAt = Date.now() + 150;
       await shop.create({ type: 'g_refill', payload: { round }, runAt });
       const [task] = await leased;
@@ -156,7 +189,7 @@ describe('a waiting worker', () => {
     }
     lateness.sort((a, b) => a - b);
     expect(lateness[0]).toBeGreaterThanOrEqual(0);
-    // The timer path answers in a few ms; the peek would be about 750 ms late, a refill up to 5 s.
+    // The hub's own timer answers in a few ms; the peek would be about 750 ms late, a refill up to 5 s.
     expect(lateness[2]).toBeLessThan(400);
   });
 

@@ -13,13 +13,12 @@ const HELD = "id = ? AND status = 'running' AND lease_owner = ? AND lease_until 
 
 export const PULL_SQL = {
   /**
-   * The due pending tasks of the types ?, oldest first, not past their expireAfterMs at ?, at most
-   * ?, locked; rows another transaction holds are skipped. An expired one is left to the
-   * dispatcher, which ends it as expired: a worker never gets it.
+   * The due pending tasks of the types ? at ?, oldest first, at most ?, locked; rows another
+   * transaction holds are skipped. One past its expireAfterMs is locked too: the claim ends it as
+   * expired (lifecycle/pull.ts), a worker never gets it.
    */
   lockDueOfTypes: `SELECT ${TASK_COLUMNS} FROM tasks FORCE INDEX (tasks_type_status_run_at)
     WHERE type IN (?) AND status = 'pending' AND run_at <= ?
-      AND (expire_after_ms IS NULL OR COALESCE(requested_run_at, run_at) >= ? - INTERVAL expire_after_ms * 1000 MICROSECOND)
     ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
   /**
    * Several leases in one statement: the tasks among the last ?, while pending, running from ?

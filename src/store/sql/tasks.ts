@@ -13,6 +13,8 @@ import { LOST_ERROR } from './task-runs.js';
 /** Only the tasks of the listed shards (`id MOD 256`, src/cluster/shards.ts): the id is in every
  * secondary index entry, so the filter is read from the index too. */
 const IN_SHARDS = ' AND id MOD 256 IN (?)';
+/** Whether a row wants a timer: pending, and with `untimed`, not of the types ? (the statement's first value). */
+const timed = (untimed: boolean) => (untimed ? "status = 'pending' AND type NOT IN (?)" : "status = 'pending'");
 
 /** (run_at, id) after a cursor, one form for every keyset page: the leading `run_at >= ?` states
  * the index range's start outright, the OR only breaks ties within one run_at. */
@@ -91,15 +93,23 @@ export const SQL = {
   duePage: (lower: boolean, cursor: boolean, shards = false) =>
     `SELECT id, ${ms('run_at')}, priority FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
     `${shards ? IN_SHARDS : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
-  /** Rows above an id, any status, as [id, runAt, pending, priority]: the refill's view of new inserts. */
-  insertedAfter: `SELECT id, ${ms('run_at')}, status = 'pending', priority FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
+  /**
+   * Rows above an id, any status, as [id, runAt, timed, priority]: the refill's view of new
+   * inserts. `timed`: pending, and with `untimed` not of one of the types ? given first (worker
+   * types: the pull hub watches those, they get no timer).
+   */
+  insertedAfter: (untimed: boolean) =>
+    `SELECT id, ${ms('run_at')}, ${timed(untimed)}, priority FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
   /**
    * Rows in `ranges` id ranges (each `id BETWEEN ? AND ?`), as insertedAfter's: the refill's check
    * of the gaps its id scan left, for inserts that committed late. A range with no row in it is
    * one look into the primary key, however wide.
    */
-  insertedIn: (ranges: number) =>
-    `SELECT id, ${ms('run_at')}, status = 'pending', priority FROM tasks WHERE ${Array.from({ length: ranges }, () => 'id BETWEEN ? AND ?').join(' OR ')}`,
+  insertedIn: (ranges: number, untimed: boolean) =>
+    `SELECT id, ${ms('run_at')}, ${timed(untimed)}, priority FROM tasks WHERE ${Array.from({ length: ranges }, () => 'id BETWEEN ? AND ?').join(' OR ')}`,
+  /** Pending tasks of the types ? due in [?, ?], as [id]: the worker tasks among a due page (the (type, status, run_at) index alone). */
+  pendingOfTypesBetween: `SELECT id FROM tasks FORCE INDEX (tasks_type_status_run_at)
+    WHERE type IN (?) AND status = 'pending' AND run_at >= ? AND run_at <= ?`,
   pendingAmong: `SELECT id, ${ms('run_at')}, priority FROM tasks WHERE id IN (?) AND status = 'pending'`,
   maxId: 'SELECT COALESCE(MAX(id), 0) FROM tasks',
   countOpen: "SELECT status, COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
@@ -160,7 +170,7 @@ export const SQL = {
   /** The tasks among the ids ? with a status, as [id, id]: the primary key, in id order. */
   pickByIds: 'SELECT id, id FROM tasks WHERE id IN (?) AND status = ? AND id > ? ORDER BY id LIMIT ?',
   /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
-  lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
+  lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id, priority, type FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
   /** The locked pending ones moved to one instant; the zone only when one is given. */
   moveTo:
     "UPDATE tasks SET run_at = ?, requested_run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?) AND status = 'pending'",
