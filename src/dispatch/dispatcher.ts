@@ -245,7 +245,7 @@ export class Dispatcher {
 
   #putBack(ids: number[], at: number): void {
     this.#options.queue.release(ids);
-    // Ids the dispatcher holds never are worker tasks' (those get no timer; see arming.ts).
+    // Put back with no type: a worker type's task rarely gets here (it has no timer, arming.ts); one that does comes back and is handed on.
     this.#options.effects.apply(ids.map((id) => arm(id, at, undefined, undefined)));
   }
 
