@@ -1,12 +1,16 @@
 /**
  * Applies the migrations in drizzle/ at boot, under a named lock (GET_LOCK), so two processes that
- * boot at once take turns. On Galera the lock holds on one node only: the second process meets
- * "table exists" at a statement the first already ran, and the transaction runner waits and starts
+ * boot at once take turns. On Galera that lock holds on one node only, so a turn is also a row of
+ * punctual_migration_turn, inserted before and deleted after (an insert on a second node fails as
+ * a duplicate or a certification conflict, and waits): two nodes never migrate at once. Without
+ * it a migration that can run twice (0007 changes collations) was recorded twice. A process that
+ * still meets a statement another ran (a turn taken over after its time ran out) waits and starts
  * again (retry.ts, ranElsewhere) until it finds the migrations recorded. The work is autocommit.
  * On MySQL 8 the files run with MariaDB's NO PAD collation name replaced by MySQL's.
  * See docs/architecture.md#migrations.
  */
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +19,7 @@ import { migrate } from 'drizzle-orm/mysql2/migrator';
 import type mysql from 'mysql2/promise';
 import { freshConnections } from './connection.js';
 import type { DatabaseAccess } from './tls.js';
+import { isDuplicateKey, isLockConflict } from './errors.js';
 import { ranElsewhere } from './retry.js';
 import { DB } from './sql.js';
 import { EXACT_COLLATION } from './schema.js';
@@ -24,6 +29,26 @@ import { autocommit } from './transaction.js';
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 export const MIGRATIONS_TABLE = 'punctual_migrations';
 const LOCK_WAIT_S = 60;
+/** A turn row older than this is taken to be a dead process's. */
+const TURN_S = 300;
+const TURN_RETRY_MS = 200;
+
+/** Inserts the turn row `name`, waiting while another process holds it (up to LOCK_WAIT_S). */
+async function takeTurn(conn: mysql.Connection, name: string, holder: string): Promise<void> {
+  const deadline = Date.now() + LOCK_WAIT_S * 1000;
+  await conn.query(DB.createTurns);
+  for (;;) {
+    await conn.query(DB.dropStaleTurn, [name]);
+    try {
+      await conn.query(DB.takeTurn, [name, holder, TURN_S]);
+      return;
+    } catch (error) {
+      if (!isDuplicateKey(error) && !isLockConflict(error)) throw error;
+    }
+    if (Date.now() > deadline) throw new Error(`another process held the migration turn ${name} for ${LOCK_WAIT_S} s`);
+    await new Promise((resolve) => setTimeout(resolve, TURN_RETRY_MS));
+  }
+}
 
 /** MySQL 8's name for a binary NO PAD utf8mb4 collation (MariaDB's is EXACT_COLLATION). */
 export const MYSQL_EXACT_COLLATION = 'utf8mb4_0900_bin';
@@ -60,12 +85,18 @@ export async function migrateDatabase(url: string, databaseName: string, access?
       if (rows[0]?.got !== 1) {
         throw new Error(`another process held the migration lock ${lockName} for ${LOCK_WAIT_S} s`);
       }
-      const [server] = await conn.query<mysql.RowDataPacket[]>(DB.version);
-      const migrations = migrationsFor(String(server[0]?.version));
+      const holder = randomUUID();
       try {
-        await migrate(drizzle({ client: conn }), { migrationsFolder: migrations.folder, migrationsTable: MIGRATIONS_TABLE });
+        await takeTurn(conn, lockName, holder);
+        const [server] = await conn.query<mysql.RowDataPacket[]>(DB.version);
+        const migrations = migrationsFor(String(server[0]?.version));
+        try {
+          await migrate(drizzle({ client: conn }), { migrationsFolder: migrations.folder, migrationsTable: MIGRATIONS_TABLE });
+        } finally {
+          migrations.done();
+          await conn.query(DB.endTurn, [lockName, holder]);
+        }
       } finally {
-        migrations.done();
         await conn.query(DB.releaseLock, [lockName]);
       }
     },

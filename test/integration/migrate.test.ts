@@ -27,6 +27,7 @@ describe('migrations', () => {
       'audit_log',
       'limit_slots',
       'members',
+      'punctual_migration_turn', // the turn a migrating process holds, across a Galera cluster too
       MIGRATIONS_TABLE,
       'shard_leases',
       'task_runs',
