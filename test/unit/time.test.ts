@@ -7,6 +7,7 @@ import {
   parseRunAt,
   temporalInstant,
   TimeInputError,
+  temporalIsoLocal,
   toIsoLocal,
   toIsoUtc,
 } from '../../src/time/zones.js';
@@ -158,6 +159,29 @@ describe('zones', () => {
     for (const name of ['Mars/Olympus', '+08:00', '-05:00', 'Z', '', 'Asia/Shanghai/x', 'x'.repeat(65)]) {
       expect(canonicalZone(name), name).toBeUndefined();
     }
+  });
+
+  it('writes local times as Temporal does, across transitions and in any order', () => {
+    const zones = [
+      'UTC',
+      'America/New_York',
+      'Asia/Shanghai',
+      'Europe/Berlin',
+      'Australia/Lord_Howe',
+      'Asia/Kolkata',
+      'America/St_Johns',
+      'Not/AZone',
+    ];
+    // Around New York's 2026 transitions (to the millisecond), then anywhere from 1850 to 2200.
+    const transitions = [Date.parse('2026-03-08T07:00:00Z'), Date.parse('2026-11-01T06:00:00Z')];
+    const near = fc.tuple(fc.constantFrom(...transitions), fc.integer({ min: -3_600_000, max: 3_600_000 })).map(([at, d]) => at + d);
+    const anywhere = fc.integer({ min: Date.UTC(1850, 0, 1), max: Date.UTC(2200, 0, 1) });
+    fc.assert(
+      fc.property(fc.oneof(near, anywhere, fc.constantFrom(...transitions)), fc.constantFrom(...zones), (ms, zone) => {
+        expect(toIsoLocal(ms, zone), `${ms} in ${zone}`).toBe(temporalIsoLocal(ms, zone));
+      }),
+      { numRuns: 20_000 },
+    );
   });
 
   it('formats local times with the zone offset and milliseconds', () => {
