@@ -14,7 +14,11 @@
  */
 import type mysql from 'mysql2/promise';
 
-type QueryOptions = { sql: string; values?: unknown; timeout?: number; rowsAsArray?: boolean };
+/**
+ * `statements`: how many statements the caller's own text holds (default 1); it gets the answers
+ * of those, as an array, as a multi-statement query without a pipeline answers.
+ */
+type QueryOptions = { sql: string; values?: unknown; timeout?: number; rowsAsArray?: boolean; statements?: number };
 
 const pipelines = new WeakMap<object, Pipeline>();
 
@@ -59,7 +63,9 @@ export class Pipeline {
     const held = this.#held;
     this.#held = [];
     const [results, fields] = (await query({ ...asOptions, values: undefined, sql: [...held, own].join(';\n') })) as [unknown[], unknown[]];
-    // The caller asked one statement: it gets that statement's answer.
+    // The caller gets the answers of its own statements only: one, or the array of its several.
+    const mine = asOptions.statements ?? 1;
+    if (mine > 1) return [results.slice(-mine), fields?.slice(-mine)];
     return [results[results.length - 1], fields?.[fields.length - 1]];
   }
 }

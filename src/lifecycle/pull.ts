@@ -93,8 +93,14 @@ export class PullLifecycle {
    * `more` names the types whose lock came back full: more of them may be due. A locked task past
    * its expireAfterMs is skipped as expired in the same transaction, never leased (`expired`):
    * the dispatcher never sees a worker type's task, so the claim that meets it ends it.
+   * `upcoming` hears, as soon as each lock has answered (before the COMMIT), when the next task of
+   * its types falls due after the claim's instant: the look ahead travels with the lock.
    */
-  async leaseMany(asks: readonly LeaseAsk[], room?: LeaseRoom): Promise<{ leased: Task[][]; more: Set<string>; expired: Task[] }> {
+  async leaseMany(
+    asks: readonly LeaseAsk[],
+    room?: LeaseRoom,
+    upcoming?: (types: readonly string[], at: number) => void,
+  ): Promise<{ leased: Task[][]; more: Set<string>; expired: Task[] }> {
     const { store, pulls, clock } = this.options;
     await this.#recoverExpired([...new Set(asks.flatMap((ask) => ask.types))]);
     const effects: TimerEffect[] = [];
@@ -124,7 +130,8 @@ export class PullLifecycle {
       const more = new Set<string>();
       for (const group of groups.values()) {
         const limit = group.asks.reduce((sum, i) => sum + asks[i]!.max, 0);
-        const locked = await pulls.lockDue(conn, group.types, limit, now);
+        const { locked, next: nextDue } = await pulls.lockDue(conn, group.types, limit, now);
+        if (nextDue !== undefined) upcoming?.(group.types, nextDue);
         if (locked.length >= limit) for (const type of group.types) more.add(type);
         let next = 0;
         for (const i of group.asks) {
@@ -206,7 +213,10 @@ export class PullLifecycle {
         ),
         again.length,
       );
-      return [...again.map((task) => arm(task.id, task.runAt, task.priority, task.type)), ...(await nextOccurrences(store, conn, spent, now))];
+      return [
+        ...again.map((task) => arm(task.id, task.runAt, task.priority, task.type)),
+        ...(await nextOccurrences(store, conn, spent, now)),
+      ];
     });
     this.#apply(effects);
   }

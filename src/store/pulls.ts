@@ -40,11 +40,22 @@ export class PullStore {
     return transaction(this.database, fn, { retry: lockConflicts(DEFAULT_TRIES), pipelined: await this.database.pipelines() });
   }
 
-  /** Up to `limit` due pending tasks of `types`, oldest first, locked (SKIP LOCKED). */
-  async lockDue(conn: Connection, types: readonly string[], limit: number, now: number): Promise<Task[]> {
-    if (types.length === 0 || limit <= 0) return [];
-    const [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockDueOfTypes, [types, new Date(now), limit]);
-    return rows.map(fromRow);
+  /**
+   * Up to `limit` due pending tasks of `types`, oldest first, locked (SKIP LOCKED), and when the
+   * next pending task of `types` falls due after `now` (undefined: none): one round trip.
+   */
+  async lockDue(
+    conn: Connection,
+    types: readonly string[],
+    limit: number,
+    now: number,
+  ): Promise<{ locked: Task[]; next: number | undefined }> {
+    if (types.length === 0 || limit <= 0) return { locked: [], next: undefined };
+    const at = new Date(now);
+    const options = { sql: PULL_SQL.lockDueOfTypes, values: [types, at, limit, types, at], statements: 2 };
+    const [[rows, nextRows]] = await conn.query<[TaskRow[], Rows<{ next_due: number | null }[]>]>(options);
+    const next = nextRows[0]?.next_due;
+    return { locked: rows.map(fromRow), next: next === null || next === undefined ? undefined : Number(next) };
   }
 
   /**
@@ -95,20 +106,6 @@ export class PullStore {
       }
       return next;
     });
-  }
-
-  /** When the next pending task of `types` falls due after `after` (not a task due already); undefined when none. */
-  async nextDueAfter(types: readonly string[], after: number): Promise<number | undefined> {
-    if (types.length === 0) return undefined;
-    const rows = await autocommit(this.database, async (conn) => {
-      const [found] = await conn.query<Rows<[number | null][]>>({ sql: PULL_SQL.nextDueAfter, rowsAsArray: true }, [
-        types,
-        new Date(after),
-      ]);
-      return found;
-    });
-    const next = rows[0]?.[0];
-    return next === null || next === undefined ? undefined : Number(next);
   }
 
   /** The tasks among `ids`, locked by the caller's transaction. */

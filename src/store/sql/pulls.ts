@@ -13,13 +13,17 @@ const HELD = "id = ? AND status = 'running' AND lease_owner = ? AND lease_until 
 
 export const PULL_SQL = {
   /**
-   * The due pending tasks of the types ? at ?, oldest first, at most ?, locked; rows another
-   * transaction holds are skipped. One past its expireAfterMs is locked too: the claim ends it as
-   * expired (lifecycle/pull.ts), a worker never gets it.
+   * Two statements, one text, one round trip: the due pending tasks of the types ? at ?, oldest
+   * first, at most ?, locked (rows another transaction holds are skipped; one past its
+   * expireAfterMs is locked too: the claim ends it as expired, lifecycle/pull.ts, a worker never
+   * gets it); then when the next pending task of the types ? falls due after ?, in ms as
+   * `next_due` (NULL: none; one range of the index per type): the claim's look ahead.
    */
   lockDueOfTypes: `SELECT ${TASK_COLUMNS} FROM tasks FORCE INDEX (tasks_type_status_run_at)
     WHERE type IN (?) AND status = 'pending' AND run_at <= ?
-    ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED;
+    SELECT ${ms('MIN(run_at)')} AS next_due FROM tasks FORCE INDEX (tasks_type_status_run_at)
+    WHERE type IN (?) AND status = 'pending' AND run_at > ?`,
   /**
    * Several leases in one statement: the tasks among the last ?, while pending, running from ?
    * (their lateness), one attempt counted, each to the token and lease end at its own place in
@@ -36,9 +40,6 @@ export const PULL_SQL = {
   nextOfType: `SELECT
     (SELECT ${ms('MIN(run_at)')} FROM tasks WHERE type = ? AND status = 'pending'),
     (SELECT ${ms('MIN(lease_until)')} FROM tasks WHERE type = ? AND status = 'running')`,
-  /** When the next pending task of the types ? falls due after ?, in ms (NULL: none): one range of the index per type. */
-  nextDueAfter: `SELECT ${ms('MIN(run_at)')} FROM tasks FORCE INDEX (tasks_type_status_run_at)
-    WHERE type IN (?) AND status = 'pending' AND run_at > ?`,
   /** The tasks among ?, locked: what a group of acks finds before it writes. */
   lockByIds: `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) ORDER BY id FOR UPDATE`,
   /** Acks of one lease (one token): done, for those among ? whose lease ? is held at ?; last_error cleared (it describes the latest run). */
