@@ -10,8 +10,8 @@
  * the dispatcher never locks it: timers/arming.ts):
  * - a look ahead in each claim, read with its lock in the same round trip: when the next task of
  *   its types falls due, and a timer set at that instant as soon as the lock answers, before the
- *   COMMIT (one timer for the hub, the earliest wins), so a task due during a claim starts the next
- *   one on time; it finds what this process wrote, what another process wrote (SHARDING=on too),
+ *   COMMIT (one timer for the hub, the earliest wins), so a task due during a claim is served by
+ *   the next one, which starts as this one ends; it finds what this process wrote, what another process wrote (SHARDING=on too),
  *   and what the shop inserted itself;
  * - the tasks this process creates, moves or retries (`dueAt`, from the arming): the timer is
  *   brought forward when one falls due before it;
@@ -93,7 +93,13 @@ interface Claimed {
   leased: LeasedTask[][];
   more: Set<string>;
   held: Set<string>;
-  upcoming: { types: readonly string[]; at: number }[];
+  upcoming: Upcoming[];
+}
+
+/** When the next task of `types` falls due (a claim's look ahead). */
+interface Upcoming {
+  types: readonly string[];
+  at: number;
 }
 
 const DEFAULT_PEEK_MS = 1000;
@@ -342,7 +348,7 @@ export class PullHub {
     }));
     if (asks.every((ask) => ask.types.length === 0)) return { leased: asks.map(() => []), more: new Set(), held, upcoming: [] };
     this.#metrics?.claims.inc();
-    const upcoming: Claimed['upcoming'] = [];
+    const upcoming: Upcoming[] = [];
     const { leased, more, expired } = await lifecycle.leaseMany(
       asks,
       async (type, leasedOf) => {
@@ -353,7 +359,8 @@ export class PullHub {
         return room;
       },
       (types, at) => {
-        // Before the COMMIT: a task due during this claim starts the next claim on time.
+        // Before the COMMIT: a task due during this claim is woken at its instant, and the next
+        // claim, which starts when this one ends, serves it.
         upcoming.push({ types, at });
         if (!this.#stopped) this.#wakeAt(at, types);
       },

@@ -179,11 +179,18 @@ export function temporalIsoLocal(ms: number, zone: string): string {
  * (or that instant) to the next: toIsoLocal then needs no Temporal conversion per instant, which
  * cost a lease answer a few percent of the server's time (each task carries runAtLocal).
  */
-const offsetSpans = new Map<string, { from: number; until: number; offsetMs: number; offset: string }>();
+interface OffsetSpan {
+  from: number;
+  until: number;
+  offsetMs: number;
+  /** As Temporal writes it: +08:00. */
+  offset: string;
+}
+const offsetSpans = new Map<string, OffsetSpan>();
 /** Instants whose local time, in any zone, has a year of four digits (a day's margin each side). */
 const FOUR_DIGIT_YEARS = { from: Date.UTC(1000, 0, 2), until: Date.UTC(9999, 11, 30) };
 
-function offsetSpanAt(ms: number, zone: string): { from: number; until: number; offsetMs: number; offset: string } {
+function offsetSpanAt(ms: number, zone: string): OffsetSpan {
   const zoned = Temporal.Instant.fromEpochMilliseconds(ms).toZonedDateTimeISO(zone);
   const offsetMs = zoned.offsetNanoseconds / 1e6;
   // 'previous' is the transition strictly before: at a transition itself, the span starts there.
