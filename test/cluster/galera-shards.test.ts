@@ -12,7 +12,7 @@ import type { RowDataPacket } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
 import { killNode, restartNode, urlFrom } from '../helpers/galera.js';
-import { killLeftoverServers, waitFor } from '../helpers/server.js';
+import { errorsLogged, killLeftoverServers, waitFor } from '../helpers/server.js';
 import {
   SHARDS,
   balanced,
@@ -105,7 +105,7 @@ describe('shard leases on a Galera cluster', () => {
             payload: { orderSn: order.orderSn },
             delayMs: 500,
           });
-          expect(status).toBe(201);
+          expect(status, errorsLogged(member.server)).toBe(201);
           created.push({ id: body.id as number, byOwner: owners.get(member.id)!.has((body.id as number) % SHARDS) });
         }),
       );

@@ -118,6 +118,12 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false>, ti
   }
 }
 
+/** The server's last error log lines, for a failure's message: a 500 says only "see the service log". */
+export function errorsLogged(server: ServerProcess, count = 3): string {
+  const errors = server.logs.filter((line) => line.level >= 50).slice(-count);
+  return errors.length === 0 ? '' : `; its last errors logged: ${JSON.stringify(errors)}`;
+}
+
 /** POSTs every body to /tasks, `parallel` at a time; answers the created tasks' ids in order. */
 export async function createTasks(server: ServerProcess, bodies: unknown[], parallel = 16): Promise<number[]> {
   const ids: number[] = new Array(bodies.length);
@@ -126,7 +132,7 @@ export async function createTasks(server: ServerProcess, bodies: unknown[], para
     while (next < bodies.length) {
       const index = next++;
       const { status, body } = await server.request('POST', '/tasks', bodies[index]);
-      if (status !== 201) throw new Error(`POST /tasks answered ${status}: ${JSON.stringify(body)}`);
+      if (status !== 201) throw new Error(`POST /tasks answered ${status}: ${JSON.stringify(body)}${errorsLogged(server)}`);
       ids[index] = body.id;
     }
   };
