@@ -105,7 +105,7 @@ describe('shard leases on a Galera cluster', () => {
             payload: { orderSn: order.orderSn },
             delayMs: 500,
           });
-          expect(status, errorsLogged(member.server)).toBe(201);
+          if (status !== 201) expect.fail(`POST /tasks answered ${status}: ${JSON.stringify(body)}${await errorsLogged(member.server)}`);
           created.push({ id: body.id as number, byOwner: owners.get(member.id)!.has((body.id as number) % SHARDS) });
         }),
       );

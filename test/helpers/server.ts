@@ -118,10 +118,15 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false>, ti
   }
 }
 
-/** The server's last error log lines, for a failure's message: a 500 says only "see the service log". */
-export function errorsLogged(server: ServerProcess, count = 3): string {
-  const errors = server.logs.filter((line) => line.level >= 50).slice(-count);
-  return errors.length === 0 ? '' : `; its last errors logged: ${JSON.stringify(errors)}`;
+/**
+ * The server's last error log lines, for a failure's message: a 500 says only "see the service
+ * log". The line can reach the test after the answer does (stdout and the socket are two pipes),
+ * so it is waited for, up to a second.
+ */
+export async function errorsLogged(server: ServerProcess, count = 3): Promise<string> {
+  const errors = () => server.logs.filter((line) => line.level >= 50).slice(-count);
+  await waitFor(async () => errors().length > 0, 1000, 'an error log line').catch(() => undefined);
+  return errors().length === 0 ? '' : `; its last errors logged: ${JSON.stringify(errors())}`;
 }
 
 /** POSTs every body to /tasks, `parallel` at a time; answers the created tasks' ids in order. */
@@ -132,7 +137,7 @@ export async function createTasks(server: ServerProcess, bodies: unknown[], para
     while (next < bodies.length) {
       const index = next++;
       const { status, body } = await server.request('POST', '/tasks', bodies[index]);
-      if (status !== 201) throw new Error(`POST /tasks answered ${status}: ${JSON.stringify(body)}${errorsLogged(server)}`);
+      if (status !== 201) throw new Error(`POST /tasks answered ${status}: ${JSON.stringify(body)}${await errorsLogged(server)}`);
       ids[index] = body.id;
     }
   };
