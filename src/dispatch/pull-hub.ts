@@ -8,7 +8,7 @@
  *
  * How a waiting worker hears of a due task (a worker type's task has no timer of its own, and
  * the dispatcher never locks it: timers/arming.ts):
- * - a look ahead in each claim, read with its lock in the same round trip: when the next task of
+ * - a look ahead in each claim, read with its lock (one round trip where pipelined): when the next task of
  *   its types falls due, and a timer set at that instant as soon as the lock answers, before the
  *   COMMIT (one timer for the hub, the earliest wins), so a task due during a claim is served by
  *   the next one, which starts as this one ends; it finds what this process wrote, what another process wrote (SHARDING=on too),
@@ -25,14 +25,16 @@
  *
  * Fair: the longest waiting request whose types match is served first, and a served request leaves
  * the queue. Leases are conditional claims in the database (pull.ts), so two workers, in this
- * process or in two, never get one task. Paused types are not leased; a type's maxConcurrency counts
+ * process or in two, never get one task. A claim that loses its rows to another process's (a
+ * deadlock, or on Galera a write conflict between two nodes, through every try) fails no request:
+ * its requests claim again after a short random pause, within their waitMs. Paused types are not leased; a type's maxConcurrency counts
  * the leases held across the fleet. See docs/workers.md.
  */
 import type { Logger } from 'pino';
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
-import { loggable } from '../db/errors.js';
+import { isLockConflict, loggable } from '../db/errors.js';
 import type { PullLifecycle } from '../lifecycle/pull.js';
 import type { PullStore } from '../store/pulls.js';
 import type { Task } from '../store/task-store.js';
@@ -130,7 +132,7 @@ export class PullHub {
   #dueAt = Number.POSITIVE_INFINITY;
   /** The types the due timer wakes. */
   readonly #dueTypes = new Set<string>();
-  readonly #metrics: { leased: Counter; waiting: Gauge; refused: Counter; claims: Counter } | undefined;
+  readonly #metrics: { leased: Counter; waiting: Gauge; refused: Counter; claims: Counter; conflicts: Counter } | undefined;
 
   constructor(options: PullHubOptions) {
     this.#options = options;
@@ -156,6 +158,11 @@ export class PullHub {
         claims: new Counter({
           name: 'punctual_pull_claims_total',
           help: 'Claim transactions of the pull hub (each serves every lease request that was ready for it).',
+          registers: [options.registry],
+        }),
+        conflicts: new Counter({
+          name: 'punctual_pull_claim_conflicts_total',
+          help: 'Claims that lost their rows to another transaction through every try (another process leased them); claimed again soon.',
           registers: [options.registry],
         }),
       };
@@ -300,6 +307,7 @@ export class PullHub {
 
   /** A claim is over: who got tasks leaves with them; arriving requests that got none start to wait. */
   #served(group: readonly Waiter[], answer: Claimed | undefined, failed?: Error): void {
+    if (failed !== undefined && isLockConflict(failed)) return this.#lostToConflict(group);
     group.forEach((waiter, i) => {
       waiter.claiming = false;
       const tasks = answer?.leased[i] ?? [];
@@ -328,6 +336,25 @@ export class PullHub {
       const waking = types.filter((type) => left.has(type));
       if (waking.length > 0) this.#wakeAt(at, waking);
     }
+  }
+
+  /**
+   * A claim lost its rows to another transaction through every try: nothing was leased, and the
+   * rows it wanted went to someone else. Its arriving requests wait like the others, and all of
+   * them claim again after a pause of 10–60 ms (random, so two processes fall out of step).
+   */
+  #lostToConflict(group: readonly Waiter[]): void {
+    this.#metrics?.conflicts.inc();
+    this.#options.log.debug('pull: a claim lost its rows to another transaction; claiming again shortly');
+    const types = new Set<string>();
+    for (const waiter of group) {
+      waiter.claiming = false;
+      if (waiter.done) continue;
+      for (const type of waiter.types) types.add(type);
+      if (waiter.wantsOut) this.#leave(waiter, []);
+      else if (waiter.arriving) this.#startWaiting(waiter);
+    }
+    if (types.size > 0) this.#wakeAt(this.#options.clock.now() + 10 + Math.random() * 50, [...types]);
   }
 
   /** One claim for `group` (oldest first), each request for its types not paused: all of them when it arrives, else those among `woken`. */

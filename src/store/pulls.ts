@@ -42,7 +42,11 @@ export class PullStore {
 
   /**
    * Up to `limit` due pending tasks of `types`, oldest first, locked (SKIP LOCKED), and when the
-   * next pending task of `types` falls due after `now` (undefined: none): one round trip.
+   * next pending task of `types` falls due after `now` (undefined: none). In a pipelined
+   * transaction the two statements are one text, one round trip. Elsewhere they are two: on a
+   * Galera node a replicated write that aborts the transaction between them would not stop the
+   * text, and the lease would be written after the abort, outside any transaction
+   * (db/connection.ts, pipelines).
    */
   async lockDue(
     conn: Connection,
@@ -52,8 +56,16 @@ export class PullStore {
   ): Promise<{ locked: Task[]; next: number | undefined }> {
     if (types.length === 0 || limit <= 0) return { locked: [], next: undefined };
     const at = new Date(now);
-    const options = { sql: PULL_SQL.lockDueOfTypes, values: [types, at, limit, types, at], statements: 2 };
-    const [[rows, nextRows]] = await conn.query<[TaskRow[], Rows<{ next_due: number | null }[]>]>(options);
+    let rows: TaskRow[];
+    let nextRows: Rows<{ next_due: number | null }[]>;
+    if (pipelineOf(conn) === undefined) {
+      [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockDueOfTypes, [types, at, limit]);
+      [nextRows] = await conn.query<Rows<{ next_due: number | null }[]>>(PULL_SQL.nextDueOfTypes, [types, at]);
+    } else {
+      const sql = `${PULL_SQL.lockDueOfTypes};\n${PULL_SQL.nextDueOfTypes}`;
+      const options = { sql, values: [types, at, limit, types, at], statements: 2 };
+      [[rows, nextRows]] = await conn.query<[TaskRow[], Rows<{ next_due: number | null }[]>]>(options);
+    }
     const next = nextRows[0]?.next_due;
     return { locked: rows.map(fromRow), next: next === null || next === undefined ? undefined : Number(next) };
   }

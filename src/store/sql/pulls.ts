@@ -13,16 +13,18 @@ const HELD = "id = ? AND status = 'running' AND lease_owner = ? AND lease_until 
 
 export const PULL_SQL = {
   /**
-   * Two statements, one text, one round trip: the due pending tasks of the types ? at ?, oldest
-   * first, at most ?, locked (rows another transaction holds are skipped; one past its
-   * expireAfterMs is locked too: the claim ends it as expired, lifecycle/pull.ts, a worker never
-   * gets it); then when the next pending task of the types ? falls due after ?, in ms as
-   * `next_due` (NULL: none; one range of the index per type): the claim's look ahead.
+   * The due pending tasks of the types ? at ?, oldest first, at most ?, locked (rows another
+   * transaction holds are skipped; one past its expireAfterMs is locked too: the claim ends it as
+   * expired, lifecycle/pull.ts, a worker never gets it).
    */
   lockDueOfTypes: `SELECT ${TASK_COLUMNS} FROM tasks FORCE INDEX (tasks_type_status_run_at)
     WHERE type IN (?) AND status = 'pending' AND run_at <= ?
-    ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED;
-    SELECT ${ms('MIN(run_at)')} AS next_due FROM tasks FORCE INDEX (tasks_type_status_run_at)
+    ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+  /**
+   * When the next pending task of the types ? falls due after ?, in ms as `next_due` (NULL: none;
+   * one range of the index per type): the claim's look ahead.
+   */
+  nextDueOfTypes: `SELECT ${ms('MIN(run_at)')} AS next_due FROM tasks FORCE INDEX (tasks_type_status_run_at)
     WHERE type IN (?) AND status = 'pending' AND run_at > ?`,
   /**
    * Several leases in one statement: the tasks among the last ?, while pending, running from ?
