@@ -4,7 +4,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isConnectionError, loggable } from '../db/errors.js';
+import { isConnectionError, isLockConflict, loggable } from '../db/errors.js';
 import { describeErrors } from '../util/schema-errors.js';
 import type { TaskJson } from '../contract/tasks.js';
 
@@ -62,6 +62,18 @@ export function installErrorHandler(app: FastifyInstance): void {
         code: 'PUNCTUAL_DATABASE_UNAVAILABLE',
         error: STATUS_CODES[503],
         message: 'the database is unavailable; try again (a repeated create with the same key is safe)',
+      });
+    }
+    if (isLockConflict(error)) {
+      // Lost to another transaction through every try (on Galera, a write conflict between two
+      // nodes): its transaction was rolled back, and the same request shortly after most likely passes.
+      request.log.warn({ err: loggable(error) }, 'request failed: lost to a concurrent write');
+      return reply.status(503).header('retry-after', '1').send({
+        statusCode: 503,
+        code: 'PUNCTUAL_WRITE_CONFLICT',
+        error: STATUS_CODES[503],
+        message:
+          'a concurrent write took the rows this request needed and its transaction was rolled back; try again (a repeated create with the same key is safe)',
       });
     }
     request.log.error({ err: loggable(error) }, 'request failed');
