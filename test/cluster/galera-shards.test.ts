@@ -12,7 +12,7 @@ import type { RowDataPacket } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
 import { killNode, restartNode, urlFrom } from '../helpers/galera.js';
-import { errorsLogged, killLeftoverServers, waitFor } from '../helpers/server.js';
+import { createTask, errorsLogged, killLeftoverServers, waitFor } from '../helpers/server.js';
 import {
   SHARDS,
   balanced,
@@ -100,7 +100,7 @@ describe('shard leases on a Galera cluster', () => {
         members.map(async (member, k) => {
           const order = probes[i + k];
           if (order === undefined) return;
-          const { status, body } = await member.server.request('POST', '/tasks', {
+          const { status, body } = await createTask(member.server, {
             type: 'close_order',
             payload: { orderSn: order.orderSn },
             delayMs: 500,

@@ -129,14 +129,27 @@ export async function errorsLogged(server: ServerProcess, count = 3): Promise<st
   return errors().length === 0 ? '' : `; its last errors logged: ${JSON.stringify(errors())}`;
 }
 
-/** POSTs every body to /tasks, `parallel` at a time; answers the created tasks' ids in order. */
+/**
+ * POSTs `body` to /tasks as a shop's client would: a 503 PUNCTUAL_WRITE_CONFLICT (the create lost
+ * to a concurrent write and was rolled back, on Galera a conflict between two nodes) is sent
+ * again after its Retry-After, up to 3 times in all.
+ */
+export async function createTask(server: ServerProcess, body: unknown): Promise<{ status: number; body: any }> {
+  for (let tries = 1; ; tries++) {
+    const answer = await server.request('POST', '/tasks', body);
+    if (answer.status !== 503 || answer.body?.code !== 'PUNCTUAL_WRITE_CONFLICT' || tries === 3) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+/** POSTs every body to /tasks (createTask), `parallel` at a time; answers the created tasks' ids in order. */
 export async function createTasks(server: ServerProcess, bodies: unknown[], parallel = 16): Promise<number[]> {
   const ids: number[] = new Array(bodies.length);
   let next = 0;
   const worker = async () => {
     while (next < bodies.length) {
       const index = next++;
-      const { status, body } = await server.request('POST', '/tasks', bodies[index]);
+      const { status, body } = await createTask(server, bodies[index]);
       if (status !== 201) throw new Error(`POST /tasks answered ${status}: ${JSON.stringify(body)}${await errorsLogged(server)}`);
       ids[index] = body.id;
     }
