@@ -1,16 +1,28 @@
 /**
  * The OpenAPI 3.1 document, generated from the same TypeBox schemas that validate requests and
  * serialize answers, at GET /openapi.json; a browsable copy at /docs. Both need no token.
+ *
+ * Generated when first asked for, not at boot: @fastify/swagger, @fastify/swagger-ui and the YAML
+ * parser they load cost a start about 70 ms, for a page few processes ever serve. The app records
+ * each route's method, URL and schema as it is added (an onRoute hook, nothing compiled); the
+ * first request for the document or the page builds a Fastify instance of its own with the two
+ * plugins and the recorded routes (their schemas, a handler that is never called, no validator
+ * or serializer compiled), and answers from it from then on.
  */
 import { readFileSync } from 'node:fs';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, HTTPMethods, RouteOptions } from 'fastify';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** Each task type with its payload's schema, read when the document is first asked for (after the boot). */
 export type PayloadSchemas = () => [type: string, schema: unknown][];
+
+/** What the document needs of a route. */
+interface RecordedRoute {
+  method: HTTPMethods | HTTPMethods[];
+  url: string;
+  schema: FastifySchema | undefined;
+}
 
 /**
  * The create's body as a union discriminated by `type`: one component per task type with its
@@ -42,8 +54,18 @@ function withTypeUnion<D extends { paths?: object; components?: object }>(docume
   return { ...document, components };
 }
 
-export function installOpenApi(app: FastifyInstance, payloads?: PayloadSchemas): void {
-  void app.register(swagger, {
+/** The Fastify instance that writes the document and serves the page, built from `routes`. */
+async function documentApp(routes: readonly RecordedRoute[], payloads?: PayloadSchemas): Promise<FastifyInstance> {
+  const [{ default: Fastify }, { default: swagger }, { default: swaggerUi }] = await Promise.all([
+    import('fastify'),
+    import('@fastify/swagger'),
+    import('@fastify/swagger-ui'),
+  ]);
+  const doc = Fastify({ logger: false });
+  // The schemas are read, never run: nothing to compile.
+  doc.setValidatorCompiler(() => () => true);
+  doc.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  await doc.register(swagger, {
     ...(payloads === undefined
       ? {}
       : {
@@ -69,6 +91,41 @@ export function installOpenApi(app: FastifyInstance, payloads?: PayloadSchemas):
       ],
     },
   });
-  void app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await doc.register(swaggerUi, { routePrefix: '/docs' });
+  const never = async () => undefined;
+  for (const route of routes) doc.route({ method: route.method, url: route.url, schema: route.schema, handler: never });
+  await doc.ready();
+  return doc;
+}
+
+/** Headers of the document instance's answer that the app's own answer sets itself. */
+const OWN_HEADERS = new Set(['content-length', 'connection', 'transfer-encoding', 'date', 'keep-alive']);
+
+export function installOpenApi(app: FastifyInstance, payloads?: PayloadSchemas): void {
+  const routes: RecordedRoute[] = [];
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const methods = [route.method].flat().filter((method) => method !== 'HEAD');
+    if (methods.length === 0 || route.schema?.hide === true || route.url.startsWith('/docs')) return;
+    routes.push({ method: methods.length === 1 ? methods[0]! : methods, url: route.url, schema: route.schema });
+  });
+  let built: Promise<FastifyInstance> | undefined;
+  const doc = () => {
+    built ??= documentApp(routes, payloads).catch((error: unknown) => {
+      built = undefined;
+      throw error;
+    });
+    return built;
+  };
+  app.get('/openapi.json', { schema: { hide: true } }, async () => (await doc()).swagger());
+  // The page and its files, answered by the document's own instance.
+  const page = async (request: FastifyRequest, reply: FastifyReply) => {
+    const answer = await (await doc()).inject({ method: 'GET', url: request.url, headers: { accept: request.headers.accept ?? '*/*' } });
+    void reply.code(answer.statusCode);
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value !== undefined && !OWN_HEADERS.has(name)) void reply.header(name, value);
+    }
+    return answer.rawPayload.length === 0 ? reply.send() : reply.send(answer.rawPayload);
+  };
+  app.get('/docs', { schema: { hide: true } }, page);
+  app.get('/docs/*', { schema: { hide: true } }, page);
 }

@@ -95,5 +95,11 @@ describe('the OpenAPI document', () => {
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toContain('text/html');
     expect(page.body).toContain('swagger');
+    // Its files come through the document's own instance (built at the first ask).
+    const css = await service.app.inject({ url: '/docs/static/swagger-ui.css' });
+    expect(css.statusCode).toBe(200);
+    expect(css.headers['content-type']).toContain('text/css');
+    expect(css.body.length).toBeGreaterThan(10_000);
+    expect((await service.app.inject({ url: '/docs/no-such-file.js' })).statusCode).toBe(404);
   });
 });
