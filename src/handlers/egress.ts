@@ -3,13 +3,14 @@
  * `host:port`), and an internal address (anything but global unicast, IPv4 inside IPv6 included)
  * only when that address itself is listed. The check runs in the connector, on the (address, port)
  * pair the socket is then opened to, so the answer cannot change between the check and the connect.
- * Ranges come from ipaddr.js.
+ * Ranges come from ipaddr.js. undici is loaded with the first call (`client()`): a process
+ * that sends no webhook never evaluates it (about 10 ms of a start otherwise).
  * See docs/architecture.md#where-a-webhook-may-go.
  */
 import { lookup as dnsLookup } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector } from 'undici';
+import type { Agent, buildConnector, request } from 'undici';
 
 /** IPv6 addresses outside 2000::/3 are not on the public internet (::/96 IPv4-compatible among them). */
 const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
@@ -53,12 +54,24 @@ export function listed(entries: string[], host: string, port: number): boolean {
 
 export class Egress {
   readonly #allowed: string[];
-  readonly dispatcher: Agent;
+  #client: Promise<{ agent: Agent; request: typeof request }> | undefined;
 
   constructor(allowedHosts: string[]) {
     this.#allowed = allowedHosts;
-    const connect = buildConnector({});
-    this.dispatcher = new Agent({
+  }
+
+  /** undici's `request` and the agent whose connector checks each address; loaded and made at the first call. */
+  client(): Promise<{ agent: Agent; request: typeof request }> {
+    this.#client ??= import('undici').then((undici) => ({
+      agent: this.#agent(undici.Agent, undici.buildConnector),
+      request: undici.request,
+    }));
+    return this.#client;
+  }
+
+  #agent(AgentClass: typeof Agent, connector: typeof buildConnector): Agent {
+    const connect = connector({});
+    return new AgentClass({
       connect: (options, callback) => {
         const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
         dnsLookup(options.hostname, { all: true }, (error, addresses) => {

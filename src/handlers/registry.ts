@@ -12,7 +12,8 @@ import { workerType } from './worker-type.js';
 
 interface Entry {
   handler: TaskHandler;
-  validator: Validator;
+  /** Compiled at the type's first check, not at every start. */
+  validator?: Validator;
 }
 
 export class HandlerRegistry {
@@ -20,7 +21,7 @@ export class HandlerRegistry {
 
   register(handler: TaskHandler): this {
     if (this.#entries.has(handler.type)) throw new Error(`handler ${handler.type} is registered twice`);
-    this.#entries.set(handler.type, { handler, validator: Compile(handler.payload) });
+    this.#entries.set(handler.type, { handler });
     return this;
   }
 
@@ -69,7 +70,8 @@ export class HandlerRegistry {
   payloadProblem(type: string, payload: unknown, path = 'payload'): string | undefined {
     const entry = this.#entries.get(type);
     if (entry === undefined) return `unknown task type ${JSON.stringify(type)}`;
-    if (!entry.validator.Check(payload)) return describeErrors(entry.validator.Errors(payload), path);
+    const validator = (entry.validator ??= Compile(entry.handler.payload));
+    if (!validator.Check(payload)) return describeErrors(validator.Errors(payload), path);
     const problem = entry.handler.check?.(payload);
     if (problem === undefined) return undefined;
     return problem.startsWith('/') ? `${path}${problem}` : `${path} ${problem}`;

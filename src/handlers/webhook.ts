@@ -10,7 +10,6 @@ import { createHash, createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { Type } from 'typebox';
-import { request } from 'undici';
 import { Egress, listed, portOf } from './egress.js';
 import { type OutsideHandler, PermanentError } from './handler.js';
 import { firstReserved } from './outgoing-headers.js';
@@ -119,12 +118,14 @@ async function readBounded(body: Readable): Promise<Buffer> {
 
 /** A short, printable excerpt of an answer. */
 function excerpt(answer: Buffer): string {
-  return answer
-    .toString('utf8')
-    .slice(0, EXCERPT_CHARS)
-    // Control characters would break a log line or the dashboard's table.
-    // eslint-disable-next-line no-control-regex
-    .replace(/[\x00-\x1f\x7f]+/g, ' ');
+  return (
+    answer
+      .toString('utf8')
+      .slice(0, EXCERPT_CHARS)
+      // Control characters would break a log line or the dashboard's table.
+      // eslint-disable-next-line no-control-regex
+      .replace(/[\x00-\x1f\x7f]+/g, ' ')
+  );
 }
 
 /** A call's network error as the task's lastError: its code and message, a refusal by egress as permanent. */
@@ -189,11 +190,12 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       const signature = sign(secrets, { timestamp: now, method, url: sent, idempotencyKey: key, body: text });
       // No answer until one comes: a call that fails or runs out of time is kept as status 0.
       answered({ httpStatus: 0, responseBytes: null });
+      const { agent, request } = await egress.client();
       const response = await request(sent, {
         method,
         maxRedirections: 0,
         signal,
-        dispatcher: egress.dispatcher,
+        dispatcher: agent,
         headers: {
           ...headers,
           'user-agent': USER_AGENT,

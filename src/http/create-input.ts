@@ -132,13 +132,16 @@ export function conflictMessage(existing: { key: string | null; id: number }): s
   return `key ${JSON.stringify(existing.key)} already names task ${existing.id} with a different type, payload, runAt, cron or tags`;
 }
 
-const createBody = Compile(CreateTaskBody);
+/** Compiled at the first batch, not at every start. */
+let compiled: ReturnType<typeof compileCreateBody> | undefined;
+const compileCreateBody = () => Compile(CreateTaskBody);
 
 /**
  * An item of a batch, not yet checked against the schema (the batch schema takes any item, so
  * one bad item cannot refuse the others): the same check and the same message as POST /tasks.
  */
 export function createRequestOf(item: unknown, input: CreateInput, now: number): CreateRequest {
+  const createBody = (compiled ??= compileCreateBody());
   if (!createBody.Check(item)) throw new HttpError(400, 'FST_ERR_VALIDATION', describeErrors(createBody.Errors(item), 'body'));
   return createRequest(item, input, now);
 }
