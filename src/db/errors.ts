@@ -106,6 +106,14 @@ export function isRanElsewhere(error: unknown): boolean {
   return false;
 }
 
+/** The table named does not exist (1146). */
+export function isNoSuchTable(error: unknown): boolean {
+  for (const link of chain(error)) {
+    if (link.errno === 1146 || link.code === 'ER_NO_SUCH_TABLE') return true;
+  }
+  return false;
+}
+
 export function isDuplicateKey(error: unknown): boolean {
   for (const link of chain(error)) {
     if (link.errno === 1062 || link.code === 'ER_DUP_ENTRY') return true;

@@ -6,7 +6,10 @@
  * it a migration that can run twice (0007 changes collations) was recorded twice. A process that
  * still meets a statement another ran (a turn taken over after its time ran out) waits and starts
  * again (retry.ts, ranElsewhere) until it finds the migrations recorded. The work is autocommit.
- * On MySQL 8 the files run with MariaDB's NO PAD collation name replaced by MySQL's.
+ * On MySQL 8 the files run with MariaDB's NO PAD collation name replaced by MySQL's. A database
+ * that has recorded the newest migration already (every start but the first after an upgrade) is
+ * left as it is after one query, without the lock, the turn or reading the files: drizzle's own
+ * test (a migration runs when it is newer than the last one recorded) would run nothing.
  * See docs/architecture.md#migrations.
  */
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +22,7 @@ import { migrate } from 'drizzle-orm/mysql2/migrator';
 import type mysql from 'mysql2/promise';
 import { freshConnections } from './connection.js';
 import type { DatabaseAccess } from './tls.js';
-import { isDuplicateKey, isLockConflict } from './errors.js';
+import { isDuplicateKey, isLockConflict, isNoSuchTable } from './errors.js';
 import { ranElsewhere } from './retry.js';
 import { DB } from './sql.js';
 import { EXACT_COLLATION } from './schema.js';
@@ -75,11 +78,29 @@ export function migrationsFor(version: string, folder = MIGRATIONS_FOLDER): { fo
   return { folder: copy, done: () => rmSync(copy, { recursive: true, force: true }) };
 }
 
+/** The instant drizzle's journal gives its newest migration (`when`): what it records as `created_at` once applied. */
+export function newestMigration(folder = MIGRATIONS_FOLDER): number {
+  const journal = JSON.parse(readFileSync(join(folder, 'meta', '_journal.json'), 'utf8')) as { entries: { when: number }[] };
+  return Math.max(0, ...journal.entries.map((entry) => entry.when));
+}
+
+/** Whether the database has recorded the newest migration (a migration is recorded after its statements ran). */
+async function upToDate(conn: mysql.Connection): Promise<boolean> {
+  try {
+    const [rows] = await conn.query<mysql.RowDataPacket[]>(`SELECT MAX(created_at) AS last FROM \`${MIGRATIONS_TABLE}\``);
+    return Number(rows[0]?.last ?? 0) >= newestMigration();
+  } catch (error) {
+    if (isNoSuchTable(error)) return false;
+    throw error;
+  }
+}
+
 export async function migrateDatabase(url: string, databaseName: string, access?: DatabaseAccess): Promise<void> {
   const lockName = `punctual.migrate.${databaseName}`.slice(0, 64);
   await autocommit(
     freshConnections(url, { timezone: 'Z' }, undefined, access),
     async (conn) => {
+      if (await upToDate(conn)) return;
       await conn.query(DB.utcSession);
       const [rows] = await conn.query<mysql.RowDataPacket[]>(DB.getLock, [lockName, LOCK_WAIT_S]);
       if (rows[0]?.got !== 1) {
