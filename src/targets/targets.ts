@@ -125,7 +125,8 @@ class LoadedOnOpen implements Target {
   }
 
   open(): void {
-    void this.#open();
+    // A class that cannot load fails its publishes, which say why.
+    void this.#open().catch(() => undefined);
   }
 
   async publish(message: OutgoingMessage, signal: AbortSignal): Promise<string> {
