@@ -305,9 +305,15 @@ export class PullHub {
     }
   }
 
-  /** A claim is over: who got tasks leaves with them; arriving requests that got none start to wait. */
+  /**
+   * A claim is over: who got tasks leaves with them; arriving requests that got none start to
+   * wait. A claim that lost its rows to another transaction through every try (`failed` a lock
+   * conflict: another process leased them) fails no request: they all wait, and claim again
+   * after 10–60 ms (random, so two processes fall out of step).
+   */
   #served(group: readonly Waiter[], answer: Claimed | undefined, failed?: Error): void {
-    if (failed !== undefined && isLockConflict(failed)) return this.#lostToConflict(group);
+    const lost = failed !== undefined && isLockConflict(failed);
+    const refused = lost ? undefined : failed;
     group.forEach((waiter, i) => {
       waiter.claiming = false;
       const tasks = answer?.leased[i] ?? [];
@@ -315,12 +321,19 @@ export class PullHub {
       // late, rather than tasks leased to nobody until their lease runs out.
       if (tasks.length > 0 || waiter.wantsOut) this.#leave(waiter, tasks);
       else if (waiter.arriving) {
-        if (failed !== undefined) this.#leave(waiter, [], failed);
+        if (refused !== undefined) this.#leave(waiter, [], refused);
         else this.#startWaiting(waiter);
       }
     });
-    if (failed !== undefined) {
-      this.#options.log.warn({ err: loggable(failed) }, 'pull: a lease for waiting workers failed; trying again at the next peek');
+    const left = new Set(group.filter((waiter) => !waiter.done).flatMap((waiter) => [...waiter.types]));
+    if (lost) {
+      this.#metrics?.conflicts.inc();
+      this.#options.log.debug('pull: a claim lost its rows to another transaction; claiming again shortly');
+      if (left.size > 0) this.#wakeAt(this.#options.clock.now() + 10 + Math.random() * 50, [...left]);
+      return;
+    }
+    if (refused !== undefined) {
+      this.#options.log.warn({ err: loggable(refused) }, 'pull: a lease for waiting workers failed; trying again at the next peek');
       return;
     }
     // A lock that came back full: more of those types may be due.
@@ -329,32 +342,12 @@ export class PullHub {
     // look ahead), whoever armed it (this process's timers tell too, but may be busy; another
     // process's never do). The timer was set when the lock answered; an instant that passed
     // during the claim found these requests in it, so it wakes them now.
-    const left = new Set(group.filter((waiter) => !waiter.done).flatMap((waiter) => [...waiter.types]));
     // Not a type held back (paused, at its maxConcurrency): its next task would be no use; the peek looks again.
     for (const type of [...answer!.more, ...answer!.held]) left.delete(type);
     for (const { types, at } of answer!.upcoming) {
       const waking = types.filter((type) => left.has(type));
       if (waking.length > 0) this.#wakeAt(at, waking);
     }
-  }
-
-  /**
-   * A claim lost its rows to another transaction through every try: nothing was leased, and the
-   * rows it wanted went to someone else. Its arriving requests wait like the others, and all of
-   * them claim again after a pause of 10–60 ms (random, so two processes fall out of step).
-   */
-  #lostToConflict(group: readonly Waiter[]): void {
-    this.#metrics?.conflicts.inc();
-    this.#options.log.debug('pull: a claim lost its rows to another transaction; claiming again shortly');
-    const types = new Set<string>();
-    for (const waiter of group) {
-      waiter.claiming = false;
-      if (waiter.done) continue;
-      for (const type of waiter.types) types.add(type);
-      if (waiter.wantsOut) this.#leave(waiter, []);
-      else if (waiter.arriving) this.#startWaiting(waiter);
-    }
-    if (types.size > 0) this.#wakeAt(this.#options.clock.now() + 10 + Math.random() * 50, [...types]);
   }
 
   /** One claim for `group` (oldest first), each request for its types not paused: all of them when it arrives, else those among `woken`. */
