@@ -3,7 +3,7 @@
  * serialize answers, at GET /openapi.json; a browsable copy at /docs. Both need no token.
  *
  * Generated when first asked for, not at boot: @fastify/swagger, @fastify/swagger-ui and the YAML
- * parser they load cost a start about 70 ms, for a page few processes ever serve. The app records
+ * parser they load cost a start about 80 ms, for a page few processes ever serve. The app records
  * each route's method, URL and schema as it is added (an onRoute hook, nothing compiled); the
  * first request for the document or the page builds a Fastify instance of its own with the two
  * plugins and the recorded routes (their schemas, a handler that is never called, no validator
@@ -19,7 +19,7 @@ export type PayloadSchemas = () => [type: string, schema: unknown][];
 
 /** What the document needs of a route. */
 interface RecordedRoute {
-  method: HTTPMethods | HTTPMethods[];
+  method: HTTPMethods[];
   url: string;
   schema: FastifySchema | undefined;
 }
@@ -104,9 +104,9 @@ const OWN_HEADERS = new Set(['content-length', 'connection', 'transfer-encoding'
 export function installOpenApi(app: FastifyInstance, payloads?: PayloadSchemas): void {
   const routes: RecordedRoute[] = [];
   app.addHook('onRoute', (route: RouteOptions) => {
-    const methods = [route.method].flat().filter((method) => method !== 'HEAD');
-    if (methods.length === 0 || route.schema?.hide === true || route.url.startsWith('/docs')) return;
-    routes.push({ method: methods.length === 1 ? methods[0]! : methods, url: route.url, schema: route.schema });
+    // HEAD routes are Fastify's own copies of the GET ones: the document's instance makes its own.
+    const method = [route.method].flat().filter((name) => name !== 'HEAD');
+    if (method.length > 0 && route.schema?.hide !== true) routes.push({ method, url: route.url, schema: route.schema });
   });
   let built: Promise<FastifyInstance> | undefined;
   const doc = () => {
