@@ -14,10 +14,8 @@
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { Command, CommanderError, Option } from 'commander';
 import mysql from 'mysql2/promise';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { ensureDatabase, freshConnections } from '../db/connection.js';
-import { MIGRATIONS_FOLDER, MIGRATIONS_TABLE, migrateDatabase, migrationsFor } from '../db/migrate.js';
+import { lastRecordedMigration, migrateDatabase, migrationJournal, migrationsFor } from '../db/migrate.js';
 import { autocommit } from '../db/transaction.js';
 import { VERSION } from '../observability/metrics.js';
 import { redactCredentials } from '../observability/redact.js';
@@ -34,10 +32,7 @@ function config(): Config {
 
 /** The migration files' names by their time (drizzle's journal). */
 function migrationNames(): Map<number, string> {
-  const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as {
-    entries: { when: number; tag: string }[];
-  };
-  return new Map(journal.entries.map((entry) => [entry.when, `${entry.tag}.sql`]));
+  return new Map(migrationJournal().map((entry) => [entry.when, `${entry.tag}.sql`]));
 }
 
 /** The statements of the migrations the database has not applied, by file, in order. */
@@ -45,15 +40,7 @@ export async function pendingMigrations(settings: Config['database']): Promise<{
   const { url, name } = settings;
   return autocommit(freshConnections(url, { timezone: 'Z' }, '/', settings), async (conn) => {
     const [[server]] = await conn.query<mysql.RowDataPacket[]>('SELECT VERSION() AS version');
-    const [tables] = await conn.query<mysql.RowDataPacket[]>(
-      'SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
-      [name, MIGRATIONS_TABLE],
-    );
-    let last = 0;
-    if (tables.length > 0) {
-      const [rows] = await conn.query<mysql.RowDataPacket[]>(`SELECT MAX(created_at) AS last FROM \`${name}\`.\`${MIGRATIONS_TABLE}\``);
-      last = Number(rows[0]?.last ?? 0);
-    }
+    const last = await lastRecordedMigration(conn, name);
     const migrations = migrationsFor(String(server?.version));
     const names = migrationNames();
     try {

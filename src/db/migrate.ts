@@ -78,19 +78,22 @@ export function migrationsFor(version: string, folder = MIGRATIONS_FOLDER): { fo
   return { folder: copy, done: () => rmSync(copy, { recursive: true, force: true }) };
 }
 
-/** The instant drizzle's journal gives its newest migration (`when`): what it records as `created_at` once applied. */
-export function newestMigration(folder = MIGRATIONS_FOLDER): number {
-  const journal = JSON.parse(readFileSync(join(folder, 'meta', '_journal.json'), 'utf8')) as { entries: { when: number }[] };
-  return Math.max(0, ...journal.entries.map((entry) => entry.when));
+/** drizzle's journal: each migration's file (`tag`) and instant (`when`, what it records as `created_at` once applied). */
+export function migrationJournal(folder = MIGRATIONS_FOLDER): { when: number; tag: string }[] {
+  return (JSON.parse(readFileSync(join(folder, 'meta', '_journal.json'), 'utf8')) as { entries: { when: number; tag: string }[] }).entries;
 }
 
-/** Whether the database has recorded the newest migration (a migration is recorded after its statements ran). */
-async function upToDate(conn: mysql.Connection): Promise<boolean> {
+/**
+ * The `created_at` of the last migration `database` recorded, 0 when none (or no such database):
+ * drizzle runs each migration newer than it. A migration is recorded after its statements ran.
+ */
+export async function lastRecordedMigration(conn: mysql.Connection, database: string): Promise<number> {
   try {
-    const [rows] = await conn.query<mysql.RowDataPacket[]>(`SELECT MAX(created_at) AS last FROM \`${MIGRATIONS_TABLE}\``);
-    return Number(rows[0]?.last ?? 0) >= newestMigration();
+    const table = `\`${database.replaceAll('`', '``')}\`.\`${MIGRATIONS_TABLE}\``;
+    const [rows] = await conn.query<mysql.RowDataPacket[]>(`SELECT MAX(created_at) AS last FROM ${table}`);
+    return Number(rows[0]?.last ?? 0);
   } catch (error) {
-    if (isNoSuchTable(error)) return false;
+    if (isNoSuchTable(error)) return 0;
     throw error;
   }
 }
@@ -100,7 +103,8 @@ export async function migrateDatabase(url: string, databaseName: string, access?
   await autocommit(
     freshConnections(url, { timezone: 'Z' }, undefined, access),
     async (conn) => {
-      if (await upToDate(conn)) return;
+      const newest = Math.max(0, ...migrationJournal().map((entry) => entry.when));
+      if ((await lastRecordedMigration(conn, databaseName)) >= newest) return;
       await conn.query(DB.utcSession);
       const [rows] = await conn.query<mysql.RowDataPacket[]>(DB.getLock, [lockName, LOCK_WAIT_S]);
       if (rows[0]?.got !== 1) {

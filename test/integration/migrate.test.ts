@@ -51,19 +51,18 @@ describe('migrations', () => {
 
   it('leave a database that recorded the newest migration after one look: no lock waited for, nothing run again', async () => {
     // Another process holds the migration lock (it is migrating, or hung): a start that needs
-    // nothing must not wait for it (it would, up to 60 s, for the lock).
+    // nothing returns without it. Had it asked for the lock, it would have waited 60 s and thrown.
+    const lock = `punctual.migrate.${db.name}`.slice(0, 64);
     const holder = await db.pool.getConnection();
     try {
-      const [[got]] = await holder.query<any[]>('SELECT GET_LOCK(?, 5) AS got', [`punctual.migrate.${db.name}`.slice(0, 64)]);
+      const [[got]] = await holder.query<any[]>('SELECT GET_LOCK(?, 5) AS got', [lock]);
       expect(got.got).toBe(1);
       const before = await db.query<any[]>(`SELECT COUNT(*) AS n FROM ${MIGRATIONS_TABLE}`);
-      const started = Date.now();
       await migrateDatabase(db.url, db.name);
-      expect(Date.now() - started).toBeLessThan(2000);
       const after = await db.query<any[]>(`SELECT COUNT(*) AS n FROM ${MIGRATIONS_TABLE}`);
       expect(after[0].n).toBe(before[0].n);
     } finally {
-      await holder.query('SELECT RELEASE_LOCK(?)', [`punctual.migrate.${db.name}`.slice(0, 64)]);
+      await holder.query('SELECT RELEASE_LOCK(?)', [lock]);
       holder.release();
     }
   }, 70_000);
