@@ -77,7 +77,9 @@ describe('precision', () => {
         await waitFor(async () => !Number.isNaN((await lateness([body.id]))[0]), 5000, 'the task to run');
         const [late] = await lateness([body.id]);
         expect(late).toBeGreaterThanOrEqual(0);
-        expect(late).toBeLessThanOrEqual(20);
+        // A zone misread is hours off; on a loaded machine one firing can be tens of ms late (33 ms
+        // once in CI). The tight figure is B1's, in npm run bench.
+        expect(late).toBeLessThanOrEqual(500);
       } finally {
         expect(await server.stop()).toBe(0);
       }
