@@ -72,6 +72,16 @@ export function milliseconds(minimum: number, maximum: number): Kind<number> {
   return { ...integer(minimum, maximum), type: `ms, ${minimum} – ${maximum}`, show: (value) => `${code(value)}${spelledOut(value)}` };
 }
 
+/** `auto` (the service works the value out itself) or a value of `kind`. */
+export function autoOr<T>(kind: Kind<T>): Kind<T | 'auto'> {
+  return {
+    type: `\`auto\` or ${kind.type}`,
+    schema: Type.Union([Type.Literal('auto'), kind.schema]),
+    read: (text, name) => (text.toLowerCase() === 'auto' ? 'auto' : kind.read(text, name)),
+    show: (value) => (value === 'auto' ? code('auto') : kind.show(value)),
+  };
+}
+
 export const text: Kind<string> = {
   type: 'text',
   schema: Type.String(),

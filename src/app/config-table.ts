@@ -12,6 +12,7 @@ import { isIP } from 'node:net';
 import { ROLES } from '../contract/auth.js';
 import {
   type Kind,
+  autoOr,
   databaseUrl,
   file,
   hostKeys,
@@ -205,7 +206,13 @@ export const VARIABLES = {
     10_000,
     '`GET /events`: how many runs (and as many changes) back a reconnect with `Last-Event-ID` may resume; further back starts there, after a `gap` event',
   ),
-  EVENTS_POLL_MS: setting('http', 'eventsPollMs', milliseconds(50, 60_000), 500, '`GET /events`: how often each stream reads the tables for what is new'),
+  EVENTS_POLL_MS: setting(
+    'http',
+    'eventsPollMs',
+    milliseconds(50, 60_000),
+    500,
+    '`GET /events`: how often each stream reads the tables for what is new',
+  ),
   MAX_CONNECTIONS: setting('http', 'maxConnections', integer(1, 1_000_000), 1024, 'open connections at most; more are dropped at once'),
   API_TOKENS_READ: orFile(setting('roles', 'read', tokens, [], 'comma-separated tokens with the `read` role (lists, summary, metrics)')),
   API_TOKENS_WRITE: orFile(
@@ -261,6 +268,13 @@ export const VARIABLES = {
     milliseconds(0, MAX_TIMER_MS),
     60_000,
     'a task at most this late at boot is not a misfire (`skip` still runs it)',
+  ),
+  LOCK_AHEAD_MS: setting(
+    'dispatcher',
+    'lockAheadMs',
+    autoOr(milliseconds(0, 1000)),
+    'auto',
+    "how long before its `runAt` a task's batch may claim and lock its rows; it commits at `runAt`, never before (`0`: at `runAt`; `auto`: two of the database's round trips and 2 ms, at most 50 ms)",
   ),
   CONCURRENCY: setting(
     'dispatcher',
@@ -505,7 +519,8 @@ export const RULES: readonly Rule[] = [
       const port = url.port || (url.protocol === 'https:' ? '443' : '80');
       const allowed = webhook.allowedHosts.some((entry) => entry === url.hostname || entry === `${url.hostname}:${port}`);
       if (!allowed) return `NOTIFY_URL goes to ${url.hostname}, which is not in WEBHOOK_ALLOWED_HOSTS: list it there`;
-      const keyed = webhook.secret !== undefined || webhook.hostSecrets.has(url.hostname) || webhook.hostSecrets.has(`${url.hostname}:${port}`);
+      const keyed =
+        webhook.secret !== undefined || webhook.hostSecrets.has(url.hostname) || webhook.hostSecrets.has(`${url.hostname}:${port}`);
       return keyed ? undefined : 'NOTIFY_URL needs WEBHOOK_SECRET (or a key of its host in WEBHOOK_HOST_SECRETS): the notices are signed';
     },
   },

@@ -40,6 +40,7 @@ import { Arming } from '../timers/arming.js';
 import { CreatedHere } from '../timers/created-here.js';
 import { Retention } from '../maintenance/retention.js';
 import { DbClock } from '../time/db-clock.js';
+import { lockAhead } from '../time/lock-ahead.js';
 import { StepWatch, StepWatchMetrics } from '../time/step-watch.js';
 import { Dispatcher } from '../dispatch/dispatcher.js';
 import { PullHub } from '../dispatch/pull-hub.js';
@@ -167,7 +168,8 @@ export class Service {
     const shardMetrics = new ShardMetrics(metricRegistry);
     this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: metricRegistry });
     const queue = new DueQueue();
-    this.timers = new Timers(clock, (id, priority) => queue.push(id, priority), metricRegistry);
+    const lockAheadMs = lockAhead(config.dispatcher.lockAheadMs, () => this.dbClock.reading);
+    this.timers = new Timers(clock, (id, priority) => queue.push(id, priority), metricRegistry, lockAheadMs);
     this.keeper = config.cluster.sharding
       ? new LeaseKeeper({
           database: this.database,
@@ -249,6 +251,7 @@ export class Service {
       clock,
       log: this.log,
       ...config.dispatcher,
+      lockAheadMs,
       owner: this.owner,
       metrics: this.runMetrics,
       limits: this.limits,
@@ -367,15 +370,17 @@ export class Service {
     if (this.stopping) return;
     await migrateDatabase(url, name, access);
     if (this.stopping) return;
+    // The batches' connections, opened while the boot goes on: the first firings pay no handshake.
+    void this.database.warm(this.config.dispatcher.concurrency + 1);
     await this.#addProcedures();
     await this.typeControls.load(); // before any timer fires: a paused type stays paused through a restart
     this.stepWatch.start(); // from the boot load on: a step re-arms what is armed so far
+    await this.dbClock.measure(); // before the boot load: LOCK_AHEAD_MS=auto arms by the round trip it measures
     await this.scheduler.boot();
     if (this.stopping) return;
     // After the boot load: the shards the keeper takes are armed by the scheduler.
     await this.keeper?.start();
     this.targets.open(); // connects without waiting: a broker that is down is retried with backoff
-    await this.dbClock.measure();
     this.retention.start();
     this.#controlsWatch.start();
     this.#open = !this.stopping; // booted: requests are let in

@@ -395,6 +395,16 @@ export class Database implements ConnectionSource<Connection> {
   }
 
   /**
+   * Opens up to `count` connections now and puts them back idle, so the first batches after a start
+   * do not each pay for a handshake (several round trips across a network). Never throws: a
+   * connection that could not be opened is opened again when it is needed.
+   */
+  async warm(count: number): Promise<void> {
+    const opened = await Promise.allSettled(Array.from({ length: Math.min(count, this.#poolSize) }, () => this.pool.getConnection()));
+    for (const conn of opened) if (conn.status === 'fulfilled') this.#release(conn.value);
+  }
+
+  /**
    * Runs `fn` on one connection of the pool. A connection held past `deadlineMs` is killed and
    * dropped: a peer that stopped answering (a connection a network device swallowed without a
    * reset) can hold nothing up for longer than that.

@@ -4,7 +4,14 @@
  * run the database ones (run-database.ts), and record the outcomes, all before COMMIT. A crash or
  * a rollback at any point leaves every task pending as it was, and the runs the type limits
  * admitted for it are handed back as never begun.
+ *
+ * Locked ahead (time/lock-ahead.ts): the claim takes the tasks due within the lead, and the batch's
+ * time is the latest `runAt` it locked. When every task it runs is a database handler's that locks
+ * ahead, on a pipelined transaction, the handlers run at once and only the COMMIT (with the writes
+ * it carries) waits for that time; otherwise the batch waits for it before any handler starts.
+ * Either way nothing commits, and no outside call or other handler starts, before its `runAt`.
  */
+import { pipelineOf } from '../db/pipeline.js';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
 import type { DispatchMetrics } from './outcomes.js';
@@ -14,6 +21,7 @@ import { planBatch, type BatchPlan } from './batch-plan.js';
 import type { TypeAdmission } from './limits.js';
 import type { DatabaseExecutor, DatabaseRuns } from './run-database.js';
 import { LEASE_MARGIN_MS } from './run-outside.js';
+import { until, type Clock } from '../time/clock.js';
 
 /**
  * A batch's transaction may hold its connection this much longer than the slowest handler may
@@ -34,6 +42,14 @@ export interface BatchParts {
   /** SHARDING=on: the shards (at their epochs) a claim of these ids is decided under; the claim holds only while they do. */
   fence?: (ids: readonly number[]) => ClaimFence;
   metrics?: DispatchMetrics;
+  clock: Clock;
+  /** How long before its runAt a task may be claimed (time/lock-ahead.ts); none: at its runAt. */
+  lockAheadMs?: () => number;
+  /**
+   * A batch with only its COMMIT left, waiting for its runAt, gives its place among the batches
+   * back (another can claim meanwhile); answers how to take it again, or undefined if it may not.
+   */
+  park?: () => (() => void) | undefined;
 }
 
 /** How the database handlers run: `fast` first, `careful` (a savepoint per task) after one threw. */
@@ -53,6 +69,8 @@ export interface BatchAttempt {
 
 export interface BatchResult extends DatabaseRuns, Omit<BatchPlan, 'failures' | 'runnable'> {
   locked: Task[];
+  /** The time its runs started by (the try's `now`, or the latest runAt it locked ahead): never before a runAt. */
+  at: number;
 }
 
 /** Runs one try in its own transaction; on a rollback, its admitted runs are handed back. */
@@ -77,12 +95,15 @@ async function runLocked(
   attempt: BatchAttempt,
   onAdmitted: (tickets: BatchPlan['tickets']) => void,
 ): Promise<BatchResult> {
-  const { lifecycle, registry, limits, databaseExecutor, owner, misfireGraceMs, mayClaim, fence, metrics } = parts;
-  const { ids, now, mode, threw, slots } = attempt;
+  const { lifecycle, registry, limits, databaseExecutor, owner, misfireGraceMs, mayClaim, fence, metrics, clock } = parts;
+  const { ids, mode, threw, slots } = attempt;
   const claimable = mayClaim === undefined ? [...ids] : ids.filter((id) => mayClaim(id));
   if (claimable.length < ids.length) metrics?.fencedClaims.inc(ids.length - claimable.length);
-  const locked = claimable.length === 0 ? [] : await tx.claim(claimable, now, fence?.(claimable));
+  const dueBy = attempt.now + (parts.lockAheadMs?.() ?? 0);
+  const locked = claimable.length === 0 ? [] : await tx.claim(claimable, dueBy, fence?.(claimable));
   if (claimable.length > 0 && locked.length === 0) metrics?.emptyClaims.inc();
+  // The batch runs at the latest runAt it locked: at once for those already due.
+  const now = locked.reduce((latest, task) => Math.max(latest, task.runAt), attempt.now);
   // The fleet's slots of limited types (fleet-slots.ts), each as long as the task's lease would be.
   await limits.reserve(locked, (task) => (registry.get(task.type)?.timeoutMs ?? registry.longestTimeoutMs) + LEASE_MARGIN_MS);
   const plan = planBatch(locked, {
@@ -97,7 +118,14 @@ async function runLocked(
   onAdmitted(plan.tickets);
   limits.dropUnused(locked.map((task) => task.id)); // reserved for a task the plan did not admit
   const { runnable, failures, ...kept } = plan;
-  const result: BatchResult = { ...kept, locked, done: [], failures };
+  const result: BatchResult = { ...kept, locked, done: [], failures, at: now };
+  // Runs ahead of `now` only what writes nothing before COMMIT: a pipelined fast try of handlers that lock ahead.
+  const commitOnly =
+    mode === 'fast' &&
+    plan.leased.length === 0 &&
+    pipelineOf(tx.conn) !== undefined &&
+    [...runnable.keys()].every((handler) => handler.locksAhead === true);
+  if (!commitOnly) await until(clock, now);
   if (plan.leased.length > 0) {
     const longest = Math.max(...plan.leased.map(({ handler }) => handler.timeoutMs));
     await tx.lease(
@@ -116,5 +144,13 @@ async function runLocked(
   await tx.fail(result.failures, now);
   await tx.skip(result.skipped, now);
   await tx.expire(result.expired, now);
+  if (commitOnly && now > clock.now()) {
+    const unpark = parts.park?.();
+    try {
+      await until(clock, now);
+    } finally {
+      unpark?.();
+    }
+  }
   return result;
 }

@@ -86,6 +86,8 @@ export interface DispatcherOptions {
   /** SHARDING=on: tasks created here in shards others own, claimed here too (timers/created-here.ts). */
   createdHere?: (id: number) => boolean;
   metrics?: DispatchMetrics;
+  /** How long before its runAt a task may be claimed (time/lock-ahead.ts); none: at its runAt. */
+  lockAheadMs?: () => number;
   /** Due tasks of worker types, after COMMIT: told to the waiting pull workers (pull-hub.ts). */
   pulled?: (tasks: readonly Task[]) => void;
 }
@@ -110,6 +112,8 @@ export class Dispatcher {
   readonly #outcomes: Outcomes;
   readonly #outsideExecutor: OutsideExecutor;
   #batches = 0;
+  /** Batches waiting only to commit at their runAt (batch-try.ts): not counted in #batches, at most CONCURRENCY. */
+  #parked = 0;
   /** The highest priority of each batch in flight (+Infinity for the other lines' batches: never overtaken). */
   readonly #flying: number[] = [];
   /** An overtaking batch is in flight (pump-plan.ts): one at a time. */
@@ -138,6 +142,9 @@ export class Dispatcher {
       mayClaim: options.mayClaim,
       fence: options.fence,
       metrics: options.metrics,
+      clock: options.clock,
+      lockAheadMs: options.lockAheadMs,
+      park: () => this.#park(),
     };
     this.#outsideExecutor = new OutsideExecutor(
       options.lifecycle,
@@ -157,7 +164,7 @@ export class Dispatcher {
 
   /** Batches and outside calls running now. */
   get running(): number {
-    return this.#batches + this.#outsideSlots.busy;
+    return this.#batches + this.#parked + this.#outsideSlots.busy;
   }
 
   /**
@@ -233,6 +240,21 @@ export class Dispatcher {
     );
   }
 
+  /**
+   * A batch that waits only to commit gives its place back while it waits: its connection is all
+   * it holds. At most CONCURRENCY do at once, so batches hold at most twice CONCURRENCY connections.
+   */
+  #park(): (() => void) | undefined {
+    if (this.#parked >= this.#options.concurrency) return undefined;
+    this.#parked++;
+    this.#batches--;
+    this.#pump();
+    return () => {
+      this.#parked--;
+      this.#batches++;
+    };
+  }
+
   /** Puts tasks back on their timers after a database failure, with a growing delay. */
   #later(ids: number[], error: unknown): void {
     const { metrics, clock } = this.#options;
@@ -271,8 +293,8 @@ export class Dispatcher {
           ),
         );
         this.#troubles = 0;
-        this.#settle(result, pending, now);
-        await this.#recheckMissing(pending, result, now);
+        this.#settle(result, pending, result.at);
+        await this.#recheckMissing(pending, result, result.at);
         return result.leased.length;
       } catch (error) {
         const next = nextStep(batchErrorOf(error), pending.length);
@@ -345,7 +367,9 @@ export class Dispatcher {
     const { effects, store } = this.#options;
     try {
       effects.apply(
-        (await store.pendingAmong(missing)).map((task) => arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.priority, undefined)),
+        (await store.pendingAmong(missing)).map((task) =>
+          arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.priority, undefined),
+        ),
       );
     } catch {
       effects.apply(missing.map((id) => arm(id, now + RECHECK_MS, undefined, undefined)));

@@ -91,6 +91,8 @@ export const closeOrder: DatabaseHandler<typeof payload> = {
   effect: 'database',
   payload,
   timeoutMs: 30_000,
+  // It locks the orders and defers both writes: locked ahead, committed at runAt.
+  locksAhead: true,
 
   async run({ conn, defer, payload: { orderSn } }) {
     return (await closeOrders(conn, [orderSn], defer)).get(orderSn);

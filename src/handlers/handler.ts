@@ -91,6 +91,13 @@ export interface DatabaseHandler<S extends TSchema = TSchema> extends BaseHandle
    * run(), each with its own savepoint, so only the faulty one fails.
    */
   runBatch?(ctx: DatabaseBatchContext<Static<S>>): Promise<(string | void)[]>;
+  /**
+   * Optional: before COMMIT the handler only reads and locks, and every write it makes goes
+   * through `defer` whenever `defer` is offered, so the writes travel with COMMIT. Its batch may
+   * then start up to LOCK_AHEAD_MS before `runAt` (its `now` is `runAt` all the same) and waits
+   * for `runAt` only to commit. A handler without it starts at `runAt`, never before.
+   */
+  locksAhead?: boolean;
 }
 
 export interface OutsideHandler<S extends TSchema = TSchema> extends BaseHandler<S> {

@@ -184,7 +184,7 @@ export class Lifecycle {
           complete: async (tasks, now) => {
             effects.push(...(await run.complete(store, conn, tasks, now)));
             if (recorder === undefined) return;
-            const times = { startedAt: now, finishedAt: clock.now() };
+            const times = { startedAt: now, finishedAt: Math.max(now, clock.now()) }; // run ahead: it ends when it commits, at `now` or later
             for (const task of tasks) runs.push(runOf(recorder, task, 'done', null, times));
           },
           fail: async (failed, now) => {
@@ -197,7 +197,7 @@ export class Lifecycle {
               now,
             );
             if (recorder === undefined) return;
-            const times = { startedAt: now, finishedAt: clock.now() };
+            const times = { startedAt: now, finishedAt: Math.max(now, clock.now()) }; // run ahead: it ends when it commits, at `now` or later
             for (const { task, failure } of failed) runs.push(runOf(recorder, task, failureOutcome(failure), failure.error, times));
           },
           skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),

@@ -8,3 +8,14 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * Resolves once `clock` reads `at` or later: a timer for all but the last millisecond, then
+ * setImmediate turns (a timer alone may wake a millisecond or more late). A wall clock stepped
+ * back meanwhile is waited out too.
+ */
+export async function until(clock: Clock, at: number): Promise<void> {
+  for (let left = at - clock.now(); left > 0; left = at - clock.now()) {
+    await new Promise<void>((resolve) => (left > 1 ? setTimeout(resolve, left - 1) : setImmediate(resolve)));
+  }
+}

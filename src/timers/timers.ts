@@ -3,6 +3,10 @@
  * runAt a property. Invariants 2 and 5: a task never starts early, past 24.8 days too. The delay is
  * clamped to 2^31-1 ms, and a timer that wakes before `runAt` by the wall clock (the clamp, the
  * monotonic clock, libuv's cached loop time) is re-armed for the rest.
+ *
+ * With a lead (LOCK_AHEAD_MS, time/lock-ahead.ts) a task is handed over that much before its
+ * `runAt`, never more: its batch claims it and locks its rows early, and waits for `runAt` before
+ * anything of it commits or any handler that does not lock ahead starts (dispatch/batch-try.ts).
  * See docs/architecture.md#timers.
  */
 import { Gauge, type Registry } from 'prom-client';
@@ -27,6 +31,8 @@ export class Timers {
     private readonly clock: Clock,
     private readonly onDue: DueCallback,
     registry?: Registry,
+    /** How long before its runAt a task is handed over (0: at its runAt). */
+    private readonly lead: () => number = () => 0,
   ) {
     const armed = () => this.size;
     if (registry !== undefined) {
@@ -89,10 +95,11 @@ export class Timers {
    */
   rearmAll(): number {
     const now = this.clock.now();
+    const lead = this.lead();
     const due: { id: number; runAt: number; priority: number }[] = [];
     for (const [id, timer] of this.#armed) {
       clearTimeout(timer);
-      if (timer.runAt <= now) due.push({ id, runAt: timer.runAt, priority: timer.priority });
+      if (timer.runAt - lead <= now) due.push({ id, runAt: timer.runAt, priority: timer.priority });
       else this.#start(id, timer.runAt, timer.priority, now); // replaces this entry: no new key while iterating
     }
     due.sort((a, b) => a.runAt - b.runAt || a.id - b.id);
@@ -104,7 +111,7 @@ export class Timers {
   }
 
   #start(id: number, runAt: number, priority: number, now = this.clock.now()): void {
-    const delay = Math.min(Math.max(runAt - now, 0), MAX_TIMER_DELAY_MS);
+    const delay = Math.min(Math.max(runAt - this.lead() - now, 0), MAX_TIMER_DELAY_MS);
     const timer = setTimeout(this.#onTimer, delay, id) as ArmedTimer;
     timer.runAt = runAt;
     timer.priority = priority;
@@ -115,7 +122,7 @@ export class Timers {
   #fire(id: number): void {
     const timer = this.#armed.get(id);
     if (timer === undefined) return;
-    if (this.clock.now() < timer.runAt) {
+    if (this.clock.now() < timer.runAt - this.lead()) {
       this.#start(id, timer.runAt, timer.priority); // woke early by the wall clock, or clamped: sleep the rest
       return;
     }

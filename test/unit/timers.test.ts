@@ -30,6 +30,32 @@ describe('timers', () => {
     expect(timers.size).toBe(0);
   });
 
+  it('with a lead, hands a task over that much before its time, not before', () => {
+    let lead = 30;
+    const ahead = new Timers(
+      systemClock,
+      (id) => fired.push({ id, at: Date.now() }),
+      undefined,
+      () => lead,
+    );
+    const runAt = Date.now() + 200;
+    ahead.arm(1, runAt);
+    vi.advanceTimersByTime(169);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(fired).toEqual([{ id: 1, at: runAt - 30 }]);
+    // A lead that shrank while the timer waited: the timer sleeps the difference.
+    ahead.arm(2, runAt + 100);
+    lead = 10;
+    vi.advanceTimersByTime(100); // its timer, set for runAt + 100 − 30, wakes and sleeps again
+    expect(fired.map((f) => f.id)).toEqual([1]);
+    vi.advanceTimersByTime(19);
+    expect(fired.map((f) => f.id)).toEqual([1]);
+    vi.advanceTimersByTime(1);
+    expect(fired.at(-1)).toEqual({ id: 2, at: runAt + 90 });
+    ahead.disarmAll();
+  });
+
   it('does not fire a task due in 30 days early (setTimeout fires at once above 2^31-1 ms)', () => {
     const runAt = Date.now() + 30 * DAY;
     expect(30 * DAY).toBeGreaterThan(MAX_TIMER_DELAY_MS);
