@@ -6,7 +6,8 @@
  * admitted for it are handed back as never begun.
  *
  * Locked ahead (time/lock-ahead.ts): the claim takes the tasks due within the lead, and the batch's
- * time is the latest `runAt` it locked. When every task it runs is a database handler's that locks
+ * time is the latest `runAt` it locked; when it is behind by more than the lead (some were due that
+ * long ago), it runs the due ones alone, at once, and leaves the others pending for their timers. When every task it runs is a database handler's that locks
  * ahead, on a pipelined transaction, the handlers run at once and only the COMMIT (with the writes
  * it carries) waits for that time; otherwise the batch waits for it before any handler starts.
  * Either way nothing commits, and no outside call or other handler starts, before its `runAt`.
@@ -69,6 +70,8 @@ export interface BatchAttempt {
 
 export interface BatchResult extends DatabaseRuns, Omit<BatchPlan, 'failures' | 'runnable'> {
   locked: Task[];
+  /** Locked ahead of their runAt beside tasks already due: left pending, armed again for their runAt. */
+  later: Task[];
   /** The time its runs started by (the try's `now`, or the latest runAt it locked ahead): never before a runAt. */
   at: number;
 }
@@ -99,10 +102,16 @@ async function runLocked(
   const { ids, mode, threw, slots } = attempt;
   const claimable = mayClaim === undefined ? [...ids] : ids.filter((id) => mayClaim(id));
   if (claimable.length < ids.length) metrics?.fencedClaims.inc(ids.length - claimable.length);
-  const dueBy = attempt.now + (parts.lockAheadMs?.() ?? 0);
-  const locked = claimable.length === 0 ? [] : await tx.claim(claimable, dueBy, fence?.(claimable));
-  if (claimable.length > 0 && locked.length === 0) metrics?.emptyClaims.inc();
-  // The batch runs at the latest runAt it locked: at once for those already due.
+  const leadMs = parts.lockAheadMs?.() ?? 0;
+  const claimed = claimable.length === 0 ? [] : await tx.claim(claimable, attempt.now + leadMs, fence?.(claimable));
+  if (claimable.length > 0 && claimed.length === 0) metrics?.emptyClaims.inc();
+  // Behind by more than the lead (a backlog): the due tasks run at once, and those ahead are left
+  // for their timers, so a late task never waits for a later one. Behind by less, all of them wait
+  // for the latest: claiming those ahead again would cost them their head start.
+  const behind = claimed.some((task) => task.runAt < attempt.now - leadMs);
+  const locked = behind ? claimed.filter((task) => task.runAt <= attempt.now) : claimed;
+  const later = behind ? claimed.filter((task) => task.runAt > attempt.now) : [];
+  // The batch runs at the latest runAt it keeps: at once when behind.
   const now = locked.reduce((latest, task) => Math.max(latest, task.runAt), attempt.now);
   // The fleet's slots of limited types (fleet-slots.ts), each as long as the task's lease would be.
   await limits.reserve(locked, (task) => (registry.get(task.type)?.timeoutMs ?? registry.longestTimeoutMs) + LEASE_MARGIN_MS);
@@ -118,7 +127,7 @@ async function runLocked(
   onAdmitted(plan.tickets);
   limits.dropUnused(locked.map((task) => task.id)); // reserved for a task the plan did not admit
   const { runnable, failures, ...kept } = plan;
-  const result: BatchResult = { ...kept, locked, done: [], failures, at: now };
+  const result: BatchResult = { ...kept, locked, later, done: [], failures, at: now };
   // Runs ahead of `now` only what writes nothing before COMMIT: a pipelined fast try of handlers that lock ahead.
   const commitOnly =
     mode === 'fast' &&

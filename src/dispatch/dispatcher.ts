@@ -337,6 +337,8 @@ export class Dispatcher {
     for (const ticket of over) limits.release(ticket);
     queue.release(finished);
     for (const id of finished) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
+    // Locked ahead beside due ones, left pending: on their timers again (released first, so the timer's push is taken).
+    this.#options.effects.apply(result.later.map((task) => arm(task.id, task.runAt, task.priority, task.type)));
     for (const task of result.deferred) this.#outsideWaiting.push(task.id);
     if (result.pulled.length > 0) this.#options.pulled?.(result.pulled);
     for (const task of result.held) {
@@ -361,8 +363,8 @@ export class Dispatcher {
    * someone else (arm the new time), or held by another transaction (look again shortly).
    */
   async #recheckMissing(batch: number[], result: BatchResult, now: number): Promise<void> {
-    if (result.locked.length === batch.length) return;
-    const lockedIds = new Set(result.locked.map((task) => task.id));
+    if (result.locked.length + result.later.length === batch.length) return;
+    const lockedIds = new Set([...result.locked, ...result.later].map((task) => task.id));
     const missing = batch.filter((id) => !lockedIds.has(id));
     const { effects, store } = this.#options;
     try {

@@ -10,12 +10,13 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /**
- * Resolves once `clock` reads `at` or later: a timer for all but the last millisecond, then
- * setImmediate turns (a timer alone may wake a millisecond or more late). A wall clock stepped
- * back meanwhile is waited out too.
+ * Resolves once `clock` reads `at` or later, by timers alone (a timer may wake a little early by the
+ * wall clock, libuv's cached loop time: it is set again for the rest; never a busy wait, which
+ * would take the CPU from the database on a loaded machine). A wall clock stepped back meanwhile is
+ * waited out too.
  */
 export async function until(clock: Clock, at: number): Promise<void> {
   for (let left = at - clock.now(); left > 0; left = at - clock.now()) {
-    await new Promise<void>((resolve) => (left > 1 ? setTimeout(resolve, left - 1) : setImmediate(resolve)));
+    await new Promise<void>((resolve) => setTimeout(resolve, left));
   }
 }

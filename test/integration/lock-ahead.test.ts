@@ -14,7 +14,7 @@ import { startTestService, type TestService } from '../helpers/service.js';
 import { checkShop, closeLateness, createShopDatabase, makeOrders, runsOf } from '../helpers/shop.js';
 
 const LEAD_MS = 400;
-const orders = makeOrders(4);
+const orders = makeOrders(7);
 let db: TestDatabase;
 let service: TestService | undefined;
 
@@ -91,6 +91,39 @@ describe('a batch locked ahead', () => {
     expect(await checkShop(db, orders)).toMatchObject({ closed: 1, ranTwice: 0, stockMatches: true });
   });
 
+  it('behind by more than the lead, never keeps a late task waiting for one ahead of it in the same claim', async () => {
+    service = await startTestService(db, { LOCK_AHEAD_MS: String(LEAD_MS) });
+    const now = Date.now();
+    const [due, ahead] = [orders[5]!, orders[6]!];
+    // One request: both timers fire in one turn, and one claim locks both.
+    const { status, body } = await service.call('POST', '/tasks/batch', {
+      tasks: [
+        { type: 'close_order', payload: { orderSn: due.orderSn }, runAt: now - 2 * LEAD_MS },
+        { type: 'close_order', payload: { orderSn: ahead.orderSn }, runAt: now + 300 },
+      ],
+    });
+    expect(status).toBe(200);
+    const ids = (body.results as { id: number }[]).map((result) => result.id);
+    for (const id of ids) expect((await settled(id)).status).toBe('done');
+    const [dueClose, aheadClose] = await closeLateness(db, ids);
+    expect(dueClose!.late - 2 * LEAD_MS, 'the late one closed without waiting for the other').toBeLessThan(200);
+    expect(aheadClose!.late).toBeGreaterThanOrEqual(0);
+    expect(await runsOf(db, ids)).toEqual(new Map(ids.map((id) => [id, 1])));
+  });
+
+  it('makes a cancel inside the lead wait for the run, then refuses it: run once, not cancelled', async () => {
+    service = await startTestService(db, { LOCK_AHEAD_MS: String(LEAD_MS) });
+    const runAt = Date.now() + 1500;
+    const order = orders[1]!;
+    const task = await create({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt });
+    expect(await firstHeld('SELECT id FROM tasks WHERE id = ?', [task.id], runAt)).toBeDefined();
+    const cancel = await service.call('POST', `/tasks/${task.id}/cancel`);
+    expect(Date.now()).toBeGreaterThanOrEqual(runAt);
+    expect(cancel.status).toBe(409);
+    expect((await settled(task.id)).status).toBe('done');
+    expect(await runsOf(db, [task.id])).toEqual(new Map([[task.id, 1]]));
+  });
+
   it('claims the task of a handler that does not lock ahead early, and starts it at runAt, not before', async () => {
     service = await startTestService(db, { LOCK_AHEAD_MS: String(LEAD_MS) }, { handlers: [noteStart] });
     const runAt = Date.now() + 1500;
@@ -141,7 +174,7 @@ describe('a batch locked ahead', () => {
   it('with LOCK_AHEAD_MS=0, leaves the row alone until runAt', async () => {
     service = await startTestService(db, { LOCK_AHEAD_MS: '0' });
     const runAt = Date.now() + 1000;
-    const order = orders[1]!;
+    const order = orders[4]!;
     const task = await create({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt });
     expect(await firstHeld('SELECT id FROM orders WHERE order_sn = ?', [order.orderSn], runAt - 20)).toBeUndefined();
     expect((await settled(task.id)).status).toBe('done');

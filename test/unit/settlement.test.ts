@@ -21,6 +21,7 @@ function result(fields: Partial<BatchResult>): BatchResult {
     held: [],
     pulled: [],
     tickets: new Map(),
+    later: [],
     at: 0,
     ...fields,
   };
