@@ -22,8 +22,21 @@ interface ArmedTimer extends NodeJS.Timeout {
 
 export type DueCallback = (id: number, priority: number) => void;
 
+/** A task armed when already due: handed over with the others due at once, not on a timer of its own. */
+interface DueNow {
+  runAt: number;
+  priority: number;
+}
+
 export class Timers {
   readonly #armed = new Map<number, ArmedTimer>();
+  /**
+   * Tasks armed already due (a boot load of overdue rows, a runAt inside the lead), handed over
+   * together on the next check phase: a setTimeout(0) each would land in as many loop turns as the
+   * arming took milliseconds, and the first ones would start before a higher priority read after them.
+   */
+  readonly #dueNow = new Map<number, DueNow>();
+  #dueNowScheduled = false;
   readonly #onTimer = (id: number): void => this.#fire(id);
 
   /** `registry`: where the armed-timers gauge goes (none in tests that do not scrape). */
@@ -49,15 +62,16 @@ export class Timers {
 
   /** Arms (or re-arms) task `id` for `runAt`. Arming again for the same time changes nothing. */
   arm(id: number, runAt: number, priority = 0): void {
-    const current = this.#armed.get(id);
+    const current = this.#armed.get(id) ?? this.#dueNow.get(id);
     if (current !== undefined) {
       if (current.runAt === runAt && current.priority === priority) return;
-      clearTimeout(current);
+      this.disarm(id);
     }
     this.#start(id, runAt, priority);
   }
 
   disarm(id: number): boolean {
+    if (this.#dueNow.delete(id)) return true;
     const timer = this.#armed.get(id);
     if (timer === undefined) return false;
     clearTimeout(timer);
@@ -68,24 +82,25 @@ export class Timers {
   disarmAll(): void {
     for (const timer of this.#armed.values()) clearTimeout(timer);
     this.#armed.clear();
+    this.#dueNow.clear();
   }
 
   has(id: number): boolean {
-    return this.#armed.has(id);
+    return this.#armed.has(id) || this.#dueNow.has(id);
   }
 
   /** The time task `id` is armed for, if it is. */
   runAtOf(id: number): number | undefined {
-    return this.#armed.get(id)?.runAt;
+    return (this.#armed.get(id) ?? this.#dueNow.get(id))?.runAt;
   }
 
   /** The armed ids (a copy: disarming while iterating is fine). */
   ids(): number[] {
-    return [...this.#armed.keys()];
+    return [...this.#armed.keys(), ...this.#dueNow.keys()];
   }
 
   get size(): number {
-    return this.#armed.size;
+    return this.#armed.size + this.#dueNow.size;
   }
 
   /**
@@ -102,9 +117,17 @@ export class Timers {
       if (timer.runAt - lead <= now) due.push({ id, runAt: timer.runAt, priority: timer.priority });
       else this.#start(id, timer.runAt, timer.priority, now); // replaces this entry: no new key while iterating
     }
+    for (const [id, entry] of this.#dueNow) {
+      if (entry.runAt - lead <= now) due.push({ id, ...entry });
+      else {
+        this.#dueNow.delete(id); // stepped back: no longer due
+        this.#start(id, entry.runAt, entry.priority, now);
+      }
+    }
     due.sort((a, b) => a.runAt - b.runAt || a.id - b.id);
     for (const { id, priority } of due) {
       this.#armed.delete(id);
+      this.#dueNow.delete(id);
       this.onDue(id, priority);
     }
     return due.length;
@@ -112,11 +135,30 @@ export class Timers {
 
   #start(id: number, runAt: number, priority: number, now = this.clock.now()): void {
     const delay = Math.min(Math.max(runAt - this.lead() - now, 0), MAX_TIMER_DELAY_MS);
+    if (delay === 0) {
+      this.#dueNow.set(id, { runAt, priority });
+      this.#scheduleDueNow();
+      return;
+    }
     const timer = setTimeout(this.#onTimer, delay, id) as ArmedTimer;
     timer.runAt = runAt;
     timer.priority = priority;
     timer.unref();
     this.#armed.set(id, timer);
+  }
+
+  #scheduleDueNow(): void {
+    if (this.#dueNowScheduled) return;
+    this.#dueNowScheduled = true;
+    setImmediate(() => {
+      this.#dueNowScheduled = false;
+      // A handler may arm or disarm while this runs: only entries still as they were go now.
+      for (const [id, entry] of [...this.#dueNow]) {
+        if (this.#dueNow.get(id) !== entry) continue;
+        this.#dueNow.delete(id);
+        this.onDue(id, entry.priority);
+      }
+    });
   }
 
   #fire(id: number): void {

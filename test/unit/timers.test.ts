@@ -10,7 +10,7 @@ describe('timers', () => {
 
   beforeEach(() => {
     // Only Date and the timer functions are faked; nothing else of the process is.
-    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'], now: Date.parse('2026-11-29T00:00:00Z') });
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout', 'setImmediate'], now: Date.parse('2026-11-29T00:00:00Z') });
     fired = [];
     timers = new Timers(systemClock, (id) => fired.push({ id, at: Date.now() }));
   });
@@ -107,6 +107,32 @@ describe('timers', () => {
     timers.disarmAll();
     vi.advanceTimersByTime(1000);
     expect(fired).toEqual([]);
+    expect(timers.size).toBe(0);
+  });
+});
+
+describe('timers armed already due (real timers)', () => {
+  it('hand over together, in one loop turn, even when the arming took milliseconds', async () => {
+    const fired: number[] = [];
+    let firstTurn: number[] | undefined;
+    const timers = new Timers(systemClock, (id) => {
+      fired.push(id);
+      // What had been handed over by the end of the turn of the first one.
+      if (fired.length === 1) setImmediate(() => (firstTurn = [...fired]));
+    });
+    const past = Date.now() - 5_000;
+    timers.arm(1, past, 0);
+    const armedAt = Date.now();
+    while (Date.now() < armedAt + 3); // a boot load arming its page across a millisecond or more
+    timers.arm(2, past, 9);
+    timers.disarm(3); // nothing to disarm: changes nothing
+    timers.arm(3, past, 5);
+    timers.disarm(3); // disarmed before its turn: never handed over
+    expect(timers.size).toBe(2);
+    while (firstTurn === undefined) await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(firstTurn).toEqual([1, 2]);
+    expect(fired).toEqual([1, 2]);
     expect(timers.size).toBe(0);
   });
 });
