@@ -16,7 +16,7 @@ import { isConnectionError, isNodeNotReady } from './errors.js';
 import { HostRotation, parseDatabaseUrl } from './hosts.js';
 import * as schema from './schema.js';
 import { DB } from './sql.js';
-import { accessOptions, checkIdentity, checksIdentity, type DatabaseAccess } from './tls.js';
+import { accessOptions, checkIdentity, checksIdentity, type DatabaseAccess, NameCheck } from './tls.js';
 import type { ConnectionSource } from './transaction.js';
 
 export type Db = MySql2Database<typeof schema>;
@@ -149,7 +149,7 @@ export class Database implements ConnectionSource<Connection> {
   /** The password and TLS options of every connection. */
   readonly #access: mysql.ConnectionOptions;
   /** verify-identity: the name is checked here (tls.ts), against the host each socket went to. */
-  readonly #checkNames: boolean;
+  readonly #names: NameCheck | undefined;
   /** The host of a one-host DATABASE_URL. */
   readonly #onlyHost: string;
   /** Pool connections refused by that check: destroyed, their error given to whoever asked for them. */
@@ -164,7 +164,7 @@ export class Database implements ConnectionSource<Connection> {
       hosts.length > 1 ? new HostRotation(hosts, (from, to) => options.onHostSwitch?.(hostName(from), hostName(to))) : undefined;
     const rotation = this.#hosts;
     this.#firstUrl = urls[0]!;
-    this.#checkNames = checksIdentity(options.access);
+    this.#names = checksIdentity(options.access) ? new NameCheck() : undefined;
     this.#access = accessOptions(options.access);
     this.#onlyHost = hosts[0]!.host;
     this.pool = mysql.createPool({
@@ -190,7 +190,7 @@ export class Database implements ConnectionSource<Connection> {
     });
     // Runs before anything else on the new connection: commands on a connection run in order.
     this.pool.pool.on('connection', (conn) => {
-      const refused = this.#identityError((conn as { stream?: object }).stream);
+      const refused = this.#identityError((conn as { stream?: object }).stream, () => conn.destroy());
       if (refused !== undefined) {
         this.#refused.set(conn, refused);
         conn.destroy();
@@ -215,13 +215,14 @@ export class Database implements ConnectionSource<Connection> {
   }
 
   /** verify-identity: why the certificate on `stream` does not fit its host. */
-  #identityError(stream: unknown): Error | undefined {
+  #identityError(stream: unknown, end: () => void): Error | undefined {
     const rotation = this.#hosts;
-    if (!this.#checkNames) return undefined;
-    if (rotation === undefined) return checkIdentity(stream, this.#onlyHost);
+    const names = this.#names;
+    if (names === undefined) return undefined;
+    if (rotation === undefined) return names.check(stream, this.#onlyHost, end);
     const index = rotation.hostOf(stream as object);
     const host = index === undefined ? undefined : rotation.hosts[index]?.host;
-    return host === undefined ? new Error('the database connection was not opened by the host rotation') : checkIdentity(stream, host);
+    return host === undefined ? new Error('the database connection was not opened by the host rotation') : names.check(stream, host, end);
   }
 
   #registerGauges(registry: Registry): void {
@@ -276,7 +277,7 @@ export class Database implements ConnectionSource<Connection> {
       keepAliveInitialDelay: KEEP_ALIVE_INITIAL_DELAY_MS,
     });
     rotation?.ready(streamOf(conn));
-    const refused = this.#identityError(streamOf(conn));
+    const refused = this.#identityError(streamOf(conn), () => conn.destroy());
     if (refused !== undefined) {
       conn.destroy();
       throw refused;

@@ -61,3 +61,35 @@ export function checkIdentity(stream: unknown, host: string): Error | undefined 
   if (socket === undefined) return new Error('the database connection is not TLS');
   return tls.checkServerIdentity(host.replace(/^\[(.*)\]$/, '$1'), socket.getPeerCertificate());
 }
+
+/**
+ * checkIdentity for every connection of a pool, through TLS session resumption. mysql2 keeps the
+ * session of each connection whose chain the CA vouched for and resumes it on the next connection
+ * to that host; a resumed session shows no certificate, so there is no name to check. Only a
+ * server holding the ticket keys of one that made a full handshake with us can resume, so such a
+ * session is accepted while no name has been refused. Once one has, that server's ticket may be
+ * in mysql2's cache: resumed sessions are refused from then on, and those accepted before are ended.
+ */
+export class NameCheck {
+  #refusedOnce = false;
+  /** The accepted resumed sessions' sockets, and how to end each one's connection. */
+  readonly #resumed = new Map<object, () => void>();
+
+  /** Why the connection on `stream`, opened to `host`, may not be used; `end` ends it later if need be. */
+  check(stream: unknown, host: string, end: () => void): Error | undefined {
+    const socket = tlsSocketOf(stream);
+    if (socket?.isSessionReused() === true) {
+      if (this.#refusedOnce) return new Error('a resumed TLS session, after a certificate that did not name its host: refused');
+      this.#resumed.set(socket, end);
+      socket.once('close', () => this.#resumed.delete(socket));
+      return undefined;
+    }
+    const refused = checkIdentity(stream, host);
+    if (refused !== undefined && !this.#refusedOnce) {
+      this.#refusedOnce = true;
+      for (const endIt of this.#resumed.values()) endIt();
+      this.#resumed.clear();
+    }
+    return refused;
+  }
+}

@@ -4,12 +4,14 @@
  * Each case starts the real server (dist/app/main.js) and either sees it run a task or sees it
  * exit 1 with one line naming the setting at fault.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { preparePrivateMariaDb, TLS_PASSWORD, type PrivateMariaDb } from '../helpers/private-mariadb.js';
 import { type ServerProcess, startServer, waitFor } from '../helpers/server.js';
 import { startFailure } from '../helpers/start-failure.js';
+import { Database } from '../../src/db/connection.js';
 
 // Servers start one after the other on a loaded 2-core machine: generous, nothing here is timed.
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
@@ -109,5 +111,47 @@ describe('TLS to the database', () => {
     const wrongFirst = `127.0.0.1:${db.port},localhost:${db.port}`;
     const failure = await startFailure({ ...env, DATABASE_URL: `mysql://tls_user@${wrongFirst}/${nextName()}` });
     expect(failure.line).toMatch(/^punctual: cannot start: DATABASE_SSL_MODE=verify-identity: .*does not name/);
+  });
+
+  describe('a pool under verify-identity, through TLS session resumption', () => {
+    /** A pool on `host`, and how to tell whether the connection it hands out next resumed a session. */
+    const pool = (host: string) =>
+      new Database({
+        url: db.url(host, 'mysql', false),
+        poolSize: 4,
+        lockWaitTimeoutS: 5,
+        access: { password: TLS_PASSWORD, sslMode: 'verify-identity', sslCa: { content: readFileSync(db.ca) } },
+      });
+    const resumed = (database: Database) =>
+      database.withConnection(async (conn) => {
+        const socket = (conn.connection as unknown as { stream: TLSSocket }).stream;
+        await conn.query('SELECT 1');
+        return socket.isSessionReused();
+      });
+
+    it('opens connection after connection: a resumed session (no certificate shown) is not refused', async () => {
+      const database = pool('localhost');
+      try {
+        // The first connection stays checked out, so the second is opened after the first's session came.
+        const reused = await database.withConnection(async (first) => {
+          await first.query('SELECT 1');
+          return resumed(database);
+        });
+        expect(reused).toBe(true); // the case this covers did happen
+      } finally {
+        await database.close();
+      }
+    });
+
+    it('once a name was refused, refuses resumed sessions too: that server may have left its ticket', async () => {
+      // 127.0.0.1 is not in the certificate: the full handshake is refused, its session kept by mysql2.
+      const database = pool('127.0.0.1');
+      try {
+        await expect(resumed(database)).rejects.toThrow(/does not name|IP: 127.0.0.1 is not in the cert/);
+        await expect(resumed(database)).rejects.toThrow(/resumed TLS session/);
+      } finally {
+        await database.close();
+      }
+    });
   });
 });
