@@ -112,17 +112,15 @@ export class Timers {
     const now = this.clock.now();
     const lead = this.lead();
     const due: { id: number; runAt: number; priority: number }[] = [];
-    for (const [id, timer] of this.#armed) {
+    const dueNow = [...this.#dueNow];
+    for (const [id, timer] of [...this.#armed]) {
       clearTimeout(timer);
       if (timer.runAt - lead <= now) due.push({ id, runAt: timer.runAt, priority: timer.priority });
-      else this.#start(id, timer.runAt, timer.priority, now); // replaces this entry: no new key while iterating
+      else this.#start(id, timer.runAt, timer.priority, now);
     }
-    for (const [id, entry] of this.#dueNow) {
+    for (const [id, entry] of dueNow) {
       if (entry.runAt - lead <= now) due.push({ id, ...entry });
-      else {
-        this.#dueNow.delete(id); // stepped back: no longer due
-        this.#start(id, entry.runAt, entry.priority, now);
-      }
+      else this.#start(id, entry.runAt, entry.priority, now); // stepped back: no longer due
     }
     due.sort((a, b) => a.runAt - b.runAt || a.id - b.id);
     for (const { id, priority } of due) {
@@ -135,6 +133,12 @@ export class Timers {
 
   #start(id: number, runAt: number, priority: number, now = this.clock.now()): void {
     const delay = Math.min(Math.max(runAt - this.lead() - now, 0), MAX_TIMER_DELAY_MS);
+    // An id is in one of the two maps at most: a stale entry in the other would make a later arm
+    // for the same time look done and change nothing.
+    const previous = this.#armed.get(id);
+    if (previous !== undefined) clearTimeout(previous);
+    this.#armed.delete(id);
+    this.#dueNow.delete(id);
     if (delay === 0) {
       this.#dueNow.set(id, { runAt, priority });
       this.#scheduleDueNow();

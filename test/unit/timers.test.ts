@@ -101,6 +101,26 @@ describe('timers', () => {
     expect(fired).toEqual([{ id: 5, at: now + 500 }]);
   });
 
+  it('a timer that woke a hair early and was due by the next reading fires, and arms again for the same time later', () => {
+    const runAt = Date.now() + 100;
+    // The first reading after the wake is 1 ms short of runAt, the next one is at it.
+    let short = false;
+    const clock = { now: () => Date.now() - (short ? ((short = false), 1) : 0) };
+    const handed: number[] = [];
+    const own = new Timers(clock, (id) => handed.push(id));
+    own.arm(9, runAt);
+    vi.advanceTimersByTime(99);
+    short = true;
+    vi.advanceTimersByTime(1);
+    vi.advanceTimersToNextTimer(); // the check phase after the wake
+    expect(handed).toEqual([9]);
+    expect(own.has(9)).toBe(false);
+    // Its batch left it pending (locked ahead beside late ones): armed again for the same time.
+    own.arm(9, runAt);
+    vi.advanceTimersToNextTimer();
+    expect(handed).toEqual([9, 9]);
+  });
+
   it('disarmAll leaves nothing to fire', () => {
     for (let id = 1; id <= 100; id++) timers.arm(id, Date.now() + id);
     expect(timers.size).toBe(100);
