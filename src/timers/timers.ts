@@ -63,11 +63,8 @@ export class Timers {
   /** Arms (or re-arms) task `id` for `runAt`. Arming again for the same time changes nothing. */
   arm(id: number, runAt: number, priority = 0): void {
     const current = this.#armed.get(id) ?? this.#dueNow.get(id);
-    if (current !== undefined) {
-      if (current.runAt === runAt && current.priority === priority) return;
-      this.disarm(id);
-    }
-    this.#start(id, runAt, priority);
+    if (current !== undefined && current.runAt === runAt && current.priority === priority) return;
+    this.#start(id, runAt, priority); // replaces any earlier entry
   }
 
   disarm(id: number): boolean {
