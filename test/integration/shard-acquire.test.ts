@@ -11,7 +11,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { shardsFor } from '../../src/cluster/rendezvous.js';
-import { shardOf } from '../../src/cluster/shards.js';
+import { SHARDS, shardOf } from '../../src/cluster/shards.js';
 import { SKIPPED_REASON } from '../../src/lifecycle/repair.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/server.js';
@@ -59,6 +59,14 @@ describe('shards acquired', () => {
   it("repairs the acquired shards' tasks and arms them, and leaves the other shards' alone without waiting for their locks", async () => {
     const a = await startTestService(db, ENV);
     services.push(a);
+    // Ready is not yet owning: A's own acquisition (its repairs, then the load of its shards) must be
+    // over before the rows go in, or it reads and runs them as the ones it found there.
+    await waitFor(
+      async () =>
+        a.logs.filter((line) => line.msg === 'acquired shards armed').reduce((sum, line) => sum + Number(line.shards), 0) === SHARDS,
+      10_000,
+      'the first process to have armed every shard',
+    );
     const b = await startTestService(db, ENV, { boot: false });
     services.push(b);
     const bShards = shardsFor(b.owner, [a.owner, b.owner]);
