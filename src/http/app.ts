@@ -3,7 +3,6 @@
  * tests call app.inject().
  */
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
-import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { installAuth } from './auth.js';
 import { TokenRoles } from './roles.js';
@@ -11,7 +10,7 @@ import { authRoutes } from './routes/auth.js';
 import { installHeaders, installRequestGuard, type SecurityOptions, serverOptions } from './security.js';
 import { installErrorHandler } from './errors.js';
 import { installJsonBody } from './json-body.js';
-import { buildLazySerializer } from './lazy-serializer.js';
+import { buildLazySerializer, lazyTypeBoxValidator } from './lazy-compilers.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes, type HealthOptions } from './routes/health.js';
 import { taskRoutes, type TaskRoutesOptions } from './routes/tasks.js';
@@ -63,11 +62,11 @@ export function buildApp(options: AppOptions): FastifyInstance {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2400 },
     // Unique across restarts and processes: the audit trail records it.
     genReqId: () => randomUUID(),
-    // Response serializers compiled on first use, not at start (lazy-serializer.ts).
+    // Response serializers and request validators compiled on first use, not at start (lazy-compilers.ts).
     schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
     ...serverOptions(options.security),
   }) as unknown as FastifyInstance;
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setValidatorCompiler(lazyTypeBoxValidator);
   installErrorHandler(app);
   installJsonBody(app);
   installHeaders(app);
