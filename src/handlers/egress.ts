@@ -62,7 +62,9 @@ export class Egress {
 
   /** undici's `request` and the agent whose connector checks each address; loaded and made at the first call. */
   client(): Promise<{ agent: Agent; request: typeof request }> {
-    this.#client ??= import('undici').then((undici) => ({
+    // undici is CommonJS: its exports are the default export's (named ones exist only where
+    // Node reads them from the source; the bundle's lazy chunk has the default alone).
+    this.#client ??= import('undici').then(({ default: undici }) => ({
       agent: this.#agent(undici.Agent, undici.buildConnector),
       request: undici.request,
     }));
