@@ -1,8 +1,8 @@
 /**
  * npm run bench:readme: writes the performance table of docs/performance.md from
  * bench-results.json (what the last `npm run bench` measured), between the bench-table markers,
- * so no figure is typed by hand.
- * One line per scenario: every figure it recorded, a target's figure marked ✓ or ✗.
+ * so no figure is typed by hand: one line per scenario, every figure it recorded, a target's
+ * figure marked ✓ or ✗. The README gets the figures that have a target, one row each.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -14,9 +14,12 @@ const END = '<!-- bench-table:end -->';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const results = JSON.parse(readFileSync(`${root}bench-results.json`, 'utf8')) as Results;
 
+function valueOf(row: Row): string {
+  return row.unit === 'bool' ? (row.value === 1 ? 'yes' : 'no') : `${row.value.toLocaleString('en')} ${row.unit}`;
+}
+
 function figure(row: Row): string {
-  const value = row.unit === 'bool' ? (row.value === 1 ? 'yes' : 'no') : `${row.value.toLocaleString('en')} ${row.unit}`;
-  const text = `${row.metric} ${value}`;
+  const text = `${row.metric} ${valueOf(row)}`;
   if (row.target === undefined) return text;
   return `${row.ok ? '✓' : '✗'} **${text}** (${row.target})`;
 }
@@ -35,10 +38,24 @@ const lines = [
   }),
 ];
 
-const pagePath = `${root}docs/performance.md`;
-const page = readFileSync(pagePath, 'utf8');
-const from = page.indexOf(START);
-const to = page.indexOf(END);
-if (from < 0 || to < from) throw new Error(`docs/performance.md has no ${START} … ${END} markers`);
-writeFileSync(pagePath, `${page.slice(0, from + START.length)}\n${lines.join('\n')}\n${page.slice(to)}`);
-console.log(`docs/performance.md: performance table written from bench-results.json (${order.length} scenarios)`);
+/** Writes `lines` between the markers of the file at `path` (relative to the root). */
+function writeBetweenMarkers(path: string, lines: string[]): void {
+  const page = readFileSync(`${root}${path}`, 'utf8');
+  const from = page.indexOf(START);
+  const to = page.indexOf(END);
+  if (from < 0 || to < from) throw new Error(`${path} has no ${START} … ${END} markers`);
+  writeFileSync(`${root}${path}`, `${page.slice(0, from + START.length)}\n${lines.join('\n')}\n${page.slice(to)}`);
+}
+
+writeBetweenMarkers('docs/performance.md', lines);
+const targeted = results.rows
+  .filter((row) => row.target !== undefined)
+  .sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
+writeBetweenMarkers('README.md', [
+  `The figures with a target, from the last \`npm run bench\` (${results.at.slice(0, 16).replace('T', ' ')} UTC${results.machine ? `, ${results.machine}` : ''}); every figure, and what each scenario does, in [docs/performance.md](docs/performance.md):`,
+  '',
+  '| # | measured | target | met |',
+  '| --- | --- | --- | --- |',
+  ...targeted.map((row) => `| ${row.scenario} | ${row.metric} ${valueOf(row)} | ${row.target} | ${row.ok ? '✓' : '✗'} |`),
+]);
+console.log(`docs/performance.md and README.md: tables written from bench-results.json (${order.length} scenarios)`);
