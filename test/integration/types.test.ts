@@ -20,6 +20,8 @@ const READ = 'read-token-0123456789abcdef';
 const admin = { authorization: `Bearer ${ADMIN}` };
 const reader = { authorization: `Bearer ${READ}` };
 const ENV = { API_TOKENS_ADMIN: ADMIN, API_TOKENS_READ: READ };
+/** How much closer two runs' stamped `now`s may be than their rate slots' takes (see the rate test). */
+const TAKE_JITTER_MS = 50;
 
 let db: TestDatabase;
 let service: TestService | undefined;
@@ -223,8 +225,14 @@ describe('limits', () => {
     for (let i = 0; i < 16; i++) ids.push(await create('rated'));
     await waitFor(async () => (await ledger('rated')).length === 16, 20_000, 'the rated runs');
     const starts = (await ledger('rated')).map((row) => Number(row.started_at)).sort((a, b) => a - b);
+    // The fleet counts a start when its slot is taken, in database time; the ledger has the run's
+    // `now`, read a round trip or two before that take, so two stamps can be closer than their
+    // takes by the difference of those delays (seen once under a full suite's load: 6 in 1000 ms).
+    // A window 50 ms short of the second allows that; a limit not applied puts all 16 in one.
+    const window = 1000 - TAKE_JITTER_MS;
     let most = 0;
-    for (let i = 0; i < starts.length; i++) most = Math.max(most, starts.filter((at) => at >= starts[i]! && at < starts[i]! + 1000).length);
+    for (let i = 0; i < starts.length; i++)
+      most = Math.max(most, starts.filter((at) => at >= starts[i]! && at < starts[i]! + window).length);
     expect(most).toBeLessThanOrEqual(5);
     expect(most).toBeGreaterThanOrEqual(2); // it did run several in a second: the limit, not a crawl
     expect(await statuses(ids)).toEqual(ids.map(() => 'done'));
