@@ -21,11 +21,17 @@ export interface HealthOptions {
 }
 
 /**
- * The probes answer objects built below with exactly their schema's fields, so JSON.stringify
+ * The probes answer objects built here with exactly their schema's fields, so JSON.stringify
  * writes what the schema's serializer would: a probe polled during the start then costs no
  * serializer compile (30 ms of a start's CPU, for /readyz's 503 and 200).
  */
 const plainJson = () => JSON.stringify;
+
+/** Each target's health with the schema's fields alone (TargetHealthJson): whatever else a target's object holds stays here. */
+function targetFields(targets: ReturnType<NonNullable<HealthOptions['targets']>> | undefined): Readiness['targets'] {
+  if (targets === undefined) return undefined;
+  return Object.fromEntries(Object.entries(targets).map(([name, { kind, up, lastError }]) => [name, { kind, up, lastError }]));
+}
 
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, options) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -58,7 +64,7 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
         return reply.status(503).send({ status: 'unavailable', armed, reason: 'the database does not answer' });
       // A clock offset is a warning, not unreadiness: punctual still fires by its own clock.
       const clock = options.dbClock?.();
-      const targets = options.targets?.();
+      const targets = targetFields(options.targets?.());
       const held = { ...(shards === undefined ? {} : { shards }), ...(targets === undefined ? {} : { targets }) };
       if (clock === undefined) return { status: 'ready', armed, ...held };
       return {
