@@ -92,7 +92,7 @@ export async function drainQueue(url: string, queue: string): Promise<QueuedMess
         messageId: message.properties.messageId as string | undefined,
         persistent: message.properties.deliveryMode === 2,
         body: message.content.toString(),
-        headers: (message.properties.headers ?? {}),
+        headers: message.properties.headers ?? {},
       });
     }
     await channel.close();
@@ -157,6 +157,36 @@ export async function removeStream(url: string, name: string): Promise<void> {
     const jsm = await nc.jetstreamManager();
     await jsm.streams.delete(name);
   }).catch(() => undefined);
+}
+
+// ── a test file's own objects on the shared servers ──────────────────────────────────────────
+
+/**
+ * A Redis stream, a RabbitMQ exchange with a queue bound by `sale.start`, and a JetStream stream
+ * over `<subject>.>`, named `<label>` and a random suffix, for one test file: create() makes the
+ * exchange, queue and JetStream stream (XADD makes the Redis stream), remove() takes all away.
+ */
+export function ownBrokerObjects(label: string) {
+  const id = suffix();
+  const names = {
+    stream: `punctual-${label}-${id}`,
+    exchange: `punctual-${label}-${id}`,
+    queue: `punctual-${label}-${id}`,
+    jsStream: `PUNCTUAL_${label.toUpperCase()}_${id.toUpperCase()}`,
+    subject: `punctual.${label}.${id}`,
+  };
+  return {
+    ...names,
+    async create(): Promise<void> {
+      await bindQueue(SHARED_AMQP, names.exchange, names.queue, 'sale.start');
+      await addStream(SHARED_NATS, names.jsStream, [`${names.subject}.>`]);
+    },
+    async remove(): Promise<void> {
+      await deleteStream(SHARED_REDIS, names.stream).catch(() => undefined);
+      await removeExchange(SHARED_AMQP, names.exchange, names.queue).catch(() => undefined);
+      await removeStream(SHARED_NATS, names.jsStream);
+    },
+  };
 }
 
 // ── servers of a test's own ───────────────────────────────────────────────────────────────────

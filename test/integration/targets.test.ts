@@ -12,27 +12,9 @@ import { loadConfig } from '../../src/app/config.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import {
-  addStream,
-  bindQueue,
-  deleteStream,
-  drainQueue,
-  removeExchange,
-  removeStream,
-  SHARED_AMQP,
-  SHARED_NATS,
-  SHARED_REDIS,
-  streamEntries,
-  streamMessages,
-  suffix,
-} from '../helpers/brokers.js';
+import { drainQueue, ownBrokerObjects, SHARED_AMQP, SHARED_NATS, SHARED_REDIS, streamEntries, streamMessages } from '../helpers/brokers.js';
 
-const id = suffix();
-const STREAM = `punctual-test-${id}`;
-const EXCHANGE = `punctual-test-${id}`;
-const QUEUE = `punctual-test-${id}`;
-const JS_STREAM = `PUNCTUAL_TEST_${id.toUpperCase()}`;
-const SUBJECT = `punctual.test.${id}`;
+const own = ownBrokerObjects('test');
 const COUNT = 25;
 
 let db: TestDatabase;
@@ -40,14 +22,13 @@ let service: TestService;
 
 beforeAll(async () => {
   db = await createTestDatabase('targets');
-  await bindQueue(SHARED_AMQP, EXCHANGE, QUEUE, 'sale.start');
-  await addStream(SHARED_NATS, JS_STREAM, [`${SUBJECT}.>`]);
+  await own.create();
   service = await startTestService(db, {
     TARGETS: [
-      `orders=${SHARED_REDIS}#stream:${STREAM}?maxlen=100000`,
-      `sale=${SHARED_AMQP}#exchange:${EXCHANGE}/sale.start`,
-      `nowhere=${SHARED_AMQP}#exchange:${EXCHANGE}/no.queue.bound`,
-      `audit=${SHARED_NATS}#subject:${SUBJECT}.audit`,
+      `orders=${SHARED_REDIS}#stream:${own.stream}?maxlen=100000`,
+      `sale=${SHARED_AMQP}#exchange:${own.exchange}/sale.start`,
+      `nowhere=${SHARED_AMQP}#exchange:${own.exchange}/no.queue.bound`,
+      `audit=${SHARED_NATS}#subject:${own.subject}.audit`,
     ].join(','),
   });
   await waitFor(async () => Object.values(service.targets.health()).every((health) => health.up), 10_000, 'every target connected');
@@ -55,9 +36,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await service?.stop();
-  await deleteStream(SHARED_REDIS, STREAM).catch(() => undefined);
-  await removeExchange(SHARED_AMQP, EXCHANGE, QUEUE).catch(() => undefined);
-  await removeStream(SHARED_NATS, JS_STREAM);
+  await own.remove();
   await db?.drop();
 });
 
@@ -87,7 +66,7 @@ describe('delivery targets', () => {
   it('Redis Streams: XADD with the key and attempt among the fields, one entry per task', async () => {
     const keys = await publishTasks('orders', COUNT);
     await waitFor(() => allDone(keys.keys()), 15_000, 'published');
-    const entries = await streamEntries(SHARED_REDIS, STREAM);
+    const entries = await streamEntries(SHARED_REDIS, own.stream);
     expect(entries).toHaveLength(COUNT);
     expect(new Set(entries.map((entry) => entry.fields.key))).toEqual(new Set(keys.values()));
     for (const entry of entries) {
@@ -100,7 +79,7 @@ describe('delivery targets', () => {
   it('RabbitMQ: persistent, confirmed, message_id = key; an unroutable message fails the attempt', async () => {
     const keys = await publishTasks('sale', COUNT);
     await waitFor(() => allDone(keys.keys()), 15_000, 'published');
-    const messages = await drainQueue(SHARED_AMQP, QUEUE);
+    const messages = await drainQueue(SHARED_AMQP, own.queue);
     expect(messages).toHaveLength(COUNT);
     expect(new Set(messages.map((message) => message.messageId))).toEqual(new Set(keys.values()));
     expect(messages.every((message) => message.persistent && message.headers['X-Shop'] === 'one')).toBe(true);
@@ -115,7 +94,7 @@ describe('delivery targets', () => {
   it('NATS JetStream: Nats-Msg-Id = key, and a repeat of a key is dropped by the stream', async () => {
     const keys = await publishTasks('audit', COUNT);
     await waitFor(() => allDone(keys.keys()), 15_000, 'published');
-    const stored = await streamMessages(SHARED_NATS, JS_STREAM);
+    const stored = await streamMessages(SHARED_NATS, own.jsStream);
     expect(stored).toHaveLength(COUNT);
     expect(new Set(stored.map((message) => message.msgId))).toEqual(new Set(keys.values()));
     // A second attempt of the same task (the first's answer was lost) publishes the same id: dropped.
@@ -126,7 +105,7 @@ describe('delivery targets', () => {
       AbortSignal.timeout(5000),
     );
     expect(outcome).toMatch(/^duplicate of /);
-    expect(await streamMessages(SHARED_NATS, JS_STREAM)).toHaveLength(COUNT);
+    expect(await streamMessages(SHARED_NATS, own.jsStream)).toHaveLength(COUNT);
   });
 
   it('refuses a target that is not configured, and any broker address, with a 400 that creates nothing', async () => {

@@ -8,42 +8,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startServer, waitFor, type ServerProcess } from '../helpers/server.js';
-import {
-  addStream,
-  bindQueue,
-  deleteStream,
-  drainQueue,
-  removeExchange,
-  removeStream,
-  SHARED_AMQP,
-  SHARED_NATS,
-  SHARED_REDIS,
-  streamEntries,
-  streamMessages,
-  suffix,
-} from '../helpers/brokers.js';
+import { drainQueue, ownBrokerObjects, SHARED_AMQP, SHARED_NATS, SHARED_REDIS, streamEntries, streamMessages } from '../helpers/brokers.js';
 
-const id = suffix();
-const STREAM = `punctual-built-${id}`;
-const EXCHANGE = `punctual-built-${id}`;
-const QUEUE = `punctual-built-${id}`;
-const JS_STREAM = `PUNCTUAL_BUILT_${id.toUpperCase()}`;
-const SUBJECT = `punctual.built.${id}`;
+const own = ownBrokerObjects('built');
 
 let db: TestDatabase;
 let server: ServerProcess;
 
 beforeAll(async () => {
   db = await createTestDatabase('targets_built');
-  await bindQueue(SHARED_AMQP, EXCHANGE, QUEUE, 'sale.start');
-  await addStream(SHARED_NATS, JS_STREAM, [`${SUBJECT}.>`]);
+  await own.create();
   server = await startServer({
     env: {
       DATABASE_URL: db.url,
       TARGETS: [
-        `orders=${SHARED_REDIS}#stream:${STREAM}`,
-        `sale=${SHARED_AMQP}#exchange:${EXCHANGE}/sale.start`,
-        `audit=${SHARED_NATS}#subject:${SUBJECT}.audit`,
+        `orders=${SHARED_REDIS}#stream:${own.stream}`,
+        `sale=${SHARED_AMQP}#exchange:${own.exchange}/sale.start`,
+        `audit=${SHARED_NATS}#subject:${own.subject}.audit`,
       ].join(','),
     },
   });
@@ -51,9 +32,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
-  await deleteStream(SHARED_REDIS, STREAM).catch(() => undefined);
-  await removeExchange(SHARED_AMQP, EXCHANGE, QUEUE).catch(() => undefined);
-  await removeStream(SHARED_NATS, JS_STREAM).catch(() => undefined);
+  await own.remove();
   await db?.drop();
 });
 
@@ -79,8 +58,8 @@ describe('the built service', () => {
       15_000,
       'the three published',
     );
-    expect((await streamEntries(SHARED_REDIS, STREAM)).map((entry) => JSON.parse(entry.fields.body!))).toEqual([{ target: 'orders' }]);
-    expect((await drainQueue(SHARED_AMQP, QUEUE)).map((message) => JSON.parse(message.body))).toEqual([{ target: 'sale' }]);
-    expect((await streamMessages(SHARED_NATS, JS_STREAM)).map((message) => JSON.parse(message.data))).toEqual([{ target: 'audit' }]);
+    expect((await streamEntries(SHARED_REDIS, own.stream)).map((entry) => JSON.parse(entry.fields.body!))).toEqual([{ target: 'orders' }]);
+    expect((await drainQueue(SHARED_AMQP, own.queue)).map((message) => JSON.parse(message.body))).toEqual([{ target: 'sale' }]);
+    expect((await streamMessages(SHARED_NATS, own.jsStream)).map((message) => JSON.parse(message.data))).toEqual([{ target: 'audit' }]);
   }, 60_000);
 });
