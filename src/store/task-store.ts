@@ -19,6 +19,7 @@ import { DB } from '../db/sql.js';
 import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
 import { Intake, type InsertResult } from './intake.js';
 import { fromRow, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
+import { TASK_RUNS } from './sql/task-runs.js';
 import { SQL } from './sql/tasks.js';
 import { tagPairs } from './tags.js';
 
@@ -213,7 +214,11 @@ export class TaskStore {
     // are found on the (type, status, run_at) index, over the page's span, and marked.
     const untimed = this.#untimed();
     if (untimed.length === 0 || page.length === 0) return page;
-    const found = await this.#arrays<[number]>(SQL.pendingOfTypesBetween, [untimed, new Date(page[0]!.runAt), new Date(page.at(-1)!.runAt)]);
+    const found = await this.#arrays<[number]>(SQL.pendingOfTypesBetween, [
+      untimed,
+      new Date(page[0]!.runAt),
+      new Date(page.at(-1)!.runAt),
+    ]);
     if (found.length === 0) return page;
     const ids = new Set(found.map(([id]) => Number(id)));
     for (const entry of page) if (ids.has(entry.id)) entry.untimed = true;
@@ -416,10 +421,20 @@ export class TaskStore {
     return (await this.#arrays<[number]>(SQL.expiredIds, [status, new Date(before), limit])).map(([id]) => Number(id));
   }
 
-  /** Deletes those of `ids` still in `status` and finished before `before`; answers how many went. */
+  /**
+   * Deletes those of `ids` still in `status` and finished before `before`, and their runs, in one
+   * transaction (task_runs has no foreign key to cascade); answers how many tasks went.
+   */
   async deleteExpired(ids: number[], status: FinishedStatus, before: number): Promise<number> {
     if (ids.length === 0) return 0;
-    return (await this.#query<Result>(SQL.deleteExpired, [ids, status, new Date(before)])).affectedRows;
+    return this.transaction(async (conn) => {
+      const [rows] = await conn.query<Rows<[number][]>>({ sql: SQL.lockExpired, rowsAsArray: true }, [ids, status, new Date(before)]);
+      const gone = rows.map(([id]) => Number(id));
+      if (gone.length === 0) return 0;
+      await conn.query(TASK_RUNS.deleteOfTasks, [gone]);
+      const [result] = await conn.query<Result>(SQL.deleteByIds, [gone]);
+      return result.affectedRows;
+    });
   }
 
   // ── inside the caller's transaction ─────────────────────────────────────────────────────────

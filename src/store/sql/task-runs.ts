@@ -39,6 +39,8 @@ export const TASK_RUNS = {
   insert: (rows: number) =>
     'INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process, waited_ms, wait_reason) VALUES ' +
     Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', '),
+  /** The runs of the tasks ? (the (task_id, id) index): retention deletes them with their tasks. */
+  deleteOfTasks: 'DELETE FROM task_runs WHERE task_id IN (?)',
   /** A task's runs, newest first, before the run id ? (the (task_id, id) index). */
   ofTask: `SELECT ${RUN_COLUMNS} FROM task_runs WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
   /**

@@ -286,8 +286,11 @@ export const SQL = {
         AND EXISTS (SELECT 1 FROM tasks occurrence WHERE occurrence.series_id = tasks.id AND occurrence.status IN ('pending', 'running')))
     LIMIT ?`,
   /**
-   * Those among ? still in status ? and finished before ?, by primary key: a failed task retried
-   * since expiredIds read it is pending again and stays; a second sweep at once deletes nothing.
+   * Those among ? still in status ? and finished before ?, by primary key, locked, as [id]: a
+   * failed task retried since expiredIds read it is pending again and stays; a second sweep at
+   * once finds nothing.
    */
-  deleteExpired: 'DELETE FROM tasks WHERE id IN (?) AND status = ? AND finished_at < ?',
+  lockExpired: 'SELECT id FROM tasks WHERE id IN (?) AND status = ? AND finished_at < ? FOR UPDATE',
+  /** The tasks ?, locked by lockExpired in this transaction. */
+  deleteByIds: 'DELETE FROM tasks WHERE id IN (?)',
 } as const;

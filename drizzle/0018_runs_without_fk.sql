@@ -1,0 +1,1 @@
+ALTER TABLE `task_runs` DROP FOREIGN KEY `task_runs_task_fk`;
