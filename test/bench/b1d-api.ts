@@ -12,10 +12,10 @@
  * `npm run build`), or taken from BENCH_BASELINE_DIR (a built checkout of that commit).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { type BenchDb, quantile, type Server, sleep, startServer, waitUntil } from './lib.js';
+import { type BenchDb, cpuMs, databasePid, quantile, type Server, sleep, startServer, waitUntil } from './lib.js';
 
 type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
 
@@ -129,9 +129,9 @@ const WORK_COUNTERS = {
   rowWrites: 'Handler_write',
   statements: 'Questions',
 } as const;
-type DbWork = { [name in keyof typeof WORK_COUNTERS]: number };
+export type DbWork = { [name in keyof typeof WORK_COUNTERS]: number };
 
-async function dbCounters(db: BenchDb): Promise<DbWork> {
+export async function dbCounters(db: BenchDb): Promise<DbWork> {
   const rows = await db.rows<{ Variable_name: string; Value: string }>(
     `SHOW GLOBAL STATUS WHERE Variable_name IN (${Object.values(WORK_COUNTERS)
       .map(() => '?')
@@ -158,24 +158,6 @@ export interface WindowProbe {
   inspect?: boolean;
   started?(server: Server): Promise<void>;
   ended?(server: Server): Promise<void>;
-}
-
-/** User + system CPU of a process so far, in ms (Linux). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    .replace(/^.*\) /, '')
-    .split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
-
-/** The local MariaDB's (or MySQL's) pid, or undefined (a server elsewhere). */
-function databasePid(): number | undefined {
-  try {
-    const pid = Number(execFileSync('pidof', ['mariadbd', 'mysqld'], { encoding: 'utf8' }).trim().split(/\s+/)[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export async function once(db: BenchDb, n: number, main: string | undefined, probe: WindowProbe = {}): Promise<Figures> {

@@ -2,7 +2,7 @@
  * What the benchmarks share: a database of their own, the shop's tables, fast seeding, the real
  * server as a child process (only HTTP and the database between them), and small statistics.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
@@ -401,4 +401,22 @@ export async function npmStart(
       return exited;
     },
   };
+}
+
+/** User + system CPU of a process so far, in ms (Linux). */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/** The local MariaDB's (or MySQL's) pid, or undefined (a server elsewhere). */
+export function databasePid(): number | undefined {
+  try {
+    const pid = Number(execFileSync('pidof', ['mariadbd', 'mysqld'], { encoding: 'utf8' }).trim().split(/\s+/)[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
 import { apiPrecision, BASELINE_COMMIT } from './b1d-api.js';
 import { batchIntake } from './b8-batch.js';
+import { databaseWork } from './bw-db-work.js';
 import { pullWorkers } from './b10-workers.js';
 import { priorityWall } from './b11-priority.js';
 import { shardedCreates } from './b7-creates.js';
@@ -567,6 +568,8 @@ async function largePages(db: BenchDb): Promise<void> {
   }
 }
 
+described.BW =
+  "the database's work per firing: a batch's lock, mark-done and run rows straight on 4 connections, 100,000 tasks; the database server's CPU per task (purge included) as migrated, without the run history, without each secondary index of `tasks` in turn, and with the run rows' foreign key added back; interleaved, medians of 3";
 described.B10 =
   'pull workers: a waiting worker gets a task after its runAt at 1,000 tasks/s (p99), 8 workers drain a backlog (tasks/s); the same loads as webhooks';
 
@@ -589,6 +592,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B10: (db) => pullWorkers(db, record),
   B11: (db) => priorityWall(db, record),
   B12: largePages,
+  BW: (db) => databaseWork(db, record),
 };
 
 async function main(): Promise<void> {
