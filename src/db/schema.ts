@@ -191,8 +191,8 @@ export const shardLeases = mysqlTable('shard_leases', {
  * (started_at − the run_at it was due at − waited_ms, the time its type's pause or limits held it);
  * the finish's is finished_at − run_at − waited_ms. A task's runs go with it: retention deletes
  * them in the transaction that deletes the task (store/task-store.ts deleteExpired). No foreign
- * key: its check on every insert cost about 5% of the database's work per firing, and retention is
- * the only delete of a task. The id orders the runs of every task: GET /events resumes after one.
+ * key: its check on every insert cost 2.7 of the 62 pages a firing touches (bench BW), and
+ * retention is the only delete of a task. The id orders the runs of every task: GET /events resumes after one.
  */
 export const taskRuns = mysqlTable(
   'task_runs',
