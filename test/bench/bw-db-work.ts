@@ -1,17 +1,19 @@
 /**
  * BW: the database's work per firing, and what each part of the schema adds to it. The firing
  * transaction of an in-process batch, with the service's own statements (lock the due rows, mark
- * them done, write their run rows), is run straight against the database by 4 connections, 50
- * tasks a transaction, over 100,000 due tasks, and the database server's CPU time, from the first
- * statement until InnoDB has purged what the transactions left behind (the delete-marked index
- * entries, which it cleans in the background), is divided by the tasks, as are the
- * redo log it wrote and the buffer-pool pages it touched and wrote (counts: they hold still where
- * the CPU time of a shared machine does not). No HTTP, no timers, no handler: what is left is what the tables' indexes and the run
+ * them done, write their run rows), runs straight against the database on one connection
+ * (BW_CONNECTIONS for more: they add lock waits, not work), 50 tasks a transaction, over 100,000
+ * due tasks. The database's work, from the first statement until InnoDB has purged what the
+ * transactions left behind (the delete-marked index entries, cleaned in the background), is
+ * divided by the tasks: the buffer-pool pages touched and written and the redo bytes (counts,
+ * which hold still from run to run), and the server's CPU time (which on a shared machine does
+ * not). No HTTP, no timers, no handler: what is left is what the tables, their indexes and the run
  * history cost. Each variant starts from a freshly migrated database and changes one thing: the
  * run history off, one secondary index of `tasks` dropped (each in turn), or the run rows' foreign
- * key to `tasks` added back (the schema before migration 0018). The variants are interleaved,
- * three times over (the order reversed every other time), and the medians reported beside the schema as migrated, measured in the same run.
- * Needs the database on this machine (its CPU time is read from /proc).
+ * key to `tasks` added back (the schema before migration 0018). The variants are interleaved, three
+ * times over (the order reversed every other time), after one pass that is not counted, and the
+ * medians reported beside the schema as migrated, measured in the same run. Needs the database on
+ * this machine (its CPU time is read from /proc).
  */
 import mysql from 'mysql2/promise';
 import { SQL } from '../../src/store/sql/tasks.js';
