@@ -1,17 +1,12 @@
-import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { lazySerializers } from '../../src/http/lazy-compilers.js';
 import { healthRoutes, type HealthOptions } from '../../src/http/routes/health.js';
+import { countingSerializers } from '../helpers/serializers.js';
 
 describe('the probes', () => {
   it('answer with their schema fields alone and compile no serializer, polled while booting and after', async () => {
-    const compiled: string[] = [];
-    const fastify = SerializerSelector();
-    const counting: ReturnType<typeof SerializerSelector> = (external, options) => {
-      const compile = fastify(external, options);
-      return (route) => (compiled.push(`${route.url} ${route.httpStatus}`), compile(route));
-    };
+    const { compiled, selector: counting } = countingSerializers((route) => `${route.url} ${route.httpStatus}`);
     let booted = false;
     // A target whose health object holds more than the schema names: the extra never leaves.
     const targets = () => ({ orders: { kind: 'redis', up: true, lastError: null, url: 'redis://user:secret@10.0.0.5' } });

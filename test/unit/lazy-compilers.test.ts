@@ -1,20 +1,15 @@
-import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { FastifySchemaCompiler } from 'fastify';
 import { lazySerializers, lazyValidators } from '../../src/http/lazy-compilers.js';
+import { countingSerializers } from '../helpers/serializers.js';
 
 const schema = { type: 'object', properties: { id: { type: 'integer' }, name: { type: 'string' } } } as const;
 
 describe('schemas compiled on first use', () => {
   it('compiles none at start, then one per route on its first answer, with the schema in force', async () => {
-    const compiled: string[] = [];
-    const fastify = SerializerSelector();
-    const counting: ReturnType<typeof SerializerSelector> = (external, options) => {
-      const compile = fastify(external, options);
-      return (route) => (compiled.push(route.url), compile(route));
-    };
+    const { compiled, selector: counting } = countingSerializers();
     const app = Fastify({ schemaController: { compilersFactory: { buildSerializer: lazySerializers(counting) } } });
     app.get('/a', { schema: { response: { 200: schema } } }, async () => ({ id: 7, name: 'seven', secret: 'not sent' }));
     app.get('/b', { schema: { response: { 200: schema } } }, async () => ({ id: 8, name: 'eight' }));
