@@ -10,7 +10,7 @@ import { pipelineOf } from '../db/pipeline.js';
 import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
 import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
-import { fromRow, type Task, type TaskRow } from './rows.js';
+import { fromRow, runAtValues, type Task, type TaskRow } from './rows.js';
 import { PULL_SQL } from './sql/pulls.js';
 
 type Result = mysql.ResultSetHeader;
@@ -56,14 +56,17 @@ export class PullStore {
   ): Promise<{ locked: Task[]; next: number | undefined }> {
     if (types.length === 0 || limit <= 0) return { locked: [], next: undefined };
     const at = new Date(now);
+    const lockValues = [types, ...runAtValues(at), limit];
+    const nextSql = PULL_SQL.nextDueOfTypes(types.length);
+    const nextValues = types.flatMap((type) => [type, ...runAtValues(at)]);
     let rows: TaskRow[];
     let nextRows: Rows<{ next_due: number | null }[]>;
     if (pipelineOf(conn) === undefined) {
-      [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockDueOfTypes, [types, at, limit]);
-      [nextRows] = await conn.query<Rows<{ next_due: number | null }[]>>(PULL_SQL.nextDueOfTypes, [types, at]);
+      [rows] = await conn.query<TaskRow[]>(PULL_SQL.lockDueOfTypes, lockValues);
+      [nextRows] = await conn.query<Rows<{ next_due: number | null }[]>>(nextSql, nextValues);
     } else {
-      const sql = `${PULL_SQL.lockDueOfTypes};\n${PULL_SQL.nextDueOfTypes}`;
-      const options = { sql, values: [types, at, limit, types, at], statements: 2 };
+      const sql = `${PULL_SQL.lockDueOfTypes};\n${nextSql}`;
+      const options = { sql, values: [...lockValues, ...nextValues], statements: 2 };
       [[rows, nextRows]] = await conn.query<[TaskRow[], Rows<{ next_due: number | null }[]>]>(options);
     }
     const next = nextRows[0]?.next_due;

@@ -109,6 +109,23 @@ export interface RunAtCursor {
 /** A DATETIME(3) column as epoch milliseconds, computed by the server, whatever its time_zone. */
 export const ms = (column: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${column}) DIV 1000`;
 
+/** The run_minute of the instant `?`, as the generated column computes it from run_at. */
+const MINUTE_OF = "TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', ?)";
+
+/**
+ * `run_at <op> ?` written for an index with (…, run_minute, run_at): as a range on both columns,
+ * which the index seeks and stops on exactly (run_minute never decreases with run_at, so the pair
+ * compares as run_at alone), on MySQL and MariaDB both. `run_minute <op> M(?)` alone would take in
+ * all of M's minute; `(run_minute, run_at) <op> (M(?), ?)` reads the type's whole range on
+ * MariaDB; `run_minute <op> M(?) AND run_at <op> ?` is exact on MariaDB, but MySQL's range
+ * optimizer uses no key part after one with a range. Its instant is three placeholders: `runAtValues`.
+ */
+export const runAtRange = (op: '<' | '<=' | '>' | '>=') =>
+  `(run_minute ${op[0]} ${MINUTE_OF} OR run_minute = ${MINUTE_OF} AND run_at ${op} ?)`;
+
+/** The values of one runAtRange. */
+export const runAtValues = (at: Date) => [at, at, at];
+
 /** The columns of a whole task, in the order fromRow reads them. */
 export const TASK_COLUMNS = [
   'id',

@@ -18,7 +18,7 @@ import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
 import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
 import { Intake, type InsertResult } from './intake.js';
-import { fromRow, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
+import { fromRow, runAtValues, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
 import { TASK_RUNS } from './sql/task-runs.js';
 import { SQL } from './sql/tasks.js';
 import { tagPairs } from './tags.js';
@@ -96,6 +96,11 @@ function cursorValues(cursor: RunAtCursor | undefined): unknown[] {
   return cursor === undefined ? [] : [new Date(cursor.runAt), new Date(cursor.runAt), cursor.id];
 }
 
+/** The values of AFTER_TYPED_CURSOR (sql/tasks.ts): the instant also as a range on (run_minute, run_at). */
+function typedCursorValues(cursor: RunAtCursor | undefined): unknown[] {
+  return cursor === undefined ? [] : [...runAtValues(new Date(cursor.runAt)), ...cursorValues(cursor).slice(1)];
+}
+
 type Rows<T> = T & mysql.RowDataPacket[];
 type Result = mysql.ResultSetHeader;
 
@@ -168,7 +173,7 @@ export class TaskStore {
       ...(type === undefined ? [] : [type]),
       ...(tag === undefined ? [] : [tag]),
       ...(keyPrefix === undefined ? [] : [prefixPattern(keyPrefix)]),
-      ...cursorValues(after),
+      ...(type === undefined ? cursorValues(after) : typedCursorValues(after)),
       options.limit + 1,
     ]);
     const ids: number[] = [];
@@ -211,13 +216,13 @@ export class TaskStore {
       await this.#arrays<[number, number, number]>(SQL.duePage(from !== undefined, cursor !== undefined, shards !== undefined), values),
     );
     // The page is read on the (status, run_at) index alone, which has no type: its worker tasks
-    // are found on the (type, status, run_at) index, over the page's span, and marked.
+    // are found on the (type, status, run_minute, run_at) index, over the page's span, and marked.
     const untimed = this.#untimed();
     if (untimed.length === 0 || page.length === 0) return page;
     const found = await this.#arrays<[number]>(SQL.pendingOfTypesBetween, [
       untimed,
-      new Date(page[0]!.runAt),
-      new Date(page.at(-1)!.runAt),
+      ...runAtValues(new Date(page[0]!.runAt)),
+      ...runAtValues(new Date(page.at(-1)!.runAt)),
     ]);
     if (found.length === 0) return page;
     const ids = new Set(found.map(([id]) => Number(id)));

@@ -7,6 +7,7 @@
 import type mysql from 'mysql2/promise';
 import type { Database } from '../db/connection.js';
 import { autocommit, transaction } from '../db/transaction.js';
+import { runAtValues } from './rows.js';
 import { SQL } from './sql/tasks.js';
 import { TYPE_CONTROLS } from './sql/type-controls.js';
 
@@ -65,7 +66,7 @@ export class TypeControlStore {
       for (const type of types) {
         const [rows] = await conn.query<[number][] & mysql.RowDataPacket[]>({ sql: SQL.countDueOfType, rowsAsArray: true }, [
           type,
-          new Date(now),
+          ...runAtValues(new Date(now)),
           cap,
         ]);
         counts.set(type, Number(rows[0]?.[0] ?? 0));

@@ -4,28 +4,41 @@
  * (`status = 'running'`, `lease_owner`, `lease_until`), its owner the lease token, so the lease
  * recovery of every other run applies to it as it is. Every settle names the lease it settles and
  * the state it expects (invariant 13): a stale or foreign token, or a lease that ran out, writes
- * nothing. Worker types' rows are read through the (type, status, run_at) index.
+ * nothing. Worker types' rows are read through the (type, status, run_minute, run_at) index, in
+ * (run_minute, run_at) order and ranges (rows.ts, runAtRange): run_at's own order, with no sort.
  */
-import { ms, TASK_COLUMNS } from '../rows.js';
+import { ms, runAtRange, TASK_COLUMNS } from '../rows.js';
+
+const BY_TYPE = 'FORCE INDEX (tasks_type_status_run_minute_run_at)';
 
 /** The held lease `?` of task `?`: running under that token, not run out by `?`. */
 const HELD = "id = ? AND status = 'running' AND lease_owner = ? AND lease_until >= ?";
 
 export const PULL_SQL = {
   /**
-   * The due pending tasks of the types ? at ?, oldest first, at most ?, locked (rows another
-   * transaction holds are skipped; one past its expireAfterMs is locked too: the claim ends it as
-   * expired, lifecycle/pull.ts, a worker never gets it).
+   * The due pending tasks of the types ? at ? (as runAtValues), oldest first, at most ?, locked
+   * (rows another transaction holds are skipped; one past its expireAfterMs is locked too: the
+   * claim ends it as expired, lifecycle/pull.ts, a worker never gets it). The order names the
+   * table's columns: `run_at` alone would be TASK_COLUMNS' alias of that name, an expression, and
+   * sorting on it reads (and locks) every due task of the types before it returns the first few.
+   * In the index's order, one type's lease reads and locks only the rows it returns.
    */
-  lockDueOfTypes: `SELECT ${TASK_COLUMNS} FROM tasks FORCE INDEX (tasks_type_status_run_at)
-    WHERE type IN (?) AND status = 'pending' AND run_at <= ?
-    ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+  lockDueOfTypes: `SELECT ${TASK_COLUMNS} FROM tasks ${BY_TYPE}
+    WHERE type IN (?) AND status = 'pending' AND ${runAtRange('<=')}
+    ORDER BY tasks.run_minute, tasks.run_at, tasks.id LIMIT ? FOR UPDATE SKIP LOCKED`,
   /**
-   * When the next pending task of the types ? falls due after ?, in ms as `next_due` (NULL: none;
-   * one range of the index per type): the claim's look ahead.
+   * When the next pending task of `types` types (each ? with its instant) falls due after that
+   * instant, in ms as `next_due` (NULL: none): the claim's look ahead. The first entry after the
+   * instant of each type's range of the index, the earliest of them.
    */
-  nextDueOfTypes: `SELECT ${ms('MIN(run_at)')} AS next_due FROM tasks FORCE INDEX (tasks_type_status_run_at)
-    WHERE type IN (?) AND status = 'pending' AND run_at > ?`,
+  nextDueOfTypes: (types: number) =>
+    `SELECT ${ms('MIN(run_at)')} AS next_due FROM (` +
+    Array.from(
+      { length: types },
+      () =>
+        `(SELECT run_at FROM tasks ${BY_TYPE} WHERE type = ? AND status = 'pending' AND ${runAtRange('>')} ORDER BY run_minute, run_at LIMIT 1)`,
+    ).join(' UNION ALL ') +
+    ') AS next',
   /**
    * Several leases in one statement: the tasks among the last ?, while pending, running from ?
    * (their lateness), one attempt counted, each to the token and lease end at its own place in
@@ -40,7 +53,7 @@ export const PULL_SQL = {
   leasedOfType: "SELECT COUNT(*) FROM tasks WHERE type = ? AND status = 'running' AND lease_until >= ?",
   /** When the next task of type ? falls due, or its next lease runs out: [pending run_at, running lease_until] in ms. */
   nextOfType: `SELECT
-    (SELECT ${ms('MIN(run_at)')} FROM tasks WHERE type = ? AND status = 'pending'),
+    (SELECT ${ms('run_at')} FROM tasks ${BY_TYPE} WHERE type = ? AND status = 'pending' ORDER BY run_minute, run_at LIMIT 1),
     (SELECT ${ms('MIN(lease_until)')} FROM tasks WHERE type = ? AND status = 'running')`,
   /** The tasks among ?, locked: what a group of acks finds before it writes. */
   lockByIds: `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (?) ORDER BY id FOR UPDATE`,

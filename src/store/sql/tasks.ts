@@ -7,7 +7,7 @@
  * To find a query, look for its name here; to see who runs it, look for the name in task-store.ts.
  * The other tables' statements are beside it (one file per table), the server's in src/db/sql.ts.
  */
-import { ms, TASK_COLUMNS } from '../rows.js';
+import { ms, runAtRange, TASK_COLUMNS } from '../rows.js';
 import { LOST_ERROR } from './task-runs.js';
 
 /** Only the tasks of the listed shards (`id MOD 256`, src/cluster/shards.ts): the id is in every
@@ -20,6 +20,12 @@ const timed = (untimed: boolean) => (untimed ? "status = 'pending' AND type NOT 
  * the index range's start outright, the OR only breaks ties within one run_at. */
 const AFTER_CURSOR = ' AND run_at >= ? AND (run_at > ? OR id > ?)';
 
+/** A type's tasks in one status, in run_at order: the (type, status, run_minute, run_at) index,
+ * read in its own order (run_minute never decreases with run_at; rows.ts, runAtRange). */
+const BY_TYPE = 'FORCE INDEX (tasks_type_status_run_minute_run_at)';
+/** AFTER_CURSOR on that index: its run_at also as a range on (run_minute, run_at), so the page seeks there. */
+const AFTER_TYPED_CURSOR = ` AND ${runAtRange('>=')} AND (run_at > ? OR id > ?)`;
+
 const select = (where: string) => `SELECT ${TASK_COLUMNS} FROM tasks ${where}`;
 
 /** Which filters a pending list has (each one a placeholder, in this order). */
@@ -30,12 +36,16 @@ export interface PendingFilter {
   cursor: boolean;
 }
 
-/** Pending tasks in (run_at, id) order: optionally of one type, with a tag, with a key prefix, after a cursor. */
+/**
+ * Pending tasks in (run_at, id) order: optionally of one type, with a tag, with a key prefix,
+ * after a cursor. Of one type, on the type's index, in its order, from the cursor on (its cursor:
+ * AFTER_TYPED_CURSOR; left to itself the optimizer may read the type's range from its start).
+ */
 const pendingWhere = (f: PendingFilter) =>
-  `WHERE status = 'pending'${f.type ? ' AND type = ?' : ''}` +
+  `${f.type ? BY_TYPE : ''} WHERE status = 'pending'${f.type ? ' AND type = ?' : ''}` +
   `${f.tag ? ' AND id IN (SELECT task_id FROM task_tags WHERE tag = ?)' : ''}` +
   `${f.keyPrefix ? " AND task_key LIKE ? ESCAPE '!'" : ''}` +
-  `${f.cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`;
+  `${f.cursor ? (f.type ? AFTER_TYPED_CURSOR : AFTER_CURSOR) : ''} ORDER BY ${f.type ? 'run_minute, ' : ''}run_at, id LIMIT ?`;
 
 /** Which filters a list by status has (each one a placeholder after the status, in this order). */
 export interface ListFilter {
@@ -56,6 +66,8 @@ const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') =
 };
 const listWhere = (f: ListFilter) => `WHERE status = ? ${filtersWhere(f, 'AND')}`;
 const listOrder = (finished: boolean) => (finished ? 'finished_at DESC, id DESC' : 'run_at, id');
+/** An open status's page of one type: on the type's index, in its order (the same as run_at, id). */
+const listSizesOrder = (f: ListFilter) => (!f.finished && f.type ? 'run_minute, run_at, id' : listOrder(f.finished));
 
 /** The wait of a row among `waited` (id, ms) pairs, 0 for the others (most batches: none waited, a constant). */
 function waitOf(waited: number): string {
@@ -81,7 +93,7 @@ export const SQL = {
    */
   listSizes: (filter: ListFilter) =>
     `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks ${listWhere(filter)}` +
-    ` ORDER BY ${listOrder(filter.finished)} LIMIT ? OFFSET ?`,
+    ` ORDER BY ${listSizesOrder(filter)} LIMIT ? OFFSET ?`,
   /** The tasks of a page, in its order, as they are now. */
   listByIds: (finished: boolean) => select(`WHERE id IN (?) ORDER BY ${listOrder(finished)}`),
   /** How many tasks of each status the filter holds, as [status, count]. */
@@ -107,22 +119,24 @@ export const SQL = {
    */
   insertedIn: (ranges: number, untimed: boolean) =>
     `SELECT id, ${ms('run_at')}, ${timed(untimed)}, priority FROM tasks WHERE ${Array.from({ length: ranges }, () => 'id BETWEEN ? AND ?').join(' OR ')}`,
-  /** Pending tasks of the types ? due in [?, ?], as [id]: the worker tasks among a due page (the (type, status, run_at) index alone). */
-  pendingOfTypesBetween: `SELECT id FROM tasks FORCE INDEX (tasks_type_status_run_at)
-    WHERE type IN (?) AND status = 'pending' AND run_at >= ? AND run_at <= ?`,
+  /** Pending tasks of the types ? due in [?, ?] (each instant as runAtValues), as [id]: the worker tasks among a due page (the type's index alone). */
+  pendingOfTypesBetween: `SELECT id FROM tasks ${BY_TYPE}
+    WHERE type IN (?) AND status = 'pending' AND ${runAtRange('>=')} AND ${runAtRange('<=')}`,
   pendingAmong: `SELECT id, ${ms('run_at')}, priority FROM tasks WHERE id IN (?) AND status = 'pending'`,
   maxId: 'SELECT COALESCE(MAX(id), 0) FROM tasks',
   countOpen: "SELECT status, COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
   countPendingByType: "SELECT type, COUNT(*) FROM tasks WHERE status = 'pending' GROUP BY type",
+  /** The types that have pending tasks: one look into the (type, status, …) index per type. */
+  pendingTypes: `SELECT DISTINCT type FROM tasks ${BY_TYPE} WHERE status = 'pending'`,
   /**
-   * The upcoming-load chart: pending tasks per minute (run_minute, whole minutes from 1970) and
-   * type, for the minutes in [?, ?). The (status, run_minute, type) index alone, read over that
-   * range only and in its order, so the groups stream out with no temporary table.
+   * The upcoming-load chart: pending tasks of the types ? per minute (run_minute, whole minutes
+   * from 1970), for the minutes in [?, ?). The type's index alone, read over that range of each
+   * type only and in its order, so the groups stream out with no temporary table.
    */
   upcomingLoad: `SELECT run_minute, type, COUNT(*) AS n
-    FROM tasks FORCE INDEX (tasks_status_run_minute_type)
-   WHERE status = 'pending' AND run_minute >= ? AND run_minute < ?
-   GROUP BY run_minute, type`,
+    FROM tasks ${BY_TYPE}
+   WHERE type IN (?) AND status = 'pending' AND run_minute >= ? AND run_minute < ?
+   GROUP BY type, run_minute`,
   /** Pending tasks due before ?, stopped at ? entries: a count over the (status, run_at) index alone. */
   countDueBefore: `SELECT COUNT(*) AS n FROM (
     SELECT 1 FROM tasks FORCE INDEX (tasks_status_run_at) WHERE status = 'pending' AND run_at < ? LIMIT ?
@@ -267,11 +281,11 @@ export const SQL = {
   // ── the type controls' view of the tasks (type-controls.ts; their own table: sql/type-controls.ts)
   /** Pending tasks already due, by type: what waits (paused, over a limit, or simply behind). */
   /**
-   * Pending tasks of type ? due by ?, stopped at ? entries: read through the (type, status) index,
-   * so a count never walks more than the cap of one type's due tasks (store/type-due.ts).
+   * Pending tasks of type ? due by ? (as runAtValues), stopped at ? entries: the type's index
+   * alone, so a count never walks more than the cap of one type's due tasks (store/type-due.ts).
    */
   countDueOfType: `SELECT COUNT(*) FROM (
-    SELECT 1 FROM tasks FORCE INDEX (tasks_type_status) WHERE type = ? AND status = 'pending' AND run_at <= ? LIMIT ?
+    SELECT 1 FROM tasks ${BY_TYPE} WHERE type = ? AND status = 'pending' AND ${runAtRange('<=')} LIMIT ?
   ) AS due`,
 
   // ── retention (maintenance/retention.ts, through the store) ──────────────────────────────
