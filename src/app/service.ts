@@ -179,7 +179,9 @@ export class Service {
           metrics: shardMetrics,
           // Called from start() on, when the scheduler is built.
           onAcquire: (shards) => this.scheduler.armShards(shards),
-          onLose: (shards) => void arming.disarmShards(shards),
+          // A shard handed to another member: its tasks due before the new owner can have armed
+          // them (its next round, a lease's length at most) stay armed and claimable here.
+          onLose: (shards, how) => void arming.disarmShards(shards, how === 'given-up' ? config.cluster.leaseMs : 0),
         })
       : undefined;
     const createdHere = new CreatedHere(2 * config.scheduler.refillIntervalMs);

@@ -76,9 +76,17 @@ export interface LeaseKeeperOptions {
   metrics?: ShardMetrics;
   /** Shards just taken: recover and arm their tasks. */
   onAcquire: (shards: number[]) => Promise<void>;
-  /** Shards lost or given up: disarm their tasks. Called before a release is written. */
-  onLose: (shards: number[]) => void;
+  /**
+   * Shards lost or given up: disarm their tasks. Called before a release is written. `given-up`:
+   * handed to another live member while this process is healthy (its tasks due before the new
+   * owner arms them may still be claimed here: timers/arming.ts); `lost`: the lease lapsed or
+   * another process holds the shard; `leaving`: this process stops.
+   */
+  onLose: (shards: number[], how: ShardLoss) => void;
 }
+
+/** Why shards left this process (LeaseKeeperOptions.onLose). */
+export type ShardLoss = 'given-up' | 'lost' | 'leaving';
 
 /** Which tasks this process may arm and claim. */
 export interface Ownership {
@@ -189,7 +197,7 @@ export class LeaseKeeper implements Ownership {
     await this.#round;
     await Promise.allSettled([...this.#arming]);
     const all = this.ownedShards();
-    this.#drop(all);
+    this.#drop(all, 'leaving');
     try {
       const conn = await this.#connection();
       await autocommit(
@@ -238,11 +246,11 @@ export class LeaseKeeper implements Ownership {
   }
 
   /** Forgets shards locally: nothing of theirs is armed or claimed any more. */
-  #drop(shards: number[]): void {
+  #drop(shards: number[], how: ShardLoss): void {
     if (shards.length === 0) return;
     for (const shard of shards) this.#owned.delete(shard);
     this.#options.metrics?.shardsOwned.set(this.#owned.size);
-    this.#options.onLose(shards);
+    this.#options.onLose(shards, how);
   }
 
   /** One round; never throws (a failed round is told, and the next one tries again). */
@@ -252,7 +260,7 @@ export class LeaseKeeper implements Ownership {
     if (!this.valid && this.#owned.size > 0) {
       // Too long since the last proof: another process may own these now.
       const lost = this.ownedShards();
-      this.#drop(lost);
+      this.#drop(lost, 'lost');
       metrics?.leaseLosses.inc(lost.length);
       log.warn({ shards: lost }, 'shards lost: their leases could not be renewed in time');
     }
@@ -299,7 +307,7 @@ export class LeaseKeeper implements Ownership {
     const wanted = shardsFor(owner, members);
     const giveUp = this.ownedShards().filter((shard) => !wanted.has(shard));
     if (giveUp.length > 0) {
-      this.#drop(giveUp);
+      this.#drop(giveUp, 'given-up');
       await autocommit(source, (c) => leases.release(c, owner, giveUp), this.#run);
       metrics?.shardHandovers.inc(giveUp.length);
       log.info({ shards: giveUp }, 'shards released');
@@ -319,7 +327,7 @@ export class LeaseKeeper implements Ownership {
     // Not held any more, or held in another tenure than the one this process knew.
     const lost = [...this.#owned].filter(([shard, epoch]) => held.get(shard) !== epoch).map(([shard]) => shard);
     if (lost.length > 0) {
-      this.#drop(lost);
+      this.#drop(lost, 'lost');
       metrics?.leaseLosses.inc(lost.length);
       log.warn({ shards: lost }, 'shards lost: another process holds them, or held them meanwhile');
     }

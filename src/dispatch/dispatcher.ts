@@ -337,6 +337,7 @@ export class Dispatcher {
     for (const ticket of over) limits.release(ticket);
     queue.release(finished);
     for (const id of finished) limits.waited(id); // woken, then cancelled or moved meanwhile: forgotten
+    limits.returned(finished); // a woken task another process ran meanwhile: its place goes to the next
     // Locked ahead beside due ones, left pending: on their timers again (released first, so the timer's push is taken).
     this.#options.effects.apply(result.later.map((task) => arm(task.id, task.runAt, task.priority, task.type)));
     for (const task of result.deferred) this.#outsideWaiting.push(task.id);

@@ -38,6 +38,16 @@ import { FleetSlots, type FleetGrant } from './fleet-slots.js';
 /** How soon a group the fleet's slots refused is asked again (another process's free is seen so). */
 export const FLEET_POLL_MS = 150;
 
+/**
+ * The safety net of the wake-ups: every type with tasks waiting here is asked again this often,
+ * whatever woke it last, so no wake-up lost on some path (a woken task done elsewhere meanwhile, a
+ * batch put back on the timers) leaves a task waiting longer than this for a limit that has room.
+ */
+export const WAKE_SWEEP_MS = 1_000;
+
+/** How long a woken task is followed (handed to the dispatcher, not yet admitted nor held again). */
+const HANDED_KEPT_MS = 10_000;
+
 /** One admitted run: handed back with `release` when it finished, or `rollBack` when it never began. */
 export interface Ticket {
   readonly type: string;
@@ -80,6 +90,13 @@ export class TypeAdmission {
   /** Group keys the fleet refused, until when they are not asked again (bounded like the rate windows). */
   readonly #refused = new Map<string, number>();
   readonly #maxGroups: number;
+  /**
+   * Woken tasks handed to the dispatcher, by id: their type and when. Each one took a place a wake
+   * counted as free; it ends admitted, held again, or back without either (`returned`: done or
+   * moved elsewhere meanwhile), and then its place is offered to the next waiting task.
+   */
+  readonly #handed = new Map<number, { type: string; at: number }>();
+  #sweep: NodeJS.Timeout | undefined;
   #onReady: (ids: number[]) => void = () => undefined;
   #stopped = false;
 
@@ -125,6 +142,7 @@ export class TypeAdmission {
    * released. Undefined: it must wait; the caller hands it to `hold` once its transaction ended.
    */
   admit(task: Task, now: number): Ticket | undefined {
+    this.#handed.delete(task.id);
     const control = this.#settings.get(task.type);
     const key = keyOf(task, control);
     let grant: FleetGrant | undefined;
@@ -226,14 +244,33 @@ export class TypeAdmission {
    * type's waiting room is full: the caller leaves it to the table.
    */
   hold(task: Task): boolean {
+    this.#handed.delete(task.id);
     if (this.#stopped) return true;
     const control = this.#settings.get(task.type);
     const key = keyOf(task, control);
     const reason: WaitReason = this.#refusal(control, key, this.clock.now()) ?? 'concurrency';
     if (!this.#room.enter(task.type, { id: task.id, runAt: task.runAt, key, reason, since: this.clock.now() })) return false;
+    this.#sweepSoon();
     // Whatever freed meanwhile (a run finished between the refusal and now) is not missed.
     this.#wake(task.type);
     return true;
+  }
+
+  /**
+   * The dispatcher is done with `ids` without running them (cancelled, done or moved by another
+   * process since they were woken, or run and finished): a woken one's place goes to the next
+   * waiting task of its type at once. Without this, a wake that handed out the places of tasks
+   * another process had already run would wait for the sweep.
+   */
+  returned(ids: readonly number[]): void {
+    const types = new Set<string>();
+    for (const id of ids) {
+      const handed = this.#handed.get(id);
+      if (handed === undefined) continue;
+      this.#handed.delete(id);
+      types.add(handed.type);
+    }
+    for (const type of types) this.#wake(type);
   }
 
   /** How many groups the rate windows keep starts for (bounded: rate-window.ts). */
@@ -254,6 +291,9 @@ export class TypeAdmission {
   /** Stops waking anything; the waiting tasks stay pending in the table for the next process. */
   stop(): void {
     this.#stopped = true;
+    clearTimeout(this.#sweep);
+    this.#sweep = undefined;
+    this.#handed.clear();
     this.#timers.clear();
     this.#room.clear();
     this.#refused.clear();
@@ -273,7 +313,7 @@ export class TypeAdmission {
   /** A changed setting: every waiting task of `type` is asked again (unless it is paused). */
   #wakeAll(type: string): void {
     if (this.#stopped || this.#settings.get(type)?.paused) return;
-    this.#hand(this.#room.leaveAll(type));
+    this.#hand(type, this.#room.leaveAll(type));
   }
 
   /**
@@ -302,11 +342,29 @@ export class TypeAdmission {
         this.#timers.set(key, at - now, () => this.#wake(type));
       }
     }
-    this.#hand(woken);
+    this.#hand(type, woken);
   }
 
-  #hand(woken: Waiting[]): void {
-    if (woken.length > 0) this.#onReady(woken.map(({ id }) => id));
+  #hand(type: string, woken: Waiting[]): void {
+    if (woken.length === 0) return;
+    const at = this.clock.now();
+    for (const { id } of woken) this.#handed.set(id, { type, at });
+    this.#onReady(woken.map(({ id }) => id));
+  }
+
+  /** The sweep runs while tasks wait here (WAKE_SWEEP_MS), and stops once none does. */
+  #sweepSoon(): void {
+    if (this.#sweep !== undefined || this.#stopped) return;
+    this.#sweep = setTimeout(() => {
+      this.#sweep = undefined;
+      const now = this.clock.now();
+      // A handed task that never came back (put back on its timer, say) is not followed for ever.
+      for (const [id, { at }] of this.#handed) if (at < now - HANDED_KEPT_MS) this.#handed.delete(id);
+      const types = [...this.#room.types()];
+      for (const type of types) this.#wake(type);
+      if (types.length > 0 || this.#handed.size > 0) this.#sweepSoon();
+    }, WAKE_SWEEP_MS);
+    this.#sweep.unref();
   }
 
   /** How many more runs of `key` may start now (more than that is harmless: they wait again). */

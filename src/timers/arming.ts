@@ -76,11 +76,24 @@ export class Arming implements EffectSink {
       this.timers.arm(entry.id, entry.runAt, entry.priority);
   }
 
-  /** Disarms the tasks of shards this process no longer owns. */
-  disarmShards(shards: Iterable<number>): number {
+  /**
+   * Disarms the tasks of shards this process no longer owns; answers how many. A shard given up to
+   * another member is not armed anywhere until the new owner's next round takes it and loads its
+   * tasks (a third of a lease later, at most a lease): its tasks due within `keepDueWithinMs` stay
+   * armed here and claimable without the shard (created-here.ts, `keep`), so they run on time. Safe
+   * as any claim of a shard not held: the claim is conditional on the row (invariant 9).
+   */
+  disarmShards(shards: Iterable<number>, keepDueWithinMs = 0): number {
     const lost = new Set(shards);
+    const now = this.createdHere?.now() ?? 0;
+    const keepUntil = this.createdHere === undefined || keepDueWithinMs <= 0 ? Number.NEGATIVE_INFINITY : now + keepDueWithinMs;
     let count = 0;
-    for (const id of this.timers.ids()) if (lost.has(shardOf(id)) && this.timers.disarm(id)) count++;
+    for (const id of this.timers.ids()) {
+      if (!lost.has(shardOf(id))) continue;
+      const runAt = this.timers.runAtOf(id);
+      if (!this.#stopped && runAt !== undefined && runAt <= keepUntil && this.createdHere!.set.keep(id, runAt, now)) continue;
+      if (this.timers.disarm(id)) count++;
+    }
     return count;
   }
 

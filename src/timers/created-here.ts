@@ -7,6 +7,10 @@
  * finds nothing. This is the bounded set of such ids, with their runAt: a claim of one of them
  * needs no shard fence. An entry is kept until a little after its runAt (the run, or the owner's
  * timer, has taken it over by then); past MAX_ENTRIES a create is left to the owner alone.
+ *
+ * The same holds for the tasks of a shard this process gives up to another member (rebalancing as
+ * members join and leave): until the new owner's next round takes the shard and arms its tasks,
+ * no one else has them armed, so those due before then stay armed and claimable here (`keep`).
  * See docs/cluster.md#creates-through-any-process.
  */
 
@@ -26,6 +30,17 @@ export class CreatedHere {
   /** Remembers `id` (due at `runAt`, created `now`); false when it is not due soon enough, or the set is full. */
   add(id: number, runAt: number, now: number): boolean {
     if (runAt > now + this.withinMs) return false;
+    if (this.#runAt.size >= MAX_ENTRIES) this.#prune(now);
+    if (this.#runAt.size >= MAX_ENTRIES) return false;
+    this.#runAt.set(id, runAt);
+    return true;
+  }
+
+  /**
+   * Remembers `id` (due at `runAt`) of a shard this process just gave up, armed here until its new
+   * owner has it; false when the set is full (the new owner alone runs it then).
+   */
+  keep(id: number, runAt: number, now: number): boolean {
     if (this.#runAt.size >= MAX_ENTRIES) this.#prune(now);
     if (this.#runAt.size >= MAX_ENTRIES) return false;
     this.#runAt.set(id, runAt);

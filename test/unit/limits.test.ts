@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { keyOf, TypeAdmission } from '../../src/dispatch/limits.js';
+import { keyOf, TypeAdmission, WAKE_SWEEP_MS } from '../../src/dispatch/limits.js';
 import type { TypeControl } from '../../src/store/type-controls.js';
 import { aControl as control, aTask } from '../helpers/tasks.js';
 
@@ -90,9 +90,10 @@ describe('type admission', () => {
     limits.admit(aTask({ id: 2 }), start);
     expect(limits.admit(aTask({ id: 3 }), start)).toBeUndefined();
     limits.hold(aTask({ id: 3 }));
-    vi.advanceTimersByTime(1000);
+    vi.advanceTimersByTime(999);
     expect(handed).toEqual([]);
-    vi.advanceTimersByTime(1);
+    // At +1000 the first starts leave the window (the sweep may find that), at +1001 its timer fires.
+    vi.advanceTimersByTime(2);
     expect(handed).toEqual([[3]]);
     expect(limits.admit(aTask({ id: 3 }), Date.now())).toBeDefined();
   });
@@ -102,6 +103,40 @@ describe('type admission', () => {
     expect([1, 2, 3].map((id) => limits.hold(aTask({ id })))).toEqual([true, true, false]);
     expect(limits.hold(aTask({ id: 4, type: 'beta' }))).toBe(true);
     expect(limits.states().get('alpha')?.waiting).toBe(2);
+  });
+
+  it("a woken task that comes back neither admitted nor held (run by another process meanwhile) gives its place to the next at once", () => {
+    const { limits, handed } = admission([control('alpha', { maxConcurrency: 1 })]);
+    const first = limits.admit(aTask({ id: 1 }), Date.now())!;
+    for (const id of [2, 3]) {
+      expect(limits.admit(aTask({ id, runAt: id }), Date.now())).toBeUndefined();
+      limits.hold(aTask({ id, runAt: id }));
+    }
+    limits.release(first);
+    expect(handed).toEqual([[2]]);
+    // The dispatcher found 2 done already (another process held it too, and ran it).
+    limits.returned([2]);
+    expect(handed).toEqual([[2], [3]]);
+    // An id that was not handed out, or is back already, wakes nothing.
+    limits.returned([2, 99]);
+    expect(handed).toEqual([[2], [3]]);
+  });
+
+  it('asks a waiting type again every WAKE_SWEEP_MS, so a wake-up lost on some path strands nothing', () => {
+    const { limits, handed } = admission([control('alpha', { maxConcurrency: 1 })]);
+    const first = limits.admit(aTask({ id: 1 }), Date.now())!;
+    for (const id of [2, 3]) limits.hold(aTask({ id, runAt: id }));
+    limits.release(first);
+    expect(handed).toEqual([[2]]);
+    // 2 is never reported back (put back on its timer after a failed batch, say).
+    vi.advanceTimersByTime(WAKE_SWEEP_MS - 1);
+    expect(handed).toEqual([[2]]);
+    vi.advanceTimersByTime(1);
+    expect(handed).toEqual([[2], [3]]);
+    // Nothing waits any more: the sweep ends.
+    vi.advanceTimersByTime(30 * WAKE_SWEEP_MS);
+    expect(handed).toEqual([[2], [3]]);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('wakes nothing once stopped, and forgets its waiting tasks and timers', () => {
