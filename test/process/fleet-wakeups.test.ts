@@ -69,16 +69,17 @@ async function startFleet(balanced: boolean): Promise<ServerProcess[]> {
   servers = [];
   for (let i = 0; i < 3; i++) servers.push(await startServer({ env }));
   // Every shard owned before the test begins: a create lands in a shard some process holds.
-  if (balanced) await waitFor(
-    async () => {
-      const [row] = await db.query<any[]>(
-        'SELECT COUNT(*) AS n, COUNT(DISTINCT owner) AS owners FROM shard_leases WHERE lease_until > UTC_TIMESTAMP(3)',
-      );
-      return Number(row.n) === 256 && Number(row.owners) === 3;
-    },
-    20_000,
-    'the three processes to share the 256 shards',
-  );
+  if (balanced)
+    await waitFor(
+      async () => {
+        const [row] = await db.query<any[]>(
+          'SELECT COUNT(*) AS n, COUNT(DISTINCT owner) AS owners FROM shard_leases WHERE lease_until > UTC_TIMESTAMP(3)',
+        );
+        return Number(row.n) === 256 && Number(row.owners) === 3;
+      },
+      20_000,
+      'the three processes to share the 256 shards',
+    );
   return servers;
 }
 
@@ -111,9 +112,13 @@ describe('flow control across three processes', () => {
     const resumedAt = Date.now();
     // 30 calls of 400 ms, two at a time: 6 s at the limit; every one of them well within 30 s.
     await waitFor(async () => delivered().size === COUNT, 30_000, 'every held task to be delivered').catch(async (error) => {
-      const rows = await db.query<any[]>("SELECT id, id MOD 256 AS shard, status, attempts, lease_owner FROM tasks WHERE status = 'pending'");
+      const rows = await db.query<any[]>(
+        "SELECT id, id MOD 256 AS shard, status, attempts, lease_owner FROM tasks WHERE status = 'pending'",
+      );
       const states = await Promise.all(
-        servers.map(async (server) => ((await server.request('GET', '/types')).body.types as { type: string }[]).find((t) => t.type === 'webhook')),
+        servers.map(async (server) =>
+          ((await server.request('GET', '/types')).body.types as { type: string }[]).find((t) => t.type === 'webhook'),
+        ),
       );
       const slots = await db.query<any[]>('SELECT * FROM limit_slots');
       throw new Error(

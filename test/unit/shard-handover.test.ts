@@ -34,7 +34,7 @@ describe('giving up a shard', () => {
     vi.useRealTimers();
   });
 
-  it("keeps the tasks due within the lease armed and claimable here; disarms the later ones and the other ways of losing", () => {
+  it('keeps the tasks due within the lease armed and claimable here; disarms the later ones and the other ways of losing', () => {
     const now = Date.now();
     // Shard 1: due in 300 ms and in a minute; shard 2: due in 300 ms.
     for (const [id, runAt] of [

@@ -1,0 +1,29 @@
+/**
+ * The fleet's model test (test/helpers/fleet-model.ts) on the three-node Galera cluster: three
+ * punctual processes with SHARDING=on, each writing through another node first; a lost
+ * connection kills the fleet's connections on every node. A bounded number of seeds
+ * (FLEET_RUNS, default 3); a failing run prints the command that replays it.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { FleetModel, opsArbitrary } from '../helpers/fleet-model.js';
+import { fleetModelParameters, REGRESSIONS } from '../helpers/fleet-model-seeds.js';
+import { NODES, urlFrom } from '../helpers/galera.js';
+
+const model = new FleetModel({
+  label: 'galera_fleet_model',
+  urlFor: (name, index) => urlFrom(index + 1, name),
+  servers: NODES,
+});
+
+beforeAll(() => model.setUp(), 120_000);
+afterAll(() => model.tearDown(), 120_000);
+
+describe('the fleet against its model on a Galera cluster', () => {
+  it('keeps every rule through random operations on three processes, one per node', async () => {
+    await fc.assert(
+      fc.asyncProperty(opsArbitrary, (ops) => model.run(ops)),
+      fleetModelParameters('--config vitest.cluster.config.ts test/cluster/fleet-model.test.ts', REGRESSIONS, 3),
+    );
+  }, 1_800_000);
+});
