@@ -31,11 +31,10 @@
  * the leases held across the fleet. See docs/workers.md.
  */
 import type { Logger } from 'pino';
-import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import { isLockConflict, loggable } from '../db/errors.js';
-import type { PullLifecycle } from '../lifecycle/pull.js';
+import { newPullToken, type PullLifecycle } from '../lifecycle/pull.js';
 import type { PullStore } from '../store/pulls.js';
 import type { Task } from '../store/task-store.js';
 import type { TypeAdmission } from './limits.js';
@@ -363,8 +362,7 @@ export class PullHub {
       }),
       max: waiter.request.max,
       leaseMs: waiter.request.leaseMs,
-      // randomUUID draws from a buffer Node fills for many at once: one randomBytes each cost a claim a getrandom call.
-      token: `pull:${randomUUID()}`,
+      token: newPullToken(),
     }));
     if (asks.every((ask) => ask.types.length === 0)) return { leased: asks.map(() => []), more: new Set(), held, upcoming: [] };
     this.#metrics?.claims.inc();

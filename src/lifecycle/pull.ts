@@ -10,6 +10,7 @@
  * an expired lease) writes its run row in its own transaction, held back to travel with COMMIT.
  * See docs/workers.md.
  */
+import { randomUUID } from 'node:crypto';
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { PullFailure, PullStore } from '../store/pulls.js';
@@ -54,6 +55,23 @@ export interface LeaseAsk {
 export type LeaseRoom = (type: string, leasedOf: () => Promise<number>) => Promise<number | undefined>;
 
 /** The answer to a settle: the task as it is after it, and whether this call wrote it. */
+/**
+ * A pull lease's token: `pull:` and a random UUID, made here only. A settle names one, or it is
+ * refused before it reads anything: the other leases in lease_owner are processes' names (a
+ * webhook in flight), which the run history shows, and a worker must never settle those.
+ */
+export function newPullToken(): string {
+  // randomUUID draws from a buffer Node fills for many at once: one randomBytes each cost a claim a getrandom call.
+  return `pull:${randomUUID()}`;
+}
+
+const PULL_TOKEN = /^pull:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Whether `token` is a pull lease's (newPullToken). */
+export function isPullToken(token: string): boolean {
+  return PULL_TOKEN.test(token);
+}
+
 export type SettleResult = { kind: 'settled'; task: Task } | { kind: 'stale'; task: Task } | { kind: 'missing' };
 
 /** Acks that arrive together share one transaction (one commit), up to this many, this many at once. */
@@ -243,7 +261,13 @@ export class PullLifecycle {
       const found = new Map((await pulls.lockByIds(conn, [...new Set(acks.map((ack) => ack.id))])).map((task) => [task.id, task]));
       const held = acks.map((ack) => {
         const task = found.get(ack.id);
-        return task !== undefined && task.status === 'running' && task.leaseOwner === ack.token && (task.leaseUntil ?? 0) >= now;
+        return (
+          task !== undefined &&
+          isPullToken(ack.token) &&
+          task.status === 'running' &&
+          task.leaseOwner === ack.token &&
+          (task.leaseUntil ?? 0) >= now
+        );
       });
       const byToken = new Map<string, Set<number>>();
       acks.forEach((ack, i) => {
@@ -280,6 +304,7 @@ export class PullLifecycle {
     const { store, pulls, clock, retry } = this.options;
     const task = await store.get(id);
     if (task === undefined) return { kind: 'missing' };
+    if (!isPullToken(token)) return { kind: 'stale', task };
     const effects = await pulls.transaction(async (conn) => {
       const now = clock.now();
       // The attempt was counted by the lease: `task.attempts` is the attempt this lease runs.
@@ -303,7 +328,7 @@ export class PullLifecycle {
   async extend(id: number, token: string, leaseMs: number): Promise<SettleResult> {
     const { store, pulls, clock } = this.options;
     const now = clock.now();
-    const extended = await pulls.extend({ id, token }, now + leaseMs, now);
+    const extended = isPullToken(token) && (await pulls.extend({ id, token }, now + leaseMs, now));
     const task = await store.get(id);
     if (task === undefined) return { kind: 'missing' };
     return { kind: extended ? 'settled' : 'stale', task };

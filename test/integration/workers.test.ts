@@ -104,7 +104,52 @@ describe('leasing', () => {
     expect(await worker.ack(task!)).toMatchObject({ id, status: 'done', attempts: 1 });
     const again = await worker.ack(task!).catch((error: unknown) => error);
     expect(again).toBeInstanceOf(PunctualError);
-    expect(again).toMatchObject({ status: 409, code: 'PUNCTUAL_CONFLICT', task: { id, status: 'done' } });
+    // Refused, and told nothing of the task: only that the lease is not this token's.
+    expect(again).toMatchObject({ status: 409, code: 'PUNCTUAL_NOT_YOUR_LEASE', task: undefined });
+  });
+
+  it("a guessed token learns nothing of any task: ack, nack and extend answer 409 without the task's payload, key or tags", async () => {
+    const id = await create(
+      'close_order',
+      { orderSn: 'SECRET-ORDER-77' },
+      { delayMs: 600_000 },
+      { key: 'close_order:SECRET-ORDER-77', tags: ['vip:7'] },
+    );
+    const guessed = { id, leaseToken: 'pull:00000000-0000-4000-8000-000000000000' };
+    for (const settle of [() => worker.ack(guessed), () => worker.nack(guessed, 'no'), () => worker.extend(guessed, 60_000)]) {
+      const refused = (await settle().catch((error: unknown) => error)) as PunctualError;
+      expect(refused).toMatchObject({ status: 409, code: 'PUNCTUAL_NOT_YOUR_LEASE', task: undefined });
+      expect(JSON.stringify(refused)).not.toMatch(/SECRET|vip:7/);
+    }
+    const raw = await fetch(`${baseUrl}/tasks/${id}/ack`, {
+      method: 'POST',
+      headers: { ...bearer(WORKER), 'content-type': 'application/json' },
+      body: JSON.stringify({ leaseToken: guessed.leaseToken }),
+    });
+    expect(raw.status).toBe(409);
+    expect(await raw.text()).not.toMatch(/SECRET|vip:7|payload/);
+    expect(await row(id)).toMatchObject({ status: 'pending', attempts: 0 });
+  });
+
+  it("settles only pull leases: a run of a process's own (a webhook in flight), named by the process as its token, is refused", async () => {
+    // A webhook run in flight holds lease_owner = the process's name, which the run history shows a read token.
+    const id = await create('t_acks', { n: 1 }, { delayMs: 600_000 });
+    await db.execute(
+      "UPDATE tasks SET type = 'webhook', status = 'running', lease_owner = 'shop-host:4242:abcd1234', lease_until = NOW(3) + INTERVAL 1 MINUTE WHERE id = ?",
+      [id],
+    );
+    for (const leaseToken of ['shop-host:4242:abcd1234', 'pull:shop-host:4242:abcd1234']) {
+      const answers = await Promise.all([
+        worker.ack({ id, leaseToken }).catch((error: unknown) => error),
+        worker.nack({ id, leaseToken }, 'x').catch((error: unknown) => error),
+        worker.extend({ id, leaseToken }, 60_000).catch((error: unknown) => error),
+        worker.ackAll([{ id, leaseToken }]),
+      ]);
+      expect(answers.slice(0, 3)).toMatchObject([{ status: 409 }, { status: 409 }, { status: 409 }]);
+      expect(answers[3]).toMatchObject({ acked: 0, refused: 1 });
+    }
+    expect(await row(id)).toMatchObject({ status: 'running', lease_owner: 'shop-host:4242:abcd1234' });
+    await db.execute("UPDATE tasks SET status = 'cancelled', lease_owner = NULL, lease_until = NULL WHERE id = ?", [id]);
   });
 
   it('acks many in one request: each done once, a stale or unknown one refused alone, nothing else written', async () => {

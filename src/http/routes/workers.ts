@@ -16,9 +16,8 @@ import { idempotencyKey } from '../../handlers/webhook.js';
 import type { PullLifecycle, SettleResult } from '../../lifecycle/pull.js';
 import type { Task } from '../../store/task-store.js';
 import { TooManyWaiting, type LeasedTask, type PullHub } from '../../dispatch/pull-hub.js';
-import type { Role } from '../../contract/auth.js';
 import { ErrorJson } from '../../contract/errors.js';
-import { ConflictJson, IdParams, TaskJson } from '../../contract/tasks.js';
+import { IdParams, TaskJson } from '../../contract/tasks.js';
 import {
   AckBody,
   AckManyAnswer,
@@ -29,7 +28,7 @@ import {
   NackBody,
   type LeasedTaskJson,
 } from '../../contract/workers.js';
-import { badRequest, conflict, HttpError, notFound } from '../errors.js';
+import { badRequest, HttpError, notFound } from '../errors.js';
 import { present } from '../present.js';
 
 export interface WorkerRoutesOptions {
@@ -58,7 +57,7 @@ function leasedJson({ task, leaseToken, leaseUntil }: LeasedTask): LeasedTaskJso
   };
 }
 
-const settleResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson, 404: ErrorJson, 409: ConflictJson };
+const settleResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson, 404: ErrorJson, 409: ErrorJson };
 
 export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fastify, options) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -72,9 +71,10 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
   const staleText = (id: number, what: string) =>
     `task ${id} is not leased to this token (${what} refused): the lease ran out, was settled, or is another worker's`;
 
-  function settled(result: SettleResult, id: number, what: string, role: Role | undefined): Task {
+  function settled(result: SettleResult, id: number, what: string): Task {
     if (result.kind === 'missing') throw notFound(`task ${id}`);
-    if (result.kind === 'stale') throw conflict(staleText(id, what), present(result.task, role));
+    // Nothing of the task: a worker learns only that the lease is not its own.
+    if (result.kind === 'stale') throw new HttpError(409, 'PUNCTUAL_NOT_YOUR_LEASE', staleText(id, what));
     return result.task;
   }
 
@@ -127,7 +127,7 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
       },
     },
     async (request) =>
-      present(settled(await pull.ack(request.params.id, request.body.leaseToken), request.params.id, 'ack', request.role), request.role),
+      present(settled(await pull.ack(request.params.id, request.body.leaseToken), request.params.id, 'ack'), request.role),
   );
 
   app.post(
@@ -184,7 +184,7 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
         }
       }
       const result = await pull.nack(request.params.id, leaseToken, error, { retryAt: at, permanent });
-      return present(settled(result, request.params.id, 'nack', request.role), request.role);
+      return present(settled(result, request.params.id, 'nack'), request.role);
     },
   );
 
@@ -202,7 +202,7 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
     async (request) => {
       const { leaseToken, leaseMs } = request.body;
       const result = await pull.extend(request.params.id, leaseToken, leaseMsOf(leaseMs, 'body/leaseMs'));
-      return present(settled(result, request.params.id, 'extend', request.role), request.role);
+      return present(settled(result, request.params.id, 'extend'), request.role);
     },
   );
 };
