@@ -138,6 +138,12 @@ describe('the punctual package', () => {
     await run(process.execPath, [TSC, '-p', 'tsconfig.json'], shop);
   }, 300_000);
 
+  it('comes with a systemd unit that systemd-analyze verifies', async () => {
+    // It exits 0 on an unknown key or a bad value too, saying so on stderr: nothing may be said.
+    const { stderr } = await promisify(execFile)('systemd-analyze', ['verify', join(ROOT, 'ops', 'punctual.service')]);
+    expect(stderr).toBe('');
+  });
+
   it('installs globally (into a prefix of its own) and answers as a command on the PATH', async () => {
     const prefix = join(work, 'global');
     await run('npm', ['install', '--global', '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline', tarball], work);
