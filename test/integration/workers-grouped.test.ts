@@ -130,7 +130,8 @@ describe('acks that arrive together share a commit', () => {
     );
     const commits = (await metric('punctual_pull_ack_commits_total')) - commitsBefore;
 
-    expect(answers[0]).toMatchObject({ status: 409, body: { task: { id: theirs!.id, status: 'running' } } });
+    expect(answers[0]).toMatchObject({ status: 409, body: { code: 'PUNCTUAL_NOT_YOUR_LEASE' } });
+    expect(answers[0]!.body.task).toBeUndefined(); // nothing of another lease's task
     answers.slice(1).forEach((answer, i) => expect(answer).toMatchObject({ status: 200, body: { id: rest[i]!.id, status: 'done' } }));
     const after = await rows('g_ack');
     expect(after.find((row) => row.id === theirs!.id)).toMatchObject({ status: 'running', lease_owner: theirs!.leaseToken });
