@@ -213,6 +213,13 @@ export const VARIABLES = {
     500,
     '`GET /events`: how often each stream reads the tables for what is new',
   ),
+  EVENTS_STALL_MS: setting(
+    'http',
+    'eventsStallMs',
+    milliseconds(1000, 600_000),
+    30_000,
+    '`GET /events`: a client that has read nothing of its full buffer for this long is dropped, with a `dropped` event (it resumes from its last id); until then its stream reads no further page',
+  ),
   MAX_CONNECTIONS: setting('http', 'maxConnections', integer(1, 1_000_000), 1024, 'open connections at most; more are dropped at once'),
   API_TOKENS_READ: orFile(setting('roles', 'read', tokens, [], 'comma-separated tokens with the `read` role (lists, summary, metrics)')),
   API_TOKENS_WRITE: orFile(

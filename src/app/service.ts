@@ -313,7 +313,12 @@ export class Service {
       },
       runs: { store: this.store, history: this.runHistory },
       audit: { store: this.audit, clock },
-      events: { store: new EventStore(this.database), replay: config.http.eventsReplay, pollMs: config.http.eventsPollMs },
+      events: {
+        store: new EventStore(this.database),
+        replay: config.http.eventsReplay,
+        pollMs: config.http.eventsPollMs,
+        stallMs: config.http.eventsStallMs,
+      },
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },

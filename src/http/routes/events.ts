@@ -8,7 +8,11 @@
  * a `gap` event saying how much was skipped. A stream with no position starts now.
  *
  * Each stream reads the tables every EVENTS_POLL_MS (two primary-key range reads), and sends a
- * comment every 15 s so proxies keep it open; at most MAX_STREAMS at once per process. The read
+ * comment every 15 s so proxies keep it open; at most MAX_STREAMS at once per process. A client
+ * that reads slower than the events come costs a page at most: once the socket's buffer is full,
+ * the stream reads no further page until it has drained, and a client that has not drained for
+ * STALL_MS is dropped, with a `dropped` event saying why and a log line (it resumes from its last
+ * id when it reconnects). The read
  * role may listen, as for GET /tasks; a change event shows its actor to admin tokens only (as
  * GET /audit does). Streams end when the service stops.
  */
@@ -23,7 +27,12 @@ export interface EventRoutesOptions {
   /** How far back a reconnect may resume, in events of each kind. */
   replay: number;
   pollMs: number;
+  /** How long a client may leave its stream undrained before it is dropped (default STALL_MS). */
+  stallMs?: number;
 }
+
+/** A stream whose client has read nothing of a full buffer for this long is dropped. */
+export const STALL_MS = 30_000;
 
 const MAX_STREAMS = 64;
 const PAGE = 500;
@@ -68,6 +77,7 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
       if (streams.size >= MAX_STREAMS)
         throw new HttpError(503, 'PUNCTUAL_TOO_MANY_STREAMS', `at most ${MAX_STREAMS} event streams at once`);
       const { store, replay, pollMs } = options;
+      const stallMs = options.stallMs ?? STALL_MS;
       const given = request.headers['last-event-id'];
       const match = typeof given === 'string' ? POSITION.exec(given.trim()) : null;
       if (typeof given === 'string' && given.trim() !== '' && match === null) {
@@ -103,13 +113,41 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
       };
       streams.add(end);
       request.raw.on('close', end);
+      /** Resolves once the socket drained (true), or after stallMs without (false), or when the stream ended. */
+      const drained = () =>
+        new Promise<boolean>((resolve) => {
+          const done = (value: boolean) => {
+            clearTimeout(stall);
+            raw.off('drain', onDrain);
+            raw.off('close', onClose);
+            resolve(value);
+          };
+          const onDrain = () => done(true);
+          const onClose = () => done(true);
+          const stall = setTimeout(() => done(false), stallMs);
+          raw.on('drain', onDrain);
+          raw.on('close', onClose);
+        });
       const tick = async () => {
         if (!open) return;
         try {
           const events = await store.after(position, PAGE);
+          let full = false;
           for (const event of events) {
             position = event.kind === 'run' ? { ...position, runs: event.id } : { ...position, changes: event.id };
-            raw.write(frame(event.kind, formatPosition(position), shown(event, request.role)));
+            if (!raw.write(frame(event.kind, formatPosition(position), shown(event, request.role)))) full = true;
+          }
+          // The client reads slower than the events come: no further page until it drained.
+          if (full && open && !(await drained())) {
+            const buffered = raw.writableLength;
+            request.log.warn({ bufferedBytes: buffered, stallMs }, 'events: a client read nothing for too long; its stream is dropped');
+            raw.write(
+              frame('dropped', undefined, {
+                reason: `the client read nothing of ${buffered} bytes for ${stallMs} ms; reconnect with Last-Event-ID to resume`,
+              }),
+            );
+            end();
+            return;
           }
           if (events.length > 0) lastWrite = Date.now();
           else if (Date.now() - lastWrite >= KEEPALIVE_MS) {
