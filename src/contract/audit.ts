@@ -5,7 +5,18 @@
 import { Type, type Static } from 'typebox';
 import { Nullable } from './nullable.js';
 
-export const AUDIT_ACTIONS = ['cancel', 'reschedule', 'retry', 'bulk-cancel', 'bulk-reschedule', 'bulk-retry', 'pause', 'resume', 'limits'] as const;
+export const AUDIT_ACTIONS = [
+  'cancel',
+  'reschedule',
+  'retry',
+  'replace',
+  'bulk-cancel',
+  'bulk-reschedule',
+  'bulk-retry',
+  'pause',
+  'resume',
+  'limits',
+] as const;
 
 export const AuditEntryJson = Type.Object({
   id: Type.Integer(),

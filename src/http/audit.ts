@@ -5,7 +5,8 @@
  * change is on record. Changes made count (2xx), and so do changes refused because the task was
  * not in the state they need (409); a request refused for its input or its token changed nothing
  * and is not recorded. Creates are not recorded here: they are the hot path, and a task carries
- * its own createdAt.
+ * its own createdAt; but a create that replaced an existing task (onKeyConflict: replace) changed
+ * that task, and is recorded as a `replace` of it.
  *
  * The change itself is committed by then, so a failed audit write does not undo it: it is logged
  * as an error and the answer goes out.
@@ -95,6 +96,17 @@ function resultOf(payload: unknown): unknown {
   }
 }
 
+/**
+ * A create that replaced tasks, as the change it is: the task (or, for a batch, the ids) it
+ * replaced. The detail keeps the request of a single create (its new payload and time); of a
+ * batch, only which tasks (the whole batch may be 1,000 payloads).
+ */
+function replaceOf(request: FastifyRequest): Audited | undefined {
+  const ids = request.replaced;
+  if (ids === undefined || ids.length === 0) return undefined;
+  return { action: 'replace', target: () => (ids.length === 1 ? `task:${ids[0]}` : idsTarget(ids)) };
+}
+
 /** A request id a client may choose (X-Request-Id): short and plain, so it cannot forge a log line. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -105,7 +117,7 @@ export function requestIdOf(request: FastifyRequest): string {
 
 export function installAudit(app: FastifyInstance, store: AuditStore, clock: Clock): void {
   app.addHook('onSend', async (request, reply, payload) => {
-    const audited = AUDITED[`${request.method} ${request.routeOptions.url ?? ''}`];
+    const audited = AUDITED[`${request.method} ${request.routeOptions.url ?? ''}`] ?? replaceOf(request);
     if (audited === undefined || request.tokenName === undefined) return payload;
     const status = reply.statusCode;
     if (!(status < 300 || status === 409)) return payload;
@@ -118,7 +130,10 @@ export function installAudit(app: FastifyInstance, store: AuditStore, clock: Clo
         action: audited.action,
         target: audited.target(request),
         status,
-        detail: { request: request.body ?? null, result: resultOf(payload) },
+        detail:
+          request.replaced !== undefined && request.routeOptions.url === '/tasks/batch'
+            ? { request: { replaced: request.replaced }, result: { replaced: request.replaced.length } }
+            : { request: request.body ?? null, result: resultOf(payload) },
       });
     } catch (error) {
       request.log.error({ err: error, action: audited.action }, 'audit: could not record a change; it was made');

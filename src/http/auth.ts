@@ -30,6 +30,8 @@ declare module 'fastify' {
     role?: Role;
     /** The name of the caller's token (API_TOKENS, or `API_TOKEN`, `read-1`, …); `open` when the API has no tokens. */
     tokenName?: string;
+    /** The tasks a create replaced (onKeyConflict: replace): a change to existing tasks, audited (http/audit.ts). */
+    replaced?: number[];
   }
 }
 

@@ -138,6 +138,51 @@ describe('the audit trail', () => {
     expect(trail[1].detail.request).toEqual({ maxConcurrency: 3 });
   });
 
+  it('records a create that replaced a task (onKeyConflict: replace), alone and in a batch, with the new content; a plain create or repeat is not', async () => {
+    service = await startTestService(db, ENV);
+    const id = await create('audit:replace:1');
+    const other = await create('audit:replace:2');
+    const far = Date.now() + 10 * 365 * 24 * 3600 * 1000 - 86_400_000;
+    const replaced = await service.call(
+      'POST',
+      '/tasks',
+      { type: 'close_order', payload: { orderSn: 'CHANGED' }, runAt: far, key: 'audit:replace:1', onKeyConflict: 'replace' },
+      as(SHOP, { 'x-request-id': 'replace-req-1' }),
+    );
+    expect(replaced.status).toBe(200);
+    // The same content again changes nothing: not a replace.
+    const repeat = await service.call(
+      'POST',
+      '/tasks',
+      { type: 'close_order', payload: { orderSn: 'CHANGED' }, runAt: far, key: 'audit:replace:1', onKeyConflict: 'replace' },
+      as(SHOP),
+    );
+    expect(repeat.status).toBe(200);
+    const batch = await service.call(
+      'POST',
+      '/tasks/batch',
+      {
+        tasks: [
+          { type: 'close_order', payload: { orderSn: 'B2' }, delayMs: 60_000, key: 'audit:replace:2', onKeyConflict: 'replace' },
+          { type: 'close_order', payload: { orderSn: 'NEW' }, delayMs: 60_000, key: 'audit:replace:3' },
+        ],
+      },
+      as(SHOP),
+    );
+    expect(batch.body.results.map((r: { status: number }) => r.status)).toEqual([200, 201]);
+    const trail = await entries('?action=replace');
+    expect(trail.map((e) => [e.actor, e.target])).toEqual([
+      ['shop', `task:${other}`],
+      ['shop', `task:${id}`],
+    ]);
+    expect(trail[1]).toMatchObject({ requestId: 'replace-req-1', status: 200 });
+    expect(trail[1].detail.request).toMatchObject({ payload: { orderSn: 'CHANGED' }, onKeyConflict: 'replace' });
+    expect(trail[1].detail.result).toMatchObject({ taskId: id, status: 'pending', runAt: new Date(far).toISOString() });
+    expect(trail[0].detail.request).toEqual({ replaced: [other] });
+    // Nothing else of the creates is on record.
+    expect((await entries()).every((e) => e.action === 'replace')).toBe(true);
+  });
+
   it('is admin-only, paged and filtered', async () => {
     service = await startTestService(db, ENV);
     const ids = [await create('audit:p:1'), await create('audit:p:2'), await create('audit:p:3')];

@@ -72,6 +72,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRoutesOptions> = async (fastif
       );
       for (const [i, result] of results.entries()) {
         const { id, key } = result.task;
+        if (result.outcome === 'replaced') (request.replaced ??= []).push(id);
         answers[valid[i]!.index] =
           result.outcome === 'conflict'
             ? { status: 409, id, key, code: 'PUNCTUAL_CONFLICT', message: conflictMessage(result.task) }

@@ -144,6 +144,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       if (result.outcome === 'conflict') {
         throw conflict(conflictMessage(result.task), present(result.task, request.role));
       }
+      if (result.outcome === 'replaced') request.replaced = [result.task.id];
       return reply.status(result.outcome === 'created' ? 201 : 200).send(present(result.task, request.role));
     },
   );
