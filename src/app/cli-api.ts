@@ -27,7 +27,13 @@ export class Api {
   }
 
   /** The answer's status and body; a refusal (4xx, 5xx) is a CliError with the API's message. */
-  async call<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  /** The answer; a 4xx or 5xx throws a CliError naming it, but for the statuses in `accept`. */
+  async call<T = unknown>(
+    method: string,
+    path: string,
+    body?: unknown,
+    accept: readonly number[] = [],
+  ): Promise<{ status: number; body: T }> {
     let response: Response;
     try {
       response = await fetch(`${this.base}${path}`, {
@@ -43,7 +49,7 @@ export class Api {
     }
     const text = await response.text();
     const parsed = text === '' ? undefined : (JSON.parse(text) as T & { message?: string });
-    if (response.status >= 400) {
+    if (response.status >= 400 && !accept.includes(response.status)) {
       const message = (parsed as { message?: string } | undefined)?.message ?? response.statusText;
       throw new CliError(`${method} ${path} answered ${response.status}: ${message}`);
     }

@@ -1,17 +1,23 @@
 /**
  * `punctual export` and `punctual import`: the pending work as JSON lines, one create request
- * (the body of POST /tasks) a line, and back. Export reads the table (DATABASE_URL) so payloads
- * come whole whatever the token; import goes through the running service's POST /tasks/batch,
- * so every line is checked as a create is, timers are armed, and a repeat is harmless: each line
- * has a key (a task's own, or for a task without one a key made from the line), and a key that
- * names the same task again answers 200, not a second task.
+ * (the body of POST /tasks) a line, with every field a task carries, and back. Export reads the
+ * table (DATABASE_URL) so payloads come whole whatever the token; import goes through the running
+ * service's POST /tasks/batch, so every line is checked as a create is, timers are armed, and a
+ * repeat is harmless: each line has a key (a task's own, or for a task without one a key made from
+ * the line), and a key that names the same task again answers 200, not a second task. A task
+ * without a key has no key to be found by where it was exported from: its line also says its id
+ * there (`exportedId`, which import takes off), and import into that same service finds it by
+ * that id (same type, payload and time) instead of making it twice.
  *
  * The seeds' two systems import the same way: `--from-zset redis://host:port/db#queue:order:timeout
  * --type close_order` (member = order number, score = due epoch second; the key
  * `<type>:<member>`), and `--from-async-task mysql://user@host/shop#async_task` (the rows of
- * status 0, by execute_time; the key `async_task:<id>`, the payload its `params`).
+ * status 0, by execute_time; the key `async_task:<id>`, the payload its `params`, a JSON or a text
+ * column). The operator says which handler the rows get (`--type`), or which of the table's own
+ * types are let through (`--allow-types`): a dump's type column never picks a handler by itself.
  */
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
@@ -34,7 +40,17 @@ export function asCreate(task: Task): CreateTaskBody {
     maxAttempts: task.maxAttempts,
     misfire: task.misfire,
     ...(task.tags.length === 0 ? {} : { tags: task.tags }),
+    ...(task.priority === 0 ? {} : { priority: task.priority }),
+    ...(task.expireAfterMs === null ? {} : { expireAfterMs: task.expireAfterMs }),
+    ...(task.group === null ? {} : { group: task.group }),
   };
+}
+
+/** A line of `punctual export`: the create, and for a task without a key its id where it was exported. */
+export type ExportLine = CreateTaskBody & { exportedId?: number };
+
+export function exportLineOf(task: Task): ExportLine {
+  return { ...asCreate(task), ...(task.key === null ? { exportedId: task.id } : {}) };
 }
 
 /** Writes every pending task, soonest first, one JSON line each; answers how many. */
@@ -47,7 +63,7 @@ export async function exportPending(config: Config, write: (line: string) => voi
     for (;;) {
       const page = await store.listPendingWithin({ limit: 1000, after, maxBytes: 8 * 1024 * 1024, rowBytes: 0 });
       for (const task of page.tasks) {
-        write(JSON.stringify(asCreate(task)));
+        write(JSON.stringify(exportLineOf(task)));
         count++;
       }
       const last = page.tasks[page.tasks.length - 1];
@@ -76,8 +92,15 @@ interface BatchAnswer {
   results: { status: number; message?: string }[];
 }
 
+/** What a source yields: a create body named `where`, or a line the source itself refuses, with why. */
+export interface ImportItem {
+  where: string;
+  body: Record<string, unknown>;
+  refusal?: string;
+}
+
 /** Sends `items` (create bodies, each named `where`) through POST /tasks/batch, MAX_BATCH at a time. */
-export async function importItems(api: Api, items: AsyncIterable<{ where: string; body: Record<string, unknown> }>): Promise<ImportCounts> {
+export async function importItems(api: Api, items: AsyncIterable<ImportItem>): Promise<ImportCounts> {
   const counts: ImportCounts = { created: 0, repeated: 0, refused: 0, refusals: [] };
   let batch: { where: string; body: Record<string, unknown> }[] = [];
   const flush = async () => {
@@ -94,15 +117,39 @@ export async function importItems(api: Api, items: AsyncIterable<{ where: string
     batch = [];
   };
   for await (const item of items) {
-    batch.push({ where: item.where, body: { ...item.body, key: item.body.key ?? keyOf(item.body) } });
+    if (item.refusal !== undefined) {
+      counts.refused++;
+      counts.refusals.push(`${item.where}: ${item.refusal}`);
+      continue;
+    }
+    const { exportedId, ...body } = item.body;
+    if (body.key === undefined && typeof exportedId === 'number' && (await stillThere(api, exportedId, body))) {
+      counts.repeated++;
+      continue;
+    }
+    batch.push({ where: item.where, body: { ...body, key: body.key ?? keyOf(body) } });
     if (batch.length === MAX_BATCH) await flush();
   }
   await flush();
   return counts;
 }
 
+/** Whether the service has task `id` with the type, payload and time of `body` (a keyless task exported from it). */
+async function stillThere(api: Api, id: number, body: Record<string, unknown>): Promise<boolean> {
+  const answer = await api.call<{ type: string; payload: unknown; runAt: string; cron?: string | null }>(
+    'GET',
+    `/tasks/${id}`,
+    undefined,
+    [404],
+  );
+  if (answer.status !== 200) return false;
+  const task = answer.body;
+  const sameTime = body.cron !== undefined ? task.cron === body.cron : Date.parse(String(task.runAt)) === Date.parse(String(body.runAt));
+  return task.type === body.type && isDeepStrictEqual(task.payload, body.payload ?? {}) && sameTime;
+}
+
 /** The lines of a JSON-lines file (or stdin for `-`), each a create body. */
-export async function* fromJsonLines(path: string): AsyncGenerator<{ where: string; body: Record<string, unknown> }> {
+export async function* fromJsonLines(path: string): AsyncGenerator<ImportItem> {
   const input = path === '-' ? process.stdin : createReadStream(path);
   let n = 0;
   for await (const line of createInterface({ input, crlfDelay: Infinity })) {
@@ -131,11 +178,7 @@ function splitSource(source: string, scheme: RegExp, what: string): { url: strin
 }
 
 /** The members of a Redis ZSET scored by due epoch second, as creates of `type` (`{ orderSn: member }`). */
-export async function* fromZset(
-  source: string,
-  type: string,
-  field = 'orderSn',
-): AsyncGenerator<{ where: string; body: Record<string, unknown> }> {
+export async function* fromZset(source: string, type: string, field = 'orderSn'): AsyncGenerator<ImportItem> {
   const { url, name } = splitSource(source, /^rediss?:\/\//, '--from-zset');
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
   try {
@@ -163,7 +206,10 @@ export async function* fromZset(
 }
 
 /** The pending rows (status 0) of a seed-style `async_task` table, by execute_time, as creates. */
-export async function* fromAsyncTask(source: string, type?: string): AsyncGenerator<{ where: string; body: Record<string, unknown> }> {
+export async function* fromAsyncTask(
+  source: string,
+  choice: { type: string } | { allowTypes: readonly string[] },
+): AsyncGenerator<ImportItem> {
   const { url, name } = splitSource(source, /^mysql:\/\//, '--from-async-task');
   if (!/^[A-Za-z0-9_]{1,64}$/.test(name)) throw new CliError('--from-async-task: the table name is letters, digits and _');
   const conn = await mysql.createConnection({ uri: url }).catch((error: Error) => {
@@ -179,16 +225,27 @@ export async function* fromAsyncTask(source: string, type?: string): AsyncGenera
       const sorted = [...rows].sort((a, b) => Number(a.execute_time) - Number(b.execute_time));
       for (const row of sorted) {
         let payload: unknown;
-        try {
-          payload = row.params === null || row.params === '' ? {} : JSON.parse(String(row.params));
-        } catch {
-          payload = { params: String(row.params) };
+        const params: unknown = row.params;
+        if (params === null || params === '') payload = {};
+        else if (typeof params === 'object' && !Buffer.isBuffer(params))
+          payload = params; // a JSON column: mysql2 parsed it already
+        else {
+          const text = Buffer.isBuffer(params) ? params.toString('utf8') : typeof params === 'string' ? params : JSON.stringify(params);
+          try {
+            payload = JSON.parse(text);
+          } catch {
+            payload = { params: text };
+          }
         }
         if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) payload = { params: payload };
-        yield {
-          where: `${name} id ${row.id}`,
-          body: { type: type ?? String(row.type), payload, runAt: Number(row.execute_time) * 1000, key: `${name}:${row.id}` },
-        };
+        const where = `${name} id ${row.id}`;
+        // The dump's own type is let through only when the operator allowed it; else the line is refused, by name.
+        const type = 'type' in choice ? choice.type : choice.allowTypes.includes(String(row.type)) ? String(row.type) : undefined;
+        if (type === undefined) {
+          yield { where, body: {}, refusal: `its type ${JSON.stringify(String(row.type))} is not among --allow-types` };
+          continue;
+        }
+        yield { where, body: { type, payload, runAt: Number(row.execute_time) * 1000, key: `${name}:${row.id}` } };
       }
       if (rows.length < 1000) return;
       after = Number(rows[rows.length - 1]!.id);

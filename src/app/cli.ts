@@ -190,30 +190,48 @@ export function program(): Command {
       '--from-zset <source>',
       'a Redis sorted set of order numbers scored by due epoch second: redis://host:6379/0#queue:order:timeout',
     )
-    .option('--type <type>', 'the task type of what --from-zset reads (and, if given, of --from-async-task rows)')
+    .option('--type <type>', 'the task type of what --from-zset or --from-async-task reads')
+    .option(
+      '--allow-types <types>',
+      "--from-async-task: instead of --type, the table's own types let through (comma-separated); other rows are refused",
+    )
     .option('--field <name>', 'the payload field a --from-zset member goes in', 'orderSn')
     .option(
       '--from-async-task <source>',
       "the pending rows (status 0) of the seeds' async_task table: mysql://user@host:3306/shop#async_task",
     )
-    .action(async (file: string | undefined, options: { fromZset?: string; type?: string; field: string; fromAsyncTask?: string }) => {
-      const sources = [file, options.fromZset, options.fromAsyncTask].filter((source) => source !== undefined);
-      if (sources.length !== 1) throw new CliError('import takes one source: a file, --from-zset or --from-async-task');
-      if (options.fromZset !== undefined && options.type === undefined)
-        throw new CliError('--from-zset needs --type (e.g. --type close_order)');
-      const api = new Api(process.env);
-      const items =
-        options.fromZset !== undefined
-          ? fromZset(options.fromZset, options.type!, options.field)
-          : options.fromAsyncTask !== undefined
-            ? fromAsyncTask(options.fromAsyncTask, options.type)
-            : fromJsonLines(file!);
-      const counts = await importItems(api, items);
-      for (const refusal of counts.refusals.slice(0, 20)) process.stderr.write(`refused ${refusal}\n`);
-      if (counts.refusals.length > 20) process.stderr.write(`… and ${counts.refusals.length - 20} more refused\n`);
-      out(`created ${counts.created}, already there ${counts.repeated}, refused ${counts.refused}`);
-      if (counts.refused > 0) process.exitCode = 1;
-    });
+    .action(
+      async (
+        file: string | undefined,
+        options: { fromZset?: string; type?: string; allowTypes?: string; field: string; fromAsyncTask?: string },
+      ) => {
+        const sources = [file, options.fromZset, options.fromAsyncTask].filter((source) => source !== undefined);
+        if (sources.length !== 1) throw new CliError('import takes one source: a file, --from-zset or --from-async-task');
+        if (options.fromZset !== undefined && options.type === undefined)
+          throw new CliError('--from-zset needs --type (e.g. --type close_order)');
+        // The dump's own type column never picks a handler by itself: the operator names it, or the ones let through.
+        if (options.fromAsyncTask !== undefined && (options.type === undefined) === (options.allowTypes === undefined))
+          throw new CliError(
+            '--from-async-task needs --type (every row becomes that type) or --allow-types (the table types let through), one of them',
+          );
+        const allowTypes = (options.allowTypes ?? '')
+          .split(',')
+          .map((type) => type.trim())
+          .filter((type) => type !== '');
+        const api = new Api(process.env);
+        const items =
+          options.fromZset !== undefined
+            ? fromZset(options.fromZset, options.type!, options.field)
+            : options.fromAsyncTask !== undefined
+              ? fromAsyncTask(options.fromAsyncTask, options.type !== undefined ? { type: options.type } : { allowTypes })
+              : fromJsonLines(file!);
+        const counts = await importItems(api, items);
+        for (const refusal of counts.refusals.slice(0, 20)) process.stderr.write(`refused ${refusal}\n`);
+        if (counts.refusals.length > 20) process.stderr.write(`… and ${counts.refusals.length - 20} more refused\n`);
+        out(`created ${counts.created}, already there ${counts.repeated}, refused ${counts.refused}`);
+        if (counts.refused > 0) process.exitCode = 1;
+      },
+    );
   return root;
 }
 

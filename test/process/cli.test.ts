@@ -183,7 +183,16 @@ describe('punctual tasks', () => {
 describe('punctual export and import', () => {
   it('carry the pending tasks over with their keys, and a repeat creates nothing', async () => {
     for (const [i, key] of ['cli:x:1', 'cli:x:2', undefined].entries()) {
-      const body = { type: 'close_order', payload: { orderSn: `EX${i}` }, delayMs: 7_200_000 + i, key, tags: ['moving'] };
+      const body = {
+        type: 'close_order',
+        payload: { orderSn: `EX${i}` },
+        delayMs: 7_200_000 + i,
+        key,
+        tags: ['moving'],
+        priority: 5 + i,
+        expireAfterMs: 60_000,
+        group: `merchant-${i}`,
+      };
       expect((await server.request('POST', '/tasks', body, auth)).status).toBe(201);
     }
     const exported = await punctual(['export'], { DATABASE_URL: source.url });
@@ -195,6 +204,21 @@ describe('punctual export and import', () => {
     const moving = lines.filter((line) => line.tags?.includes('moving'));
     expect(moving).toHaveLength(3);
     expect(moving.map((line) => line.key).sort()).toEqual(['cli:x:1', 'cli:x:2', undefined].sort());
+    // Every field a task carries comes along.
+    for (const line of moving)
+      expect(line).toMatchObject({ priority: expect.any(Number), expireAfterMs: 60_000, group: expect.stringMatching(/^merchant-/) });
+    expect(moving.find((line) => line.key === 'cli:x:2')).toMatchObject({ priority: 6, group: 'merchant-1' });
+
+    // Imported into the service it came from, it creates nothing: the keyless task is found by its id there.
+    const dir0 = mkdtempSync(join(tmpdir(), 'punctual-cli-'));
+    try {
+      const all = join(dir0, 'all.jsonl');
+      writeFileSync(all, exported.stdout);
+      const back = await punctual(['import', all], env);
+      expect(back.stdout).toContain(`created 0, already there ${lines.length}, refused 0`);
+    } finally {
+      rmSync(dir0, { recursive: true, force: true });
+    }
 
     const other = await startServer({ env: { DATABASE_URL: target.url, API_TOKEN: TOKEN } });
     const dir = mkdtempSync(join(tmpdir(), 'punctual-cli-'));
@@ -206,7 +230,12 @@ describe('punctual export and import', () => {
       expect(first.stdout).toContain('created 3, already there 0, refused 0');
       const second = await punctual(['import', '-'], to, readFileSync(file, 'utf8'));
       expect(second.stdout).toContain('created 0, already there 3, refused 0');
-      expect((await other.request('GET', '/tasks/by-key/cli%3Ax%3A1', undefined, auth)).body.payload).toEqual({ orderSn: 'EX0' });
+      expect((await other.request('GET', '/tasks/by-key/cli%3Ax%3A1', undefined, auth)).body).toMatchObject({
+        payload: { orderSn: 'EX0' },
+        priority: 5,
+        expireAfterMs: 60_000,
+        group: 'merchant-0',
+      });
       const [count] = await target.query<any>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending'");
       expect(Number(count.n)).toBe(3);
       // A bad line is named, and the others still go in.
@@ -248,27 +277,41 @@ describe('punctual export and import', () => {
     }
   }, 120_000);
 
-  it("brings over the pending rows of the seeds' async_task table, by execute_time", async () => {
-    const table = `async_task_${randomBytes(4).toString('hex')}`;
-    await source.execute(`CREATE TABLE \`${table}\` (
-      id int unsigned NOT NULL AUTO_INCREMENT, type varchar(50) NOT NULL DEFAULT '', params text,
+  it.each(['text', 'json'])(
+    "brings over the pending rows of the seeds' async_task table (params a %s column), by execute_time",
+    async (column) => {
+      const table = `async_task_${column}_${randomBytes(4).toString('hex')}`;
+      await source.execute(`CREATE TABLE \`${table}\` (
+      id int unsigned NOT NULL AUTO_INCREMENT, type varchar(50) NOT NULL DEFAULT '', params ${column},
       execute_time int NOT NULL, status tinyint NOT NULL DEFAULT 0, retry_count tinyint NOT NULL DEFAULT 0,
       created_at int NOT NULL DEFAULT 0, updated_at int NOT NULL DEFAULT 0, PRIMARY KEY (id), KEY idx_status_time (status, execute_time))`);
-    const due = Math.floor(Date.now() / 1000) + 3600;
-    await source.execute(`INSERT INTO \`${table}\` (type, params, execute_time, status) VALUES ?`, [
-      [
-        ['close_order', JSON.stringify({ orderSn: 'AT1' }), due, 0],
-        ['close_order', JSON.stringify({ orderSn: 'AT2' }), due + 30, 0],
-        ['close_order', JSON.stringify({ orderSn: 'AT3' }), due - 60, 2], // done there: not moved
-      ],
-    ]);
-    const from = `${source.url}#${table}`;
-    const first = await punctual(['import', '--from-async-task', from], env);
-    expect(first.stdout).toContain('created 2, already there 0, refused 0');
-    const [row] = await source.query<any>(`SELECT id FROM \`${table}\` WHERE params LIKE '%AT2%'`);
-    const task = await server.request('GET', `/tasks/by-key/${encodeURIComponent(`${table}:${row.id}`)}`, undefined, auth);
-    expect(task.body).toMatchObject({ type: 'close_order', payload: { orderSn: 'AT2' } });
-    expect(Date.parse(task.body.runAt)).toBe((due + 30) * 1000);
-    expect((await punctual(['import', '--from-async-task', from], env)).stdout).toContain('created 0, already there 2, refused 0');
-  }, 120_000);
+      const due = Math.floor(Date.now() / 1000) + 3600;
+      await source.execute(`INSERT INTO \`${table}\` (type, params, execute_time, status) VALUES ?`, [
+        [
+          ['close_order', JSON.stringify({ orderSn: 'AT1' }), due, 0],
+          ['close_order', JSON.stringify({ orderSn: 'AT2' }), due + 30, 0],
+          ['close_order', JSON.stringify({ orderSn: 'AT3' }), due - 60, 2], // done there: not moved
+          ['webhook', JSON.stringify({ url: 'https://partner.example/hook' }), due + 60, 0], // the dump's type: not a handler it may pick
+        ],
+      ]);
+      const from = `${source.url}#${table}`;
+      // The operator chooses: a type for every row, or the table's types let through; never the dump alone.
+      expect((await punctual(['import', '--from-async-task', from], env)).stderr).toContain('--from-async-task needs --type');
+      const first = await punctual(['import', '--from-async-task', from, '--allow-types', 'close_order'], env);
+      expect(first.code).toBe(1);
+      expect(first.stdout).toContain('created 2, already there 0, refused 1');
+      expect(first.stderr).toMatch(/refused .* id \d+: its type "webhook" is not among --allow-types/);
+      const [row] = await source.query<any>(`SELECT id FROM \`${table}\` WHERE params LIKE '%AT2%'`);
+      const task = await server.request('GET', `/tasks/by-key/${encodeURIComponent(`${table}:${row.id}`)}`, undefined, auth);
+      // The payload whole, from a JSON column (mysql2 hands it over parsed) as from a TEXT one.
+      expect(task.body).toMatchObject({ type: 'close_order', payload: { orderSn: 'AT2' } });
+      expect(Date.parse(task.body.runAt)).toBe((due + 30) * 1000);
+      const again = await punctual(['import', '--from-async-task', from, '--allow-types', 'close_order'], env);
+      expect(again.stdout).toContain('created 0, already there 2, refused 1');
+      // --type: every row that type (the webhook row's payload is no close_order: refused by the service, by name).
+      const typed = await punctual(['import', '--from-async-task', from, '--type', 'close_order'], env);
+      expect(typed.stdout).toContain('created 0, already there 2, refused 1');
+    },
+    120_000,
+  );
 });
