@@ -49,6 +49,12 @@ export function suspectTimeoutMs(providerOptions: string): number | undefined {
 
 type Rows = mysql.RowDataPacket[];
 
+/** The database's clock against this machine's, offset in ms (positive: the database is ahead), in words. */
+export function clockSays(offset: number): string {
+  if (offset === 0) return "the database's clock reads the same as this machine's";
+  return `the database's clock is ${Math.abs(offset)} ms ${offset > 0 ? 'ahead of' : 'behind'} this machine's`;
+}
+
 export async function doctor(config: Config, now: () => number = Date.now): Promise<Check[]> {
   const { url, name } = config.database;
   const checks: Check[] = [];
@@ -87,7 +93,7 @@ export async function doctor(config: Config, now: () => number = Date.now): Prom
         name: 'clock',
         ok: true,
         warn: !close,
-        says: `the database's clock is ${offset} ms ${offset >= 0 ? 'ahead of' : 'behind'} this machine's (round trip ${after - before} ms)${close ? '' : ': over 100 ms; run NTP on both'}`,
+        says: `${clockSays(offset)} (round trip ${after - before} ms)${close ? '' : ': over 100 ms; run NTP on both'}`,
       });
       const [grants] = await conn.query<Rows>('SHOW GRANTS');
       const granted = grantedOf(

@@ -23,8 +23,30 @@ import { Api, CliError } from './cli-api.js';
 import { doctor } from './cli-doctor.js';
 import { exportPending, fromAsyncTask, fromJsonLines, fromZset, importItems } from './cli-transfer.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { MAX_LIST_PAGE } from '../contract/limits.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
+
+/**
+ * What a terminal would act on, in text that came from a task (a key, a type, an error, a
+ * payload): C0 and C1 control characters, DEL, line and paragraph separators, bidirectional
+ * overrides. Raw, a key could clear the screen, write the clipboard (OSC 52) or forge a row.
+ */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** The same, but for JSON text: JSON.stringify escapes C0 inside strings itself, and its own newlines are layout. */
+const JSON_CONTROLS = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** `text` with everything a terminal acts on written as \uXXXX. */
+export function printable(text: string): string {
+  return text.replace(TERMINAL_CONTROLS, escaped);
+}
+
+/** JSON text with what a terminal acts on and JSON.stringify leaves raw written as \uXXXX (still valid JSON). */
+export function printableJson(json: string): string {
+  return json.replace(JSON_CONTROLS, escaped);
+}
 
 function config(): Config {
   return loadConfig(process.env);
@@ -68,8 +90,9 @@ interface TaskLine {
 }
 
 function taskLine(task: TaskLine): string {
-  const error = task.lastError === null ? '' : `  ${task.lastError.slice(0, 80)}`;
-  return `${String(task.id).padStart(8)}  ${task.status.padEnd(9)}  ${task.runAt}  ${task.type}  ${task.key ?? '-'}  ${task.attempts}/${task.maxAttempts}${error}`;
+  const error = task.lastError === null ? '' : `  ${printable(task.lastError.slice(0, 80))}`;
+  const key = task.key === null ? '-' : printable(task.key);
+  return `${String(task.id).padStart(8)}  ${printable(task.status).padEnd(9)}  ${printable(task.runAt)}  ${printable(task.type)}  ${key}  ${task.attempts}/${task.maxAttempts}${error}`;
 }
 
 /** `42` → /tasks/42; `key:close_order:SN1` → /tasks/by-key/…; anything else is an error. */
@@ -129,8 +152,8 @@ export function program(): Command {
     .addOption(
       new Option('--status <status>', 'which tasks').choices(['pending', 'done', 'failed', 'cancelled', 'skipped']).default('pending'),
     )
-    .option('--type <type>', 'pending tasks of this type')
-    .option('--tag <tag>', 'pending tasks with this tag')
+    .option('--type <type>', 'tasks of this type')
+    .option('--tag <tag>', 'tasks with this tag')
     .option('--limit <n>', 'at most this many', '50')
     .option('--json', 'one JSON object a line')
     .action(async (options: { status: string; type?: string; tag?: string; limit: string; json?: boolean }) => {
@@ -139,18 +162,17 @@ export function program(): Command {
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliError('--limit must be an integer from 1 to 1000');
       const search = new URLSearchParams({ limit: String(limit) });
       let path: string;
-      if (options.status === 'pending') {
-        if (options.type !== undefined) search.set('type', options.type);
-        if (options.tag !== undefined) search.set('tag', options.tag);
-        path = `/tasks/pending?${search.toString()}`;
-      } else {
-        if (options.type !== undefined || options.tag !== undefined) throw new CliError('--type and --tag select pending tasks only');
+      if (options.type !== undefined) search.set('type', options.type);
+      if (options.tag !== undefined) search.set('tag', options.tag);
+      if (options.status === 'pending') path = `/tasks/pending?${search.toString()}`;
+      else {
+        // The latest to finish first, filtered as the API filters any status.
         search.set('status', options.status);
-        search.set('limit', String(Math.min(limit, 200)));
-        path = `/tasks/recent?${search.toString()}`;
+        search.set('limit', String(Math.min(limit, MAX_LIST_PAGE)));
+        path = `/tasks?${search.toString()}`;
       }
       const { body } = await api.call<{ tasks: TaskLine[] }>('GET', path);
-      for (const task of body.tasks) out(options.json ? JSON.stringify(task) : taskLine(task));
+      for (const task of body.tasks) out(options.json ? printableJson(JSON.stringify(task)) : taskLine(task));
     });
   sub('get', 'one task, with its runs: `punctual tasks get 42` or `punctual tasks get key:close_order:SN1`')
     .argument('<task>', 'an id, or key:<key>')
@@ -158,7 +180,7 @@ export function program(): Command {
       const api = new Api(process.env);
       const { body: task } = await api.call<TaskLine>('GET', taskPath(ref));
       const { body: runs } = await api.call<{ runs: unknown[] }>('GET', `/tasks/${task.id}/runs?limit=100`);
-      out(JSON.stringify({ ...task, runs: runs.runs }, null, 2));
+      out(printableJson(JSON.stringify({ ...task, runs: runs.runs }, null, 2)));
     });
   sub('cancel', 'cancel a pending task (by id or key:<key>)')
     .argument('<task>', 'an id, or key:<key>')
@@ -226,7 +248,7 @@ export function program(): Command {
               ? fromAsyncTask(options.fromAsyncTask, options.type !== undefined ? { type: options.type } : { allowTypes })
               : fromJsonLines(file!);
         const counts = await importItems(api, items);
-        for (const refusal of counts.refusals.slice(0, 20)) process.stderr.write(`refused ${refusal}\n`);
+        for (const refusal of counts.refusals.slice(0, 20)) process.stderr.write(`refused ${printable(refusal)}\n`);
         if (counts.refusals.length > 20) process.stderr.write(`… and ${counts.refusals.length - 20} more refused\n`);
         out(`created ${counts.created}, already there ${counts.repeated}, refused ${counts.refused}`);
         if (counts.refused > 0) process.exitCode = 1;

@@ -115,7 +115,11 @@ export const Priority = Type.Integer({
 
 export const CreateTaskBody = Type.Object(
   {
-    type: Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'a registered handler: close_order, webhook' }),
+    type: Type.String({
+      minLength: 1,
+      maxLength: MAX_TYPE_LENGTH,
+      description: 'a task type of this service (its handlers, worker types and targets: GET /types)',
+    }),
     payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: "the handler's input" })),
     runAt: Type.Optional(RunAt),
     delayMs: Type.Optional(DelayMs),
@@ -328,7 +332,9 @@ export type ListQuery = Static<typeof ListQuery>;
 export const ListPage = Type.Object(
   {
     tasks: Type.Array(TaskJson),
-    total: Type.Integer({ description: 'tasks in this status with these filters, in the whole table (counted a second or two ago at most)' }),
+    total: Type.Integer({
+      description: 'tasks in this status with these filters, in the whole table (counted a second or two ago at most)',
+    }),
     offset: Type.Integer(),
     nextOffset: Nullable(Type.Integer({ description: 'offset of the next page; null on the last one (or past the deepest offset)' })),
   },

@@ -46,6 +46,10 @@ function withTypeUnion<D extends { paths?: object; components?: object }>(docume
     };
     mapping[type] = `#/components/schemas/${name}`;
   }
+  // The `type` field names this service's types, the shop's own among them, not the built-in two.
+  const properties = media.schema.properties as Record<string, Record<string, unknown>> | undefined;
+  if (properties?.type !== undefined)
+    properties.type = { ...properties.type, description: `a task type of this service: ${Object.keys(mapping).join(', ')}` };
   media.schema = {
     ...media.schema,
     oneOf: Object.values(mapping).map(($ref) => ({ $ref })),

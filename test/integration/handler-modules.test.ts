@@ -58,6 +58,9 @@ describe('handler definitions', () => {
     const create = document.paths['/tasks'].post.requestBody.content['application/json'].schema;
     expect(create.discriminator.propertyName).toBe('type');
     expect(Object.keys(create.discriminator.mapping).sort()).toEqual(['close_order', 'ledger_note', 'reset_membership', 'webhook']);
+    // The type field says the shop's own types too, not only the built-in two.
+    expect(create.properties.type.description).toMatch(/ledger_note/);
+    expect(create.properties.type.description).toMatch(/reset_membership/);
     expect(create.oneOf).toContainEqual({ $ref: '#/components/schemas/CreateTask.ledger_note' });
     expect(document.components.schemas['CreateTask.ledger_note'].properties).toEqual({
       type: { const: 'ledger_note' },

@@ -178,6 +178,40 @@ describe('punctual tasks', () => {
     expect(refused.stderr).toContain('answered 401');
     expect((await punctual(['tasks', 'get', 'nonsense'], env)).stderr).toContain('neither a task id nor key:');
   }, 120_000);
+
+  it("lists finished tasks by type and tag as the API filters them; a task's text never reaches the terminal raw", async () => {
+    // A key that would clear the screen, write the clipboard (OSC 52), move the cursor (8-bit CSI) and forge a row.
+    const hostile = 'cli:x\u001b[2J\u001b]52;c;ZXZpbA==\u0007\u009b6n\u202e\n   424242  done   forged';
+    const created = await server.request(
+      'POST',
+      '/tasks',
+      { type: 'close_order', payload: { orderSn: 'CLI-ESC\u001b[31m' }, delayMs: 0, maxAttempts: 1, key: hostile, tags: ['cli-esc'] },
+      auth,
+    );
+    expect(created.status).toBe(201);
+    const id = created.body.id as number;
+    await waitFor(async () => (await server.request('GET', `/tasks/${id}`, undefined, auth)).body.status === 'failed', 15_000);
+    const outputs = [
+      await punctual(['tasks', 'ls', '--status', 'failed', '--type', 'close_order'], env),
+      await punctual(['tasks', 'ls', '--status', 'failed', '--tag', 'cli-esc', '--json'], env),
+      await punctual(['tasks', 'get', String(id)], env),
+    ];
+    for (const { code, stdout } of outputs) {
+      expect(code).toBe(0);
+      expect(stdout).toMatch(new RegExp(`\\b${id}\\b`));
+      // eslint-disable-next-line no-control-regex -- control characters are what must not be there
+      expect(stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+      expect(stdout).not.toMatch(/^\s*424242/m); // no forged row
+    }
+    // The table is one line per task, the key shown escaped; the JSON still parses to the key itself.
+    expect(outputs[0]!.stdout).toContain('cli:x\\u001b[2J\\u001b]52;c;ZXZpbA==\\u0007\\u009b6n\\u202e\\u000a');
+    const line = outputs[1]!.stdout.trim().split('\n');
+    expect(line).toHaveLength(1);
+    expect(JSON.parse(line[0]!)).toMatchObject({ id, key: hostile, status: 'failed' });
+    expect(JSON.parse(outputs[2]!.stdout)).toMatchObject({ id, key: hostile });
+    // Filtered: a failed task of another type is not listed.
+    expect((await punctual(['tasks', 'ls', '--status', 'failed', '--type', 'webhook'], env)).stdout).not.toContain(String(id));
+  }, 120_000);
 });
 
 describe('punctual export and import', () => {

@@ -1,6 +1,6 @@
 /** doctor's readings of what the server says: its grants, and Galera's suspect timeout. */
 import { describe, expect, it } from 'vitest';
-import { grantedOf, NEEDED_GRANTS, suspectTimeoutMs } from '../../src/app/cli-doctor.js';
+import { clockSays, grantedOf, NEEDED_GRANTS, suspectTimeoutMs } from '../../src/app/cli-doctor.js';
 
 describe('doctor', () => {
   it('reads the grants on punctual database, or on every database', () => {
@@ -16,6 +16,12 @@ describe('doctor', () => {
       'punctual',
     );
     expect(NEEDED_GRANTS.filter((grant) => !some.has(grant))).toEqual(['CREATE', 'ALTER', 'INDEX', 'REFERENCES']);
+  });
+
+  it("says the clock offset's size and its side, never a negative number of ms behind", () => {
+    expect(clockSays(-1)).toBe("the database's clock is 1 ms behind this machine's");
+    expect(clockSays(250)).toBe("the database's clock is 250 ms ahead of this machine's");
+    expect(clockSays(0)).toBe("the database's clock reads the same as this machine's");
   });
 
   it('reads evs.suspect_timeout out of wsrep_provider_options, in ms', () => {
