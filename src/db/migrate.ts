@@ -25,7 +25,8 @@ import type { DatabaseAccess } from './tls.js';
 import { isDuplicateKey, isLockConflict, isNoSuchTable } from './errors.js';
 import { ranElsewhere } from './retry.js';
 import { DB } from './sql.js';
-import { EXACT_COLLATION } from './schema.js';
+import { getTableName } from 'drizzle-orm';
+import { auditLog, EXACT_COLLATION, limitSlots, members, shardLeases, taskRuns, tasks, taskTags, typeControls } from './schema.js';
 import { autocommit } from './transaction.js';
 
 /** drizzle/ sits two levels above this file both in src/db and in dist/db. */
@@ -98,6 +99,39 @@ export async function lastRecordedMigration(conn: mysql.Connection, database: st
   }
 }
 
+/** The tables punctual's migrations create (besides its own punctual_migrations and punctual_migration_turn). */
+export const OWN_TABLES = [tasks, taskTags, typeControls, members, shardLeases, taskRuns, auditLog, limitSlots].map((table) =>
+  getTableName(table),
+);
+
+/**
+ * A database punctual has never migrated that holds tables by the names of punctual's own: a
+ * shop's. The first migration would meet them (and wait for the migration lock's 60 s, taking
+ * them for another process's work); they are named at once instead, and nothing is touched.
+ */
+export class TableCollision extends Error {
+  override name = 'TableCollision';
+
+  constructor(
+    readonly database: string,
+    readonly tables: readonly string[],
+  ) {
+    super(
+      `the database ${database} already has tables named like punctual's own: ${tables.join(', ')}; punctual did not make them ` +
+        '(it has no migrations recorded there) and leaves them as they are: give punctual a database of its own in DATABASE_URL',
+    );
+  }
+}
+
+/** Of punctual's table names, those `database` holds: [] when there are none. */
+async function collidingTables(conn: mysql.Connection, database: string): Promise<string[]> {
+  const [rows] = await conn.query<mysql.RowDataPacket[]>(
+    'SELECT table_name AS name FROM information_schema.TABLES WHERE table_schema = ? AND table_name IN (?) ORDER BY 1',
+    [database, OWN_TABLES],
+  );
+  return rows.map((row) => String(row.name));
+}
+
 export async function migrateDatabase(url: string, databaseName: string, access?: DatabaseAccess): Promise<void> {
   const lockName = `punctual.migrate.${databaseName}`.slice(0, 64);
   await autocommit(
@@ -113,6 +147,15 @@ export async function migrateDatabase(url: string, databaseName: string, access?
       const holder = randomUUID();
       try {
         await takeTurn(conn, lockName, holder);
+        // Nothing recorded yet, with the turn taken (no other process is migrating it now, on any
+        // node): whatever bears punctual's names is someone else's.
+        if ((await lastRecordedMigration(conn, databaseName)) === 0) {
+          const taken = await collidingTables(conn, databaseName);
+          if (taken.length > 0) {
+            await conn.query(DB.endTurn, [lockName, holder]);
+            throw new TableCollision(databaseName, taken);
+          }
+        }
         const [server] = await conn.query<mysql.RowDataPacket[]>(DB.version);
         const migrations = migrationsFor(String(server[0]?.version));
         try {
