@@ -7,6 +7,7 @@
  * duplicate window) or the consumer drops a repeat. See docs/targets.md.
  */
 import { Type } from 'typebox';
+import { firstBrokerReserved } from '../targets/target.js';
 import type { Targets } from '../targets/targets.js';
 import type { OutsideHandler } from './handler.js';
 import { idempotencyKey } from './webhook.js';
@@ -37,8 +38,8 @@ export function publish(targets: Targets): OutsideHandler<typeof PublishPayload>
     timeoutMs: 15_000,
     check({ target, headers = {} }) {
       if (!targets.has(target)) return `/target must be one of the configured targets (${targets.names().join(', ')})`;
-      const bad = Object.keys(headers).find((name) => /^(punctual-|x-punctual-|nats-)/i.test(name));
-      return bad === undefined ? undefined : `/headers may not set ${bad}: punctual sets it`;
+      const bad = firstBrokerReserved(headers);
+      return bad === undefined ? undefined : `/headers may not set ${bad}: punctual or the broker sets or acts on it`;
     },
     async run({ task, payload: { target, message, headers = {} }, signal, attempt }) {
       return targets.publish(

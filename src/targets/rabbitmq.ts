@@ -9,7 +9,7 @@
 import { connect, type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
 import { redactCredentials } from '../observability/redact.js';
 import type { TargetSpec } from './spec.js';
-import { reconnectDelay, type OutgoingMessage, type Target, type TargetHealth } from './target.js';
+import { firstBrokerReserved, reconnectDelay, type OutgoingMessage, type Target, type TargetHealth } from './target.js';
 
 /** How long a publish waits for its confirm. */
 const CONFIRM_TIMEOUT_MS = 5000;
@@ -103,6 +103,10 @@ export class RabbitTarget implements Target {
   }
 
   async publish(message: OutgoingMessage, signal: AbortSignal): Promise<string> {
+    // A task written before its headers were checked at create (or straight into the table) must
+    // not reach the shared channel with a header the broker acts on: it fails alone, here.
+    const reserved = firstBrokerReserved(message.headers);
+    if (reserved !== undefined) throw new Error(`amqp target ${this.name}: the message may not carry the header ${reserved}`);
     try {
       signal.throwIfAborted();
       const open = await this.#connect();

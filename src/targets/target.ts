@@ -22,6 +22,22 @@ export interface OutgoingMessage {
   headers: Record<string, string>;
 }
 
+/**
+ * Header names a message may not carry: those punctual sets itself, and those a broker acts on
+ * rather than carries. RabbitMQ routes a message on `CC` and `BCC` (sender-selected distribution:
+ * to other queues, and on a name that is no queue it closes the whole confirm channel with a 406,
+ * failing every other publish in flight on it), delays it on `x-delay`, and sets the `x-death`,
+ * `x-first-death-*`, `x-last-death-*` and `x-received-from` of dead-lettered and shovelled
+ * messages, which consumers trust; `x-stream-filter-value` filters streams. NATS reads `Nats-*`.
+ */
+const RESERVED_HEADER =
+  /^(punctual-|x-punctual-|nats-|cc$|bcc$|x-delay$|x-death$|x-first-death-|x-last-death-|x-received-from$|x-stream-filter-value$|x-opt-)/i;
+
+/** The first of `headers` a message may not carry, as written; undefined when there is none. */
+export function firstBrokerReserved(headers: Record<string, string>): string | undefined {
+  return Object.keys(headers).find((name) => RESERVED_HEADER.test(name));
+}
+
 export interface TargetHealth {
   kind: TargetKind;
   /** Connected now. */

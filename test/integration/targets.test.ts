@@ -91,6 +91,50 @@ describe('delivery targets', () => {
     expect(task.last_error).not.toContain('guest:guest');
   });
 
+  it('RabbitMQ: one message with a header the broker acts on (CC) fails alone; the others on the shared channel go through', async () => {
+    // Refused at create, whatever its case.
+    for (const name of ['CC', 'bcc', 'x-delay', 'X-Death', 'x-first-death-queue', 'x-received-from']) {
+      const answer = await service.call('POST', '/tasks', {
+        type: 'publish',
+        payload: { target: 'sale', message: {}, headers: { [name]: 'x' } },
+        delayMs: 0,
+      });
+      expect(answer.status, name).toBe(400);
+      expect(answer.body.message).toContain(`/headers may not set ${name}`);
+    }
+    // One written straight into the table (as before the check, or by a shop's own INSERT), due with 20 others.
+    const { insertId: forged } = await db.execute(
+      "INSERT INTO tasks (type, payload, run_at, max_attempts) VALUES ('publish', ?, UTC_TIMESTAMP(3) + INTERVAL 1 SECOND, 1)",
+      [JSON.stringify({ target: 'sale', message: { forged: true }, headers: { CC: 'no-such-queue-anywhere' } })],
+    );
+    const keys = await publishTasks('sale', 20, { delayMs: 1000 });
+    await waitFor(() => allDone(keys.keys()), 15_000, 'the 20 published');
+    await waitFor(() => allDone([forged], 'failed'), 15_000, 'the forged one failed');
+    const rows = await db.query<any[]>('SELECT id, attempts, last_error FROM tasks WHERE id IN (?)', [[...keys.keys(), forged]]);
+    // Every other message on its first attempt: the channel was never closed under them.
+    expect(rows.filter((row) => row.id !== forged).every((row) => row.attempts === 1 && row.last_error === null)).toBe(true);
+    // Refused by the handler's check when claimed, before any broker sees it.
+    expect(rows.find((row) => row.id === forged).last_error).toMatch(/may not set CC/);
+    expect(await drainQueue(SHARED_AMQP, own.queue)).toHaveLength(20);
+    // And the target itself never puts such a message on the shared channel: it fails alone, the others beside it are confirmed.
+    const message = (n: number, headers: Record<string, string> = {}) => ({
+      key: `k-cc-${n}`,
+      attempt: 1,
+      taskId: n,
+      type: 'publish',
+      body: '{}',
+      headers,
+    });
+    const outcomes = await Promise.allSettled([
+      service.targets.publish('sale', message(0, { CC: 'no-such-queue-anywhere' }), AbortSignal.timeout(5000)),
+      ...Array.from({ length: 10 }, (_, n) => service.targets.publish('sale', message(n + 1), AbortSignal.timeout(5000))),
+    ]);
+    expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining('may not carry the header CC') } });
+    expect(outcomes.slice(1).every((outcome) => outcome.status === 'fulfilled')).toBe(true);
+    expect(await drainQueue(SHARED_AMQP, own.queue)).toHaveLength(10);
+    expect(service.targets.health().sale).toMatchObject({ up: true });
+  });
+
   it('NATS JetStream: Nats-Msg-Id = key, and a repeat of a key is dropped by the stream', async () => {
     const keys = await publishTasks('audit', COUNT);
     await waitFor(() => allDone(keys.keys()), 15_000, 'published');
