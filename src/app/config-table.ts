@@ -383,8 +383,15 @@ export const VARIABLES = {
     'workers',
     'maxWaiting',
     integer(0, 100_000),
-    1000,
-    'lease requests that may wait (long poll) at once in this process; one more is answered 503 at once',
+    500,
+    'lease requests that may wait (long poll) at once in this process; one more is answered 503 at once. At most half of `MAX_CONNECTIONS` when `WORKER_TYPES` is set, so the waits never take the connections creates need',
+  ),
+  WORKER_MAX_WAITING_PER_TOKEN: setting(
+    'workers',
+    'maxWaitingPerToken',
+    integer(1, 100_000),
+    64,
+    'lease requests of one token that may wait at once; one more is answered 503 at once, so one worker fleet cannot take every place',
   ),
   WORKER_MAX_LEASE_MS: setting(
     'workers',
@@ -497,6 +504,13 @@ export const RULES: readonly Rule[] = [
         ? undefined
         : `WORKER_TYPES names ${taken}, a type punctual runs itself: choose another name for the worker type`;
     },
+  },
+  {
+    says: '`WORKER_MAX_WAITING` is at most half of `MAX_CONNECTIONS` when there are worker types',
+    check: ({ workers, http }) =>
+      workers.types.length > 0 && workers.maxWaiting > Math.floor(http.maxConnections / 2)
+        ? `WORKER_MAX_WAITING (${workers.maxWaiting}) may be at most half of MAX_CONNECTIONS (${http.maxConnections}): waiting lease requests must never take the connections creates need; lower it or raise MAX_CONNECTIONS`
+        : undefined,
   },
   {
     says: '`DB_POOL_SIZE` is greater than `CONCURRENCY`',

@@ -322,7 +322,14 @@ export class Service {
       charts: { clock, upcoming, recent: this.recent },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
-      workers: { hub: this.pullHub, pull, registry: this.registry, clock, maxLeaseMs: config.workers.maxLeaseMs },
+      workers: {
+        hub: this.pullHub,
+        pull,
+        registry: this.registry,
+        clock,
+        maxLeaseMs: config.workers.maxLeaseMs,
+        maxWaitingPerToken: config.workers.maxWaitingPerToken,
+      },
     });
     // start() listens before the boot (see the header): until the boot is done, only the probes
     // answer. A service booted without start() (embedded, tests) has nothing to hold back.

@@ -38,6 +38,8 @@ export interface WorkerRoutesOptions {
   clock: Clock;
   /** WORKER_MAX_LEASE_MS. */
   maxLeaseMs: number;
+  /** WORKER_MAX_WAITING_PER_TOKEN: waiting lease requests of one token at once. */
+  maxWaitingPerToken: number;
 }
 
 function leasedJson({ task, leaseToken, leaseUntil }: LeasedTask): LeasedTaskJson {
@@ -68,6 +70,8 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
     return value;
   }
 
+  /** Lease requests waiting now, by token name. */
+  const waitingOf = new Map<string, number>();
   const staleText = (id: number, what: string) =>
     `task ${id} is not leased to this token (${what} refused): the lease ran out, was settled, or is another worker's`;
 
@@ -94,6 +98,18 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
       types.forEach((type, index) => {
         if (!workerTypes.has(type)) throw badRequest(`body/types/${index}`, `${JSON.stringify(type)} is not a worker type (WORKER_TYPES)`);
       });
+      // One token's waits are capped, so one worker fleet cannot take every place (nor every connection).
+      const token = request.tokenName ?? 'open';
+      const waiting = waitingOf.get(token) ?? 0;
+      if (waitMs > 0 && waiting >= options.maxWaitingPerToken) {
+        void reply.header('retry-after', '1');
+        throw new HttpError(
+          503,
+          'PUNCTUAL_TOO_MANY_WAITING',
+          `${waiting} lease requests of this token are waiting already (WORKER_MAX_WAITING_PER_TOKEN)`,
+        );
+      }
+      if (waitMs > 0) waitingOf.set(token, waiting + 1);
       // The client went away while waiting: its place is given up, and nothing is leased to it.
       const gone = new AbortController();
       reply.raw.once('close', () => {
@@ -111,6 +127,12 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
           throw new HttpError(503, 'PUNCTUAL_TOO_MANY_WAITING', error.message);
         }
         throw error;
+      } finally {
+        if (waitMs > 0) {
+          const left = (waitingOf.get(token) ?? 1) - 1;
+          if (left <= 0) waitingOf.delete(token);
+          else waitingOf.set(token, left);
+        }
       }
     },
   );
@@ -126,8 +148,7 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
         response: settleResponses,
       },
     },
-    async (request) =>
-      present(settled(await pull.ack(request.params.id, request.body.leaseToken), request.params.id, 'ack'), request.role),
+    async (request) => present(settled(await pull.ack(request.params.id, request.body.leaseToken), request.params.id, 'ack'), request.role),
   );
 
   app.post(
