@@ -142,6 +142,6 @@ const compileCreateBody = () => Compile(CreateTaskBody);
  */
 export function createRequestOf(item: unknown, input: CreateInput, now: number): CreateRequest {
   const createBody = (compiled ??= compileCreateBody());
-  if (!createBody.Check(item)) throw new HttpError(400, 'FST_ERR_VALIDATION', describeErrors(createBody.Errors(item), 'body'));
+  if (!createBody.Check(item)) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', describeErrors(createBody.Errors(item), 'body'));
   return createRequest(item, input, now);
 }

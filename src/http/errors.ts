@@ -33,6 +33,18 @@ export function conflict(message: string, task: TaskJson): HttpError {
   return new HttpError(409, 'PUNCTUAL_CONFLICT', message, { task });
 }
 
+/**
+ * The code of a 4xx that Fastify raised (a body its schema refused, a body too large, a media type
+ * it cannot read), in punctual's own words: a client sees one set of codes, whichever layer
+ * refused its request (FST_ERR_VALIDATION beside PUNCTUAL_BAD_REQUEST before).
+ */
+export function clientErrorCode(status: number, code: string | undefined): string {
+  if (code !== undefined && !code.startsWith('FST_')) return code;
+  if (status === 400) return 'PUNCTUAL_BAD_REQUEST';
+  const name = (STATUS_CODES[status] ?? 'client error').toUpperCase().replace(/[^A-Z]+/g, '_');
+  return `PUNCTUAL_${name}`;
+}
+
 export function installErrorHandler(app: FastifyInstance): void {
   app.setSchemaErrorFormatter((errors, dataVar) => new Error(describeErrors(errors, dataVar)));
 
@@ -50,7 +62,7 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (status < 500) {
       return reply.status(status).send({
         statusCode: status,
-        code: error.code ?? 'PUNCTUAL_BAD_REQUEST',
+        code: clientErrorCode(status, error.code),
         error: STATUS_CODES[status] ?? 'Error',
         message: error.message,
       });

@@ -79,12 +79,12 @@ describe('the JSON body parser', () => {
     for (const poisoned of ['{"__proto__":{"admin":true}}', '{"a":{"constructor":{"prototype":{"admin":true}}}}']) {
       const answer = await send(poisoned);
       expect(answer.statusCode, poisoned).toBe(400);
-      expect(answer.json().code).toBe('FST_ERR_CTP_INVALID_JSON_BODY');
+      expect(answer.json().code).toBe('PUNCTUAL_BAD_REQUEST');
     }
     const empty = await send('');
     expect(empty.statusCode).toBe(400);
-    expect(empty.json().code).toBe('FST_ERR_CTP_EMPTY_JSON_BODY');
-    expect((await send('{"a":')).json().code).toBe('FST_ERR_CTP_INVALID_JSON_BODY');
+    expect(empty.json().code).toBe('PUNCTUAL_BAD_REQUEST');
+    expect((await send('{"a":')).json().code).toBe('PUNCTUAL_BAD_REQUEST');
     expect((await send('{"note":"日本"}', 'application/json; charset=utf-8')).json()).toEqual({ body: { note: '日本' } });
     expect((await send('{"a":1}', 'Application/JSON; charset=latin1')).json()).toEqual({ body: { a: 1 } });
     expect((await send('\uFEFF{"a":2}')).json()).toEqual({ body: { a: 2 } });

@@ -81,7 +81,7 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
       const given = request.headers['last-event-id'];
       const match = typeof given === 'string' ? POSITION.exec(given.trim()) : null;
       if (typeof given === 'string' && given.trim() !== '' && match === null) {
-        throw new HttpError(400, 'FST_ERR_VALIDATION', 'headers/last-event-id is not an id this stream sent');
+        throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', 'headers/last-event-id is not an id this stream sent');
       }
       const head = await store.head();
       let position: EventPosition = head;
