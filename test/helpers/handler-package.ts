@@ -13,9 +13,10 @@ import { promisify } from 'node:util';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLIENT = join(ROOT, 'clients', 'ts');
 
-export async function run(command: string, args: string[], cwd: string): Promise<string> {
+/** Runs a command without blocking this process (a service under test may be answering in it); its stdout, or an error with all it said. */
+export async function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
   try {
-    const { stdout } = await promisify(execFile)(command, args, { cwd, env: process.env, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await promisify(execFile)(command, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 });
     return stdout;
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: string; stderr?: string };

@@ -6,13 +6,12 @@
  *
  * Slow on purpose: it packs (which builds) and installs from the registry, as a user would.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../helpers/handler-package.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
@@ -20,17 +19,6 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLIENT = join(ROOT, 'clients', 'ts');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const TOKEN = 'package-token-0123456789ab';
-
-/** Runs a command without blocking this process, where the service under test answers. */
-async function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
-  try {
-    const { stdout } = await promisify(execFile)(command, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 });
-    return stdout;
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} failed:\n${stdout ?? ''}${stderr ?? ''}`, { cause: error });
-  }
-}
 
 let project: string;
 let packed: { filename: string; files: { path: string }[] };

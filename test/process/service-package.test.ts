@@ -14,22 +14,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../helpers/handler-package.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startServer, waitFor } from '../helpers/server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-
-async function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
-  try {
-    const { stdout } = await promisify(execFile)(command, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 });
-    return stdout;
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} failed:\n${stdout ?? ''}${stderr ?? ''}`, { cause: error });
-  }
-}
 
 let work: string;
 let tarball: string;
