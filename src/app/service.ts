@@ -17,6 +17,7 @@
  * arming turns the lifecycle's effects into timers, the scheduler and the dispatcher both work
  * through the lifecycle, and neither knows the other.
  */
+import { preloadHttpClient } from '../handlers/egress.js';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
@@ -423,6 +424,8 @@ export class Service {
     }
     if (this.stopping) throw new StoppedWhileStarting();
     this.log.info({ address, timezone: this.config.tasks.timezone, horizonMs: this.config.scheduler.horizonMs }, 'punctual is ready');
+    // After the start (which B0 times), before a first webhook needs it.
+    setImmediate(() => void preloadHttpClient());
     return address;
   }
 
