@@ -172,8 +172,10 @@ describe('flow control across three processes', () => {
         `the latest (task number: ms): ${latest.map(({ n, ms }) => `${n}: ${ms}`).join(', ')}`,
     );
     expect(lateness[0]).toBeGreaterThanOrEqual(0); // never early
-    // On a quiet machine p99 45-53 ms; before the fix 250-659 ms (max 400-809 ms). A bound with
-    // room for a loaded machine that still tells a task left to the new owner's round apart.
-    expect(p(0.99)).toBeLessThan(200);
+    // A task left to a shard's new owner waited for its round: the latest ran 400-809 ms late
+    // before the fix (524 ms with it taken out again), 22-98 ms after on a quiet machine and at
+    // most 153 ms beside other test runs. The bound sits between, at twice the loaded figure; the
+    // tight one (p99 <= 50 ms) is a figure to measure, not to assert.
+    expect(lateness.at(-1)).toBeLessThan(350);
   }, 90_000);
 });
