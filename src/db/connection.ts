@@ -119,9 +119,17 @@ export function freshConnections(
   };
 }
 
-/** CREATE DATABASE IF NOT EXISTS for the database DATABASE_URL names. */
+/**
+ * Creates the database DATABASE_URL names when it is missing. Looked up first, so a start against
+ * a database that is there runs no DDL: on Galera even CREATE DATABASE IF NOT EXISTS is replicated
+ * in total order and aborts the writes running on every node (the aborted autocommit INSERT …
+ * RETURNING is run again by the server, and its client is told the ids of the first run).
+ */
 export async function ensureDatabase(url: string, name: string, access?: DatabaseAccess): Promise<void> {
-  await freshConnections(url, {}, '/', access).withConnection((conn) => conn.query(DB.createDatabase, [name]));
+  await freshConnections(url, {}, '/', access).withConnection(async (conn) => {
+    const [found] = await conn.query<mysql.RowDataPacket[]>(DB.databaseExists, [name]);
+    if (found.length === 0) await conn.query(DB.createDatabase, [name]);
+  });
 }
 
 export async function dropDatabase(url: string, name: string, access?: DatabaseAccess): Promise<void> {
@@ -134,6 +142,7 @@ export class Database implements ConnectionSource<Connection> {
   #closing: Promise<void> | undefined;
   #insertIds: Promise<InsertIds> | undefined;
   #pipelines: Promise<boolean> | undefined;
+  #galera: Promise<boolean> | undefined;
   readonly #poolSize: number;
   readonly #deadlineMs: number;
   readonly #open = new Set<object>();
@@ -313,6 +322,18 @@ export class Database implements ConnectionSource<Connection> {
     return { total: this.#open.size, inUse: this.#checkedOut.size, waiting: this.#waiting };
   }
 
+  /** Whether the server is a Galera node (wsrep_on); asked once. */
+  galera(): Promise<boolean> {
+    this.#galera ??= this.pool
+      .query<mysql.RowDataPacket[]>(DB.wsrepOn)
+      .then(([rows]) => String(rows[0]?.Value ?? 'OFF').toUpperCase() === 'ON')
+      .catch((error: unknown) => {
+        this.#galera = undefined;
+        throw error;
+      });
+    return this.#galera;
+  }
+
   /**
    * Whether the batch transaction may be pipelined (pipeline.ts); asked once. Only MariaDB checks a
    * row count inline, before COMMIT. And not on a Galera node: a transaction aborted there by a
@@ -323,11 +344,7 @@ export class Database implements ConnectionSource<Connection> {
   pipelines(): Promise<boolean> {
     this.#pipelines ??= this.pool
       .query<mysql.RowDataPacket[]>(DB.version)
-      .then(async ([[row]]) => {
-        if (!/MariaDB/i.test(String(row?.version))) return false;
-        const [wsrep] = await this.pool.query<mysql.RowDataPacket[]>(DB.wsrepOn);
-        return String(wsrep[0]?.Value ?? 'OFF').toUpperCase() !== 'ON';
-      })
+      .then(async ([[row]]) => /MariaDB/i.test(String(row?.version)) && !(await this.galera()))
       .catch((error: unknown) => {
         this.#pipelines = undefined;
         throw error;

@@ -39,6 +39,7 @@ export const DB = {
   serverNowUs: "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS us",
   /** Ends a connection from the server side: its transaction rolls back, its locks go at once. */
   killConnection: 'KILL CONNECTION ?',
+  databaseExists: 'SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?',
   createDatabase: 'CREATE DATABASE IF NOT EXISTS ?? CHARACTER SET utf8mb4',
   dropDatabase: 'DROP DATABASE IF EXISTS ??',
 

@@ -145,16 +145,20 @@ export class Intake {
         values,
       );
     const tagged = items.some(({ task }) => (task.tags?.length ?? 0) > 0);
+    // On Galera an autocommit INSERT aborted by a replicated write (DDL through another node) is
+    // run again by the server, whose RETURNING rows are then those of the aborted run: ids of rows
+    // that do not exist. Inside a transaction the abort is an error, and the runner runs it again.
+    const inTransaction = tagged || (ids === 'returning' && (await this.#database.galera()));
     const idOf = (result: mysql.ResultSetHeader & { id: number }[], i: number) =>
       ids === 'returning' ? Number(result[i]!.id) : result.insertId + i;
     const retry = lockConflicts(BATCH_TRIES);
-    const result = tagged
+    const result = inTransaction
       ? await transaction(
           this.#database,
           async (conn) => {
             const [inserted] = await insert(conn);
             const pairs = items.flatMap(({ task }, i) => tagPairs(idOf(inserted, i), task.tags ?? []));
-            await conn.query(SQL.insertTags(pairs.length / 2), pairs);
+            if (pairs.length > 0) await conn.query(SQL.insertTags(pairs.length / 2), pairs);
             return inserted;
           },
           { retry },
