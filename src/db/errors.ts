@@ -66,6 +66,25 @@ export function isConnectionError(error: unknown): boolean {
   return false;
 }
 
+/** Errors of transactions whose connection broke before their COMMIT was sent (transaction.ts). */
+const lostBeforeCommit = new WeakSet<object>();
+
+/**
+ * Marks `error`, met by a transaction before its COMMIT went out, when it is a broken connection
+ * (not a statement cut by its own time limit): nothing of the transaction was committed, so it
+ * may run again from the start on another connection.
+ */
+export function markIfLostBeforeCommit(error: unknown): void {
+  if (typeof error !== 'object' || error === null || !isConnectionError(error)) return;
+  for (const link of chain(error)) if (link.code === 'ER_QUERY_INTERRUPTED') return;
+  lostBeforeCommit.add(error);
+}
+
+/** A transaction's connection broke before its COMMIT went out: running it again cannot do it twice. */
+export function isLostBeforeCommit(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && lostBeforeCommit.has(error);
+}
+
 /**
  * A Galera node that is not part of the primary component (or still joining) refuses statements
  * with 1047 "WSREP has not yet prepared node for application use": use another node.

@@ -1,13 +1,14 @@
 /**
  * The one retry helper for database work; the loop exists once, and the transaction runner
- * (transaction.ts) runs database work with it. Policies: `lockConflicts(n)` (a deadlock or a
- * lock-wait timeout: a few quick tries), `growingDelay` (the database failed: tasks back on their
- * timers), `untilStopped(signal)` (the work is done, only its record is missing) and
+ * (transaction.ts) runs database work with it. Policies: `lockConflicts(n)` (a deadlock, a
+ * lock-wait timeout or a connection lost before COMMIT: a few quick tries), `growingDelay` (the
+ * database failed: tasks back on their timers), `untilStopped(signal)` (the work is done, only
+ * its record is missing) and
  * `ranElsewhere(ms)` (a migration met another process's through another Galera node).
  * See docs/architecture.md#retries.
  */
 import { sleep } from '../util/async.js';
-import { isLockConflict, isRanElsewhere } from './errors.js';
+import { isLockConflict, isLostBeforeCommit, isRanElsewhere } from './errors.js';
 
 export interface RetryPolicy {
   /** Whether `error` is worth another try. */
@@ -29,9 +30,18 @@ export function growingDelay(round: number): number {
   return DB_RETRY_MS[Math.min(round, DB_RETRY_MS.length) - 1] ?? 1000;
 }
 
-/** A deadlock or lock-wait timeout: try again shortly, up to `tries` in all. */
+/**
+ * A deadlock, a lock-wait timeout, or a transaction whose connection broke before its COMMIT went
+ * out (a failover, a killed connection: nothing of it was written): try again shortly, on another
+ * connection, up to `tries` in all.
+ */
 export function lockConflicts(tries: number, onRetry?: RetryPolicy['onRetry']): RetryPolicy {
-  return { retryable: isLockConflict, tries, delayMs: (round) => 10 * round + Math.random() * 40, onRetry };
+  return {
+    retryable: (error) => isLockConflict(error) || isLostBeforeCommit(error),
+    tries,
+    delayMs: (round) => 10 * round + Math.random() * 40,
+    onRetry,
+  };
 }
 
 /** Any failure: try until written, with a growing delay, until `signal` aborts. */

@@ -7,6 +7,7 @@
  * See docs/architecture.md#the-transaction-runner.
  */
 import type { PoolConnection } from 'mysql2/promise';
+import { markIfLostBeforeCommit } from './errors.js';
 import { openPipeline } from './pipeline.js';
 import { lockConflicts, retrying, type RetryPolicy } from './retry.js';
 import { DB } from './sql.js';
@@ -61,11 +62,15 @@ export function transaction<C extends Queryable, T>(
         const pipeline = options.pipelined === true ? openPipeline(conn as unknown as PoolConnection) : undefined;
         if (pipeline !== undefined) pipeline.queue(DB.begin);
         else await conn.query(control(DB.begin));
+        let committing = false;
         try {
           const value = await fn(conn);
+          committing = true;
           await conn.query(control(DB.commit));
           return value;
         } catch (error) {
+          // Lost before COMMIT went out: rolled back by the server, safe to run again (lockConflicts).
+          if (!committing) markIfLostBeforeCommit(error);
           // What was held back is not sent: the transaction ends here.
           pipeline?.close();
           // A COMMIT that failed may leave the transaction open (or rolled back: ROLLBACK is harmless then).

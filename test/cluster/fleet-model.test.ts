@@ -4,10 +4,9 @@
  * connection kills the fleet's connections on every node. A bounded number of seeds
  * (FLEET_RUNS, default 3); a failing run prints the command that replays it.
  */
-import fc from 'fast-check';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { FleetModel, opsArbitrary } from '../helpers/fleet-model.js';
-import { fleetModelParameters, REGRESSIONS } from '../helpers/fleet-model-seeds.js';
+import { FleetModel } from '../helpers/fleet-model.js';
+import { checkFleet } from '../helpers/fleet-model-seeds.js';
 import { NODES, urlFrom } from '../helpers/galera.js';
 
 const model = new FleetModel({
@@ -21,9 +20,6 @@ afterAll(() => model.tearDown(), 120_000);
 
 describe('the fleet against its model on a Galera cluster', () => {
   it('keeps every rule through random operations on three processes, one per node', async () => {
-    await fc.assert(
-      fc.asyncProperty(opsArbitrary, (ops) => model.run(ops)),
-      fleetModelParameters('--config vitest.cluster.config.ts test/cluster/fleet-model.test.ts', REGRESSIONS, 3),
-    );
+    await checkFleet(model, '--config vitest.cluster.config.ts test/cluster/fleet-model.test.ts', 3);
   }, 1_800_000);
 });

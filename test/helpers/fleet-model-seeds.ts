@@ -3,8 +3,8 @@
  * to replay one), and the regression examples, each a sequence of operations that once broke a
  * rule, run first every time.
  */
-import type fc from 'fast-check';
-import type { Op } from './fleet-model.js';
+import fc from 'fast-check';
+import { type FleetModel, type Op, opsArbitrary } from './fleet-model.js';
 
 /**
  * The two findings the model test was built around, as operations: a pause through one process,
@@ -41,7 +41,9 @@ export function fleetModelParameters(file: string, examples: Op[][], runs = 6): 
   return {
     seed,
     numRuns,
-    ...(path === undefined ? { examples: examples.map((ops) => [ops] as [Op[]]) } : { path }),
+    // The examples count in fast-check's path, so a replay runs them too (shrinking is off: a run takes seconds).
+    examples: examples.map((ops) => [ops] as [Op[]]),
+    ...(path === undefined ? {} : { path }),
     endOnFailure: true,
     reporter(details) {
       if (!details.failed) return;
@@ -49,8 +51,28 @@ export function fleetModelParameters(file: string, examples: Op[][], runs = 6): 
       throw new Error(
         `a fleet model run broke a rule: ${String(details.errorInstance instanceof Error ? details.errorInstance.message : details.errorInstance)}\n` +
           `operations: ${JSON.stringify(ops)}\n` +
-          `replay it: FLEET_SEED=${details.seed} FLEET_PATH=${details.counterexamplePath} npx vitest run ${file}`,
+          `replay it: FLEET_SEED=${details.seed} FLEET_PATH=${details.counterexamplePath} npx vitest run ${file}\n` +
+          `or run these operations again (timing differs from run to run): FLEET_OPS='${JSON.stringify(ops)}' FLEET_RUNS=5 npx vitest run ${file}`,
       );
     },
   };
+}
+
+/**
+ * The model test itself, for both fleets: FLEET_OPS (a JSON list of operations, as a failing run
+ * prints it) runs those operations FLEET_RUNS times (default 5), since a finding that hangs on
+ * timing may need a few; else fast-check draws them.
+ */
+export async function checkFleet(model: FleetModel, file: string, runs?: number): Promise<void> {
+  const given = process.env.FLEET_OPS;
+  if (given !== undefined) {
+    const ops = JSON.parse(given) as Op[];
+    const times = Number(process.env.FLEET_RUNS ?? 5);
+    for (let i = 0; i < times; i++) await model.run(ops);
+    return;
+  }
+  await fc.assert(
+    fc.asyncProperty(opsArbitrary, (ops) => model.run(ops)),
+    fleetModelParameters(file, REGRESSIONS, runs),
+  );
 }

@@ -196,6 +196,8 @@ export class FleetModel {
   servers: (ServerProcess | undefined)[] = [];
   #calls: Call[] = [];
   #leases: { tag: string; at: number }[] = [];
+  /** Tags of pull tasks whose ack was not answered 200: they may run again. */
+  #unacked = new Set<string>();
   #workers: Promise<void>[] = [];
   #stopWorkers = false;
   #seed = 0;
@@ -277,6 +279,7 @@ export class FleetModel {
       await this.db.execute(`DELETE FROM ${table}`);
     this.#calls = [];
     this.#leases = [];
+    this.#unacked.clear();
     for (let i = 0; i < 3; i++) await this.#start(i);
     await waitFor(
       async () => {
@@ -316,8 +319,13 @@ export class FleetModel {
           const at = Date.now();
           const tasks = body.tasks as { id: number; leaseToken: string; payload: { tag: string } }[];
           for (const task of tasks) this.#leases.push({ tag: task.payload.tag, at });
-          if (tasks.length > 0)
-            await server.request('POST', '/workers/ack', { acks: tasks.map((t) => ({ id: t.id, leaseToken: t.leaseToken })) });
+          if (tasks.length > 0) {
+            const acked = await server
+              .request('POST', '/workers/ack', { acks: tasks.map((t) => ({ id: t.id, leaseToken: t.leaseToken })) })
+              .catch(() => ({ status: 0, body: undefined }));
+            // Told the ack failed (a 503 through a lost connection, a killed process): the task comes back when its lease runs out.
+            if (acked.status !== 200) for (const task of tasks) this.#unacked.add(task.payload.tag);
+          }
         } catch {
           await sleep(50); // its process was killed: the next one
         }
@@ -344,7 +352,7 @@ export class FleetModel {
     console.log(
       `fleet model run ${this.#seed}: ${ops.length} operations (${history.tasks.length} tasks, ${history.tasks.filter((t) => t.cancelled).length} cancelled, ` +
         `${count('pause')} pauses, ${count('limits')} limit changes, ${history.kills.length} kills, ${history.connectionLosses.length} lost connections), ` +
-        `${this.#calls.length} webhook calls, ${this.#leases.length} leases; all rules held, in ${Date.now() - started} ms`,
+        `${this.#calls.length} webhook calls, ${this.#leases.length} leases (${this.#unacked.size} tasks' acks refused); all rules held, in ${Date.now() - started} ms`,
     );
   }
 
@@ -567,7 +575,10 @@ export class FleetModel {
       }
       if (row.status !== 'done') fail(`${task.tag} (${task.type}, task ${task.id}) ended ${row.status}, not done`);
       // At least once where a kill -9 may have cut a run whose work was done; else exactly once.
-      const mayRepeat = (task.type === 'webhook' || task.type === 'fleet_pull') && begun.length > 0 && begun[0]! < lastKill;
+      // Or a pull task whose ack the service refused (it said so): its lease runs out and it runs again.
+      const mayRepeat =
+        ((task.type === 'webhook' || task.type === 'fleet_pull') && begun.length > 0 && begun[0]! < lastKill) ||
+        (task.type === 'fleet_pull' && this.#unacked.has(task.tag));
       if (runs === 0 || (runs > 1 && !mayRepeat)) fail(`${task.tag} (${task.type}, task ${task.id}) ran ${runs} times`);
       if (begun.length > 0 && begun[0]! < runAt) fail(`${task.tag} (${task.type}) started ${runAt - begun[0]!} ms before its runAt`);
       // Paused: no start inside a pause in force.

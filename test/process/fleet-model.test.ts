@@ -4,11 +4,10 @@
  * effect held against the model. A bounded number of seeds here (FLEET_RUNS, default 6, the regressions among them); many
  * more with `npm run soak:fleet`. A failing run prints the command that replays it.
  */
-import fc from 'fast-check';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { SERVER_URL } from '../helpers/db.js';
-import { FleetModel, opsArbitrary } from '../helpers/fleet-model.js';
-import { fleetModelParameters, REGRESSIONS } from '../helpers/fleet-model-seeds.js';
+import { FleetModel } from '../helpers/fleet-model.js';
+import { checkFleet } from '../helpers/fleet-model-seeds.js';
 
 const server = new URL(SERVER_URL);
 const model = new FleetModel({
@@ -22,9 +21,6 @@ afterAll(() => model.tearDown(), 120_000);
 
 describe('the fleet against its model', () => {
   it('keeps every rule through random operations on three processes', async () => {
-    await fc.assert(
-      fc.asyncProperty(opsArbitrary, (ops) => model.run(ops)),
-      fleetModelParameters('test/process/fleet-model.test.ts', REGRESSIONS),
-    );
+    await checkFleet(model, 'test/process/fleet-model.test.ts');
   }, 1_800_000);
 });

@@ -42,3 +42,72 @@ describe('lock conflicts', () => {
     expect(isLockConflict(notReady)).toBe(false);
   });
 });
+
+describe('a transaction whose connection broke', () => {
+  const lost = () =>
+    Object.assign(new Error('Connection lost: The server closed the connection.'), { code: 'PROTOCOL_CONNECTION_LOST', fatal: true });
+
+  /** A source of connections that log their statements; `breakOn(sql, round)` says which statement of which try breaks. */
+  function source(breakOn: (sql: string, round: number) => boolean) {
+    const statements: string[] = [];
+    let round = 0;
+    return {
+      statements,
+      withConnection: async <T>(fn: (conn: any) => PromiseLike<T>) => {
+        round++;
+        const thisRound = round;
+        const conn = {
+          query: async (options: { sql: string } | string) => {
+            const sql = typeof options === 'string' ? options : options.sql;
+            statements.push(`${thisRound}:${sql}`);
+            if (breakOn(sql, thisRound)) throw lost();
+            return [[]];
+          },
+          destroy: () => undefined,
+        };
+        return fn(conn);
+      },
+    };
+  }
+
+  it('runs again on another connection when it broke before COMMIT went out: nothing of it was written', async () => {
+    const { transaction } = await import('../../src/db/transaction.js');
+    const db = source((sql, round) => sql === 'UPDATE x' && round === 1);
+    const value = await transaction(db, async (conn) => {
+      await conn.query('UPDATE x');
+      return 'acked';
+    });
+    expect(value).toBe('acked');
+    expect(db.statements.filter((sql) => sql.endsWith('UPDATE x'))).toEqual(['1:UPDATE x', '2:UPDATE x']);
+  });
+
+  it('does not run again when it broke at COMMIT: the COMMIT may have been done', async () => {
+    const { transaction } = await import('../../src/db/transaction.js');
+    const db = source((sql) => sql === 'COMMIT');
+    await expect(transaction(db, async (conn) => conn.query('UPDATE x'))).rejects.toThrow('Connection lost');
+    expect(db.statements.filter((sql) => sql.endsWith('UPDATE x'))).toEqual(['1:UPDATE x']);
+  });
+
+  it('does not run again when the statement was cut by its own time limit', async () => {
+    const { transaction } = await import('../../src/db/transaction.js');
+    const cut = Object.assign(new Error('Query execution was interrupted (max_statement_time exceeded)'), {
+      code: 'ER_QUERY_INTERRUPTED',
+      errno: 1969,
+    });
+    const statements: string[] = [];
+    const db = {
+      withConnection: async <T>(fn: (conn: any) => PromiseLike<T>) =>
+        fn({
+          query: async (options: { sql: string } | string) => {
+            const sql = typeof options === 'string' ? options : options.sql;
+            statements.push(sql);
+            if (sql === 'SELECT slow') throw cut;
+            return [[]];
+          },
+          destroy: () => undefined,
+        }),
+    };
+    await expect(transaction(db, async (conn) => conn.query('SELECT slow'))).rejects.toThrow('interrupted');
+    expect(statements.filter((sql) => sql === 'SELECT slow')).toHaveLength(1);
+  });
+});
