@@ -9,7 +9,7 @@ import type { CreateRequest } from '../lifecycle/create.js';
 import { checkCron, CronError, nextOccurrence } from '../time/recurrence.js';
 import { tagsProblem } from '../store/tags.js';
 import { spreadOffset } from '../time/spread.js';
-import { canonicalZone, parseRunAt, TimeInputError } from '../time/zones.js';
+import { canonicalZone, parseRunAt, TimeInputError, zoneOfOffset } from '../time/zones.js';
 import { describeErrors, jsonProblem } from '../util/schema-errors.js';
 import { badRequest, HttpError } from './errors.js';
 import { CreateTaskBody } from '../contract/tasks.js';
@@ -98,7 +98,8 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
   if (body.spreadMs !== undefined && body.cron !== undefined)
     throw badRequest('body/spreadMs', 'is for one-shot tasks, not with body/cron');
   const offsetMs = body.spreadMs === undefined ? 0 : spreadOffset(body.key ?? null, body.spreadMs);
-  const runAt = instantOf(body, zone, now) + offsetMs;
+  const instant = instantOf(body, zone, now);
+  const runAt = instant + offsetMs;
   const problem = registry.payloadProblem(body.type, payload, 'body/payload');
   if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
   if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
@@ -110,7 +111,10 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
       type: body.type,
       payload,
       runAt,
-      timezone: zone,
+      timezone:
+        body.timezone === undefined && body.cron === undefined && typeof body.runAt === 'string'
+          ? zoneOfOffset(body.runAt, instant, zone)
+          : zone,
       maxAttempts: body.maxAttempts ?? input.maxAttempts,
       misfire: body.misfire ?? 'run',
       cron,

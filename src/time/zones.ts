@@ -75,6 +75,26 @@ export function parseRunAt(runAt: string | number, zone: string, now: number): n
   return ms;
 }
 
+/** A time of day followed by a numeric UTC offset, at the end of an ISO-8601 text: `10:00:00+08:00`. */
+const TRAILING_OFFSET = /\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?([+-])(\d{2})(?::?(\d{2}))?$/;
+
+/**
+ * The zone of a task whose request names none but whose runAt carries an offset (`+08:00`): the
+ * fallback (TIMEZONE) when its offset at `ms` is that one, else the fixed zone of a whole-hour
+ * offset (`Etc/GMT-8`: IANA's Etc names count the other way), else the fallback (`+05:30` has
+ * no IANA name of its own). So runAtLocal shows the time the shop wrote.
+ */
+export function zoneOfOffset(text: string, ms: number, fallback: string): string {
+  const match = TRAILING_OFFSET.exec(text.trim());
+  if (match === null) return fallback;
+  const [, sign, hours, minutes = '00'] = match;
+  const offset = `${sign}${hours}:${minutes}`;
+  if (toIsoLocal(ms, fallback).endsWith(offset)) return fallback;
+  const whole = Number(hours);
+  if (minutes !== '00' || whole === 0 || (sign === '+' && whole > 14) || (sign === '-' && whole > 12)) return fallback;
+  return `Etc/GMT${sign === '+' ? '-' : '+'}${whole}`;
+}
+
 function parseIsoString(text: string, zone: string): number {
   const value = text.trim();
   if (value.length === 0 || value.length > 64) throw new TimeInputError('must be an ISO-8601 date-time');

@@ -86,6 +86,29 @@ describe('POST /tasks', () => {
     expect(inServiceZone.body).toMatchObject({ runAt: '2035-12-01T02:00:00.000Z', timezone: 'Asia/Shanghai' });
   });
 
+  it('keeps the offset a runAt was written with when the request names no zone', async () => {
+    // TIMEZONE here is Asia/Shanghai: a runAt at -05:00 was shown at +08:00 (a new user's finding, with UTC).
+    const newYork = await call('POST', '/tasks', closeOrder({ runAt: '2035-12-01T10:00:00-05:00' }));
+    expect(newYork.body).toMatchObject({
+      runAt: '2035-12-01T15:00:00.000Z',
+      runAtLocal: '2035-12-01T10:00:00.000-05:00',
+      timezone: 'Etc/GMT+5',
+    });
+    // The offset TIMEZONE has at that instant: TIMEZONE itself, a zone with rules.
+    const shanghai = await call('POST', '/tasks', closeOrder({ runAt: '2035-12-01T10:00:00+0800' }));
+    expect(shanghai.body).toMatchObject({ runAtLocal: '2035-12-01T10:00:00.000+08:00', timezone: 'Asia/Shanghai' });
+    // An offset of minutes has no IANA name; Z names no offset to keep: TIMEZONE.
+    const kolkata = await call('POST', '/tasks', closeOrder({ runAt: '2035-12-01T10:00:00+05:30' }));
+    expect(kolkata.body).toMatchObject({ runAt: '2035-12-01T04:30:00.000Z', timezone: 'Asia/Shanghai' });
+    const utc = await call('POST', '/tasks', closeOrder({ runAt: '2035-12-01T10:00:00Z' }));
+    expect(utc.body).toMatchObject({ runAtLocal: '2035-12-01T18:00:00.000+08:00', timezone: 'Asia/Shanghai' });
+    // A zone the request names wins over the offset.
+    const named = await call('POST', '/tasks', closeOrder({ runAt: '2035-12-01T10:00:00-05:00', timezone: 'Europe/Paris' }));
+    expect(named.body).toMatchObject({ runAtLocal: '2035-12-01T16:00:00.000+01:00', timezone: 'Europe/Paris' });
+    const stored = await db.query<any[]>('SELECT timezone FROM tasks WHERE id = ?', [newYork.body.id]);
+    expect(stored[0].timezone).toBe('Etc/GMT+5');
+  });
+
   it('takes epoch milliseconds and delayMs, and echoes the zone for every form', async () => {
     const epoch = await call('POST', '/tasks', closeOrder({ runAt: Date.parse('2035-12-01T02:00:00Z'), timezone: 'Europe/Paris' }));
     expect(epoch.body).toMatchObject({
