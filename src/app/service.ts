@@ -413,7 +413,12 @@ export class Service {
   async #start(): Promise<string> {
     this.log.debug('booting');
     await this.#extend(); // before listening: a module that does not load stops the start here
-    const address = await this.app.listen({ host: this.config.http.host, port: this.config.http.port });
+    const address = await this.app.listen({
+      host: this.config.http.host,
+      port: this.config.http.port,
+      // Fastify's own "Server listening" read as ready to a shop whose start then failed on the database.
+      listenTextResolver: (at) => `listening at ${at}, booting: requests but /healthz and /readyz wait until "punctual is ready"`,
+    });
     this.log.debug({ address }, 'listening; requests wait for the boot');
     try {
       if (this.stopping) throw new StoppedWhileStarting();

@@ -78,6 +78,9 @@ describe('start-up errors', () => {
     const port = await freePort();
     const failure = await startFailure({ DATABASE_URL: `mysql://root@127.0.0.1:${port}/${db.name}`, DB_WAIT_MS: '1000' });
     expect(failure.line).toMatch(/^punctual: cannot start: DATABASE_URL: no database answered within DB_WAIT_MS \(1000 ms\): ECONNREFUSED/);
+    // Listening came first (a port in use is found before the database), but no line said it was ready.
+    expect(failure.stdout).toContain('booting: requests but /healthz and /readyz wait until \\"punctual is ready\\"');
+    expect(failure.stdout).not.toMatch(/Server listening|"msg":"punctual is ready"/);
   });
 
   it('a port in use is one line naming PORT, found before any migration', async () => {
