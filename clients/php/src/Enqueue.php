@@ -22,6 +22,9 @@ use Punctual\Exception\KeyConflictException;
  *   date.timezone matters. A naive runAt needs `timezone`: the service's TIMEZONE is not known
  *   here, and guessing it would move the task by hours. delayMs is counted by the database clock
  *   (UTC_TIMESTAMP(3)), in the same statement that sets created_at.
+ * - Without `timezone`, a runAt written with an offset (or a DateTimeInterface, sent with its
+ *   offset) keeps it, as the API does: the task's zone is the fixed zone of a whole-hour offset
+ *   (`-05:00` is `Etc/GMT+5`), else UTC (where the API would say TIMEZONE, not known here).
  * - A key already in the table: the same content answers the existing id (a retried
  *   transaction), other content throws KeyConflictException, as the API's 200 and 409 do. A
  *   failed INSERT leaves the shop's transaction usable.
@@ -181,13 +184,33 @@ final class Enqueue
         return [
             'type' => $type,
             'payload' => $json,
-            'timezone' => $zone ?? 'UTC',
+            'timezone' => $zone ?? self::zoneOfOffset($runAt),
             'key' => $key,
             'maxAttempts' => $maxAttempts,
             'misfire' => $misfire,
             'runAtMs' => $runAtMs,
             'delayMs' => $delayMs,
         ];
+    }
+
+    /**
+     * The zone of a task whose runAt carries an offset and that names no zone, as the API picks it
+     * (src/time/zones.ts, zoneOfOffset): a whole-hour offset's fixed zone, else UTC.
+     */
+    private static function zoneOfOffset(int|string|\DateTimeInterface|null $runAt): string
+    {
+        if ($runAt instanceof \DateTimeInterface) {
+            $seconds = $runAt->getOffset();
+        } elseif (is_string($runAt) && preg_match('/\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?([+-])(\d{2})(?::?(\d{2}))?$/', trim($runAt), $m)) {
+            $seconds = ((int) $m[2] * 3600 + (int) ($m[3] ?? 0) * 60) * ($m[1] === '-' ? -1 : 1);
+        } else {
+            return 'UTC';
+        }
+        $hours = intdiv($seconds, 3600);
+        if ($seconds === 0 || $seconds % 3600 !== 0 || $hours > 14 || $hours < -12) {
+            return 'UTC';
+        }
+        return 'Etc/GMT' . ($hours > 0 ? '-' : '+') . abs($hours);
     }
 
     /** The instant (epoch ms) `runAt` names, as punctual's parseRunAt reads it. */

@@ -75,6 +75,8 @@ final class EnqueueTest extends ServiceTestCase
         $client = self::client();
         $forms = [
             ['runAt' => '2027-06-01T10:00:00+08:00'],
+            ['runAt' => '2027-06-01T10:00:00-0500'],
+            ['runAt' => '2027-06-01T10:00:00+05:30'],
             ['runAt' => '2027-06-01T02:00:00.5Z'],
             ['runAt' => '2027-06-01 10:00:00', 'timezone' => 'Asia/Shanghai'],
             ['runAt' => '2027-06-01T10:00', 'timezone' => 'asia/shanghai'],
@@ -95,7 +97,7 @@ final class EnqueueTest extends ServiceTestCase
             $label = json_encode($form);
             self::assertSame($api->runAt, $direct->runAt, $label);
             self::assertSame($api->runAtLocal, $direct->runAtLocal, $label);
-            self::assertSame(isset($form['timezone']) ? $api->timezone : 'UTC', $direct->timezone, $label);
+            self::assertSame($api->timezone, $direct->timezone, $label);
             $client->cancel($id);
             $client->cancel($api->id);
         }
