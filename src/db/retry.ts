@@ -3,8 +3,8 @@
  * (transaction.ts) runs database work with it. Policies: `lockConflicts(n)` (a deadlock, a
  * lock-wait timeout or a connection lost before COMMIT: a few quick tries), `growingDelay` (the
  * database failed: tasks back on their timers), `untilStopped(signal)` (the work is done, only
- * its record is missing) and
- * `ranElsewhere(ms)` (a migration met another process's through another Galera node).
+ * its record is missing) and `ranElsewhere(ms)` (a migration met another process's through
+ * another Galera node).
  * See docs/architecture.md#retries.
  */
 import { sleep } from '../util/async.js';

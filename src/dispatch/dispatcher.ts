@@ -289,7 +289,10 @@ export class Dispatcher {
             return tryBatch(this.#parts, { ids: pending, now, mode, threw, slots });
           },
           lockConflicts(LOCK_RETRIES, (error, round) =>
-            log.debug({ error: rootMessage(error), tasks: pending.length, round }, 'dispatcher: lock conflict or connection lost before COMMIT, retrying the batch'),
+            log.debug(
+              { error: rootMessage(error), tasks: pending.length, round },
+              'dispatcher: lock conflict or connection lost before COMMIT, retrying the batch',
+            ),
           ),
         );
         this.#troubles = 0;
