@@ -429,8 +429,9 @@ export class Service {
     }
     if (this.stopping) throw new StoppedWhileStarting();
     this.log.info({ address, timezone: this.config.tasks.timezone, horizonMs: this.config.scheduler.horizonMs }, 'punctual is ready');
-    // After the start (which B0 times), before a first webhook needs it.
-    setImmediate(() => void preloadHttpClient());
+    // After the start (which B0 times), before a first webhook needs it; with no host allowed every
+    // webhook is refused before it would load, and the process keeps the memory.
+    if (this.config.webhook.allowedHosts.length > 0) setImmediate(() => void preloadHttpClient());
     return address;
   }
 

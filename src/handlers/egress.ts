@@ -58,10 +58,15 @@ export function listed(entries: string[], host: string, port: number): boolean {
  * just-started process ran 45-80 ms late for it, where the rest ran within 27 ms.
  */
 export function preloadHttpClient(): Promise<void> {
-  return import('undici').then(
+  return loadUndici().then(
     () => undefined,
     () => undefined,
   );
+}
+
+/** undici, a chunk of its own: loaded at the first call of a webhook, or by preloadHttpClient. */
+function loadUndici() {
+  return import('undici');
 }
 
 export class Egress {
@@ -76,7 +81,7 @@ export class Egress {
   client(): Promise<{ agent: Agent; request: typeof request }> {
     // undici is CommonJS: its exports are the default export's (named ones exist only where
     // Node reads them from the source; the bundle's lazy chunk has the default alone).
-    this.#client ??= import('undici').then(({ default: undici }) => ({
+    this.#client ??= loadUndici().then(({ default: undici }) => ({
       agent: this.#agent(undici.Agent, undici.buildConnector),
       request: undici.request,
     }));
