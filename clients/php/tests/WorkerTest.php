@@ -165,8 +165,8 @@ final class WorkerTest extends ServiceTestCase
                 return $status['running'] ? null : $status;
             }, 10_000, 'the worker to exit');
             self::assertSame(0, $exit['exitcode']);
-            // It took about 2 s while curl asked its progress callback once a second.
-            self::assertLessThan(0.5, microtime(true) - $sent, 'a waiting lease request is given up at once, not waited out');
+            // 51 ms here (the poll above); a user saw about 2 s. 1 s leaves a loaded machine room and still catches that.
+            self::assertLessThan(1.0, microtime(true) - $sent, 'a waiting lease request is given up at once, not waited out');
             self::assertStringContainsString('stopped 0', (string) file_get_contents($ledger));
         } finally {
             if (proc_get_status($process)['running']) {
