@@ -9,7 +9,7 @@ export default defineConfig({
   test: {
     include: ['test/cluster/**/*.test.ts'],
     globalSetup: ['test/cluster/global-setup.ts'],
-    setupFiles: ['test/setup.ts'],
+    setupFiles: ['test/setup.ts', 'test/cluster/whole-cluster.ts'],
     pool: 'forks',
     fileParallelism: false,
     testTimeout: 300_000,

@@ -5,7 +5,7 @@
 #
 #   scripts/cluster.sh up        start the three nodes (again: nothing to do); prints DATABASE_URL
 #   scripts/cluster.sh down      stop them and remove their folder
-#   scripts/cluster.sh status    each node's pid, wsrep state and cluster size
+#   scripts/cluster.sh status    each node's pid, wsrep state and cluster size; 1 unless all 3 are ready
 #   scripts/cluster.sh url       the multi-host DATABASE_URL
 #   scripts/cluster.sh kill N    kill -9 node N (1..3)
 #   scripts/cluster.sh start N   start node N again; waits until it has rejoined (IST or SST)
@@ -108,11 +108,16 @@ start_node() {
   save_state
 }
 
-# Waits until node n is synced and sees `size` nodes.
+# Waits until node n is synced and sees `size` nodes; 1 when it stopped or the wait ran out (its
+# error log's tail on stderr).
 wait_node() {
   local n=$1 size=$2 deadline=$((SECONDS + WAIT_S))
   while ((SECONDS < deadline)); do
-    alive "$(node_pid "$n")" || { tail -n 20 "$DIR/node$n/error.log" >&2; die "node $n stopped while starting"; }
+    if ! alive "$(node_pid "$n")"; then
+      tail -n 20 "$DIR/node$n/error.log" >&2
+      echo "cluster: node $n stopped while starting" >&2
+      return 1
+    fi
     if [[ $(wsrep "$n" wsrep_ready) == ON && $(wsrep "$n" wsrep_cluster_size) == "$size" &&
       $(wsrep "$n" wsrep_local_state_comment) == Synced ]]; then
       return 0
@@ -120,7 +125,26 @@ wait_node() {
     sleep 0.5
   done
   tail -n 20 "$DIR/node$n/error.log" >&2
-  die "node $n did not reach cluster size $size within $WAIT_S s"
+  echo "cluster: node $n did not reach cluster size $size within $WAIT_S s" >&2
+  return 1
+}
+
+# Starts node n to join the nodes that run (`size` with it) and waits until it has. A node killed
+# under load sometimes cannot rejoin from its own state (a join that hangs or stops); then it is
+# stopped, its data is emptied and it joins again with a full copy (SST), as a new node would.
+join_node() {
+  local n=$1 size=$2 pid
+  start_node "$n"
+  wait_node "$n" "$size" && return 0
+  echo "cluster: node $n rejoins again from a full copy of the data" >&2
+  pid=$(node_pid "$n")
+  alive "$pid" && kill -9 "$pid" 2>/dev/null
+  while alive "$pid"; do sleep 0.1; done
+  # An SST's rsync daemon may outlive the node; it holds the SST port.
+  pkill -9 -f "rsync --daemon.*$DIR/node$n/" 2>/dev/null || true
+  find "$DIR/node$n/data" -mindepth 1 -delete
+  start_node "$n"
+  wait_node "$n" "$size"
 }
 
 all_up() {
@@ -160,23 +184,20 @@ cmd_up() {
     PID_1='' PID_2='' PID_3=''
     save_state
     start_node 1 new
-    wait_node 1 1
+    wait_node 1 1 || die "node 1 did not start"
     sql 1 "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
       CREATE DATABASE IF NOT EXISTS \`$DATABASE\` CHARACTER SET utf8mb4" || die "could not create the root user"
     # The joiners take their state from node 1 (SST), one after the other.
-    start_node 2
-    wait_node 2 2
-    start_node 3
-    wait_node 3 3
+    join_node 2 2 || die "node 2 did not join"
+    join_node 3 3 || die "node 3 did not join"
   else
     # Some nodes run: start the others, which rejoin.
     local n size
     size=$(echo "$running" | wc -l)
     for n in 1 2 3; do
       alive "$(node_pid "$n")" && continue
-      start_node "$n"
       size=$((size + 1))
-      wait_node "$n" "$size"
+      join_node "$n" "$size" || die "node $n did not rejoin"
     done
   fi
   all_up || die "the cluster is not complete"
@@ -209,7 +230,10 @@ cmd_status() {
     local pid
     pid=$(node_pid "$n")
     if alive "$pid"; then
-      echo "node $n: pid $pid port ${SQL_PORTS[$((n - 1))]} ready=$(wsrep "$n" wsrep_ready) size=$(wsrep "$n" wsrep_cluster_size) state=$(wsrep "$n" wsrep_local_state_comment)"
+      local ready size
+      ready=$(wsrep "$n" wsrep_ready) size=$(wsrep "$n" wsrep_cluster_size)
+      echo "node $n: pid $pid port ${SQL_PORTS[$((n - 1))]} ready=$ready size=$size state=$(wsrep "$n" wsrep_local_state_comment)"
+      [[ $ready == ON && $size == 3 ]] || ok=1
     else
       echo "node $n: down"
       ok=1
@@ -240,8 +264,7 @@ cmd_start() {
   local running
   running=$(running_nodes)
   [[ -n $running ]] || die "no node runs to join; run: scripts/cluster.sh down && scripts/cluster.sh up"
-  start_node "$1"
-  wait_node "$1" $(($(echo "$running" | wc -l) + 1))
+  join_node "$1" $(($(echo "$running" | wc -l) + 1)) || die "node $1 did not rejoin"
   echo "cluster: node $1 rejoined"
 }
 

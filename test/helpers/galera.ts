@@ -54,7 +54,8 @@ export function killNode(n: number): void {
 /** Starts node `n` again and waits until it has rejoined and sees all three nodes. Returns the time taken. */
 export async function restartNode(n: number): Promise<number> {
   const started = Date.now();
-  execFileSync('scripts/cluster.sh', ['start', String(n)], { stdio: 'ignore' });
+  // Its stderr (a node's error log when it cannot rejoin) goes to the test's output.
+  execFileSync('scripts/cluster.sh', ['start', String(n)], { stdio: ['ignore', 'ignore', 'inherit'] });
   await waitFor(async () => (await clusterSize(NODES[n - 1]!)) === 3 || undefined, 120_000, `node ${n} to rejoin`);
   return Date.now() - started;
 }
