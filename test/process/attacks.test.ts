@@ -360,7 +360,7 @@ describe('webhooks against the shop (findings 2, 3, 6, 7, 8)', () => {
     expect(received.map((call) => call.path)).toEqual(['/fine']);
   });
 
-  it('signs method, URL, idempotency key and body: the README receiver accepts the call and refuses any replay of it', async () => {
+  it('signs method, URL, idempotency key and body: the receiver snippet of the docs accepts the call and refuses any replay of it', async () => {
     const hostSecret = 'receiver-own-secret-0123456789';
     await start({
       WEBHOOK_SECRET: SECRET,
@@ -381,7 +381,7 @@ describe('webhooks against the shop (findings 2, 3, 6, 7, 8)', () => {
     await settled(second.id);
     const [post, del] = [received.find((c) => c.method === 'POST')!, received.find((c) => c.method === 'DELETE')!];
 
-    const { verifyPunctual } = await readmeReceiver();
+    const { verifyPunctual } = await docsReceiver();
     const origin = `http://127.0.0.1:${receiverPort}`;
     const check = (
       call: Call,
@@ -486,11 +486,11 @@ describe('browser-facing headers (finding 10)', () => {
   });
 });
 
-/** The Node receiver snippet from the README, as a module. */
-async function readmeReceiver(): Promise<{ verifyPunctual: (call: Record<string, unknown>) => boolean }> {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+/** The Node receiver snippet of docs/handlers.md, as a module. */
+async function docsReceiver(): Promise<{ verifyPunctual: (call: Record<string, unknown>) => boolean }> {
+  const readme = readFileSync(new URL('../../docs/handlers.md', import.meta.url), 'utf8');
   const code = /```js\n(\/\/ verify-punctual\.mjs[\s\S]*?)```/.exec(readme)?.[1];
-  expect(code, 'the README has a Node receiver snippet').toBeDefined();
+  expect(code, 'docs/handlers.md has a Node receiver snippet').toBeDefined();
   const dir = mkdtempSync(join(tmpdir(), 'punctual-readme-'));
   try {
     const file = join(dir, 'verify-punctual.mjs');

@@ -237,11 +237,11 @@ final class WebhookVerifierTest extends ServiceTestCase
         self::assertSame('https://shop.example/x?a?', WebhookVerifier::canonicalUrl('https://shop.example/x?a?'));
     }
 
-    /** The README's stand-alone PHP snippet and this class judge the same calls alike. */
+    /** The stand-alone PHP snippet of docs/handlers.md and this class judge the same calls alike. */
     public function testTheReadmeSnippetAgreesWithTheVerifier(): void
     {
-        $readme = (string) file_get_contents(__DIR__ . '/../../../README.md');
-        self::assertSame(1, preg_match('/And in PHP[^\n]*\n\n```php\n(.*?)```/s', $readme, $m), 'the README has the PHP snippet');
+        $readme = (string) file_get_contents(__DIR__ . '/../../../docs/handlers.md');
+        self::assertSame(1, preg_match('/And in PHP[^\n]*\n\n```php\n(.*?)```/s', $readme, $m), 'docs/handlers.md has the PHP snippet');
         if (!function_exists('punctual_verified')) {
             eval($m[1]);
         }
