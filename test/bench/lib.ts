@@ -236,8 +236,10 @@ export async function startServer(
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout });
     lines.on('line', (line) => {
-      if (!line.includes('punctual is ready')) return;
-      resolve(String(JSON.parse(line).address));
+      // The message, not the line: the listening line quotes "punctual is ready" as what to wait for.
+      if (!line.startsWith('{')) return;
+      const entry = JSON.parse(line) as { msg?: string; address?: string };
+      if (entry.msg === 'punctual is ready') resolve(String(entry.address));
     });
     void exited.then((code) => reject(new Error(`server exited with ${code}: ${errors.join('\n')}`)));
   });
