@@ -486,6 +486,33 @@ describe('browser-facing headers (finding 10)', () => {
   });
 });
 
+describe('type limits grouped by a name every object has', () => {
+  it('still run the type’s tasks when groupBy is constructor, toString or __proto__, grouped by the payload’s own field', async () => {
+    await start({ WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}` });
+    for (const name of ['constructor', 'toString', '__proto__']) {
+      const limits = await server!.request('PUT', '/types/webhook/limits', { groupBy: name, maxConcurrency: 2 });
+      expect(limits.status, JSON.stringify(limits.body)).toBe(200);
+      const task = await createTask({
+        type: 'webhook',
+        payload: { url: `http://127.0.0.1:${receiverPort}/grouped-${name}` },
+        delayMs: 0,
+        maxAttempts: 1,
+      });
+      const settled = await waitFor(
+        async () => {
+          const now = (await server!.request('GET', `/tasks/${task.id}`)).body;
+          return ['done', 'failed'].includes(now.status) ? now : undefined;
+        },
+        15_000,
+        `task ${task.id} (groupBy ${name}) to run`,
+      );
+      expect(settled.status, settled.lastError).toBe('done');
+    }
+    expect(received.map((call) => call.path)).toEqual(['/grouped-constructor', '/grouped-toString', '/grouped-__proto__']);
+    expect(server!.logs.filter((line) => line.level >= 50).map((line) => line.msg)).toEqual([]);
+  });
+});
+
 /** The Node receiver snippet from the README, as a module. */
 async function readmeReceiver(): Promise<{ verifyPunctual: (call: Record<string, unknown>) => boolean }> {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
