@@ -198,7 +198,8 @@ export function program(): Command {
 
   command('export', 'write every pending task as JSON lines (create requests, keys kept), from the database DATABASE_URL names').action(
     async () => {
-      const count = await exportPending(config(), out);
+      // A key or payload may hold what a terminal acts on (8-bit CSI, bidi overrides); escaped, each line is still the same JSON.
+      const count = await exportPending(config(), (line) => out(printableJson(line)));
       process.stderr.write(`exported ${count} pending task(s)\n`);
     },
   );
@@ -268,7 +269,8 @@ export async function runCli(argv: string[]): Promise<void> {
       return;
     }
     const message = error instanceof CliError || error instanceof ConfigError ? error.message : (error as Error).message;
-    process.stderr.write(`punctual: ${redactCredentials(message)}\n`);
+    // The API's messages quote what they refused (a key, a type): escaped as the task lines are.
+    process.stderr.write(`punctual: ${printable(redactCredentials(message))}\n`);
     process.exitCode = 1;
   }
 }
