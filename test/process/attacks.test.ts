@@ -56,7 +56,10 @@ function listen(record: Call[], answer: (call: Call, res: import('node:http').Se
 beforeAll(async () => {
   db = await createTestDatabase('attacks');
   [receiver, receiverPort] = await listen(received, (call, res) => {
-    if (call.path.startsWith('/error')) {
+    if (call.path.startsWith('/lines')) {
+      // An error page that would cut a log line in two (U+2028, NEL) and act on a terminal (8-bit CSI, bidi override).
+      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('bad\u2028{"level":60,"msg":"forged"}\u0085\u009b2J\u202eevil');
+    } else if (call.path.startsWith('/error')) {
       res
         .writeHead(500, { 'content-type': 'text/html' })
         .end(`<h1>Internal Server Error</h1><pre>SECRET-STACK-TRACE db=prod-${'z'.repeat(600)}</pre>`);
@@ -510,6 +513,45 @@ describe('type limits grouped by a name every object has', () => {
     }
     expect(received.map((call) => call.path)).toEqual(['/grouped-constructor', '/grouped-toString', '/grouped-__proto__']);
     expect(server!.logs.filter((line) => line.level >= 50).map((line) => line.msg)).toEqual([]);
+  });
+});
+
+describe('log lines', () => {
+  it('carry a task’s key and a receiver’s error escaped: no line separator, NEL, 8-bit CSI or bidi override raw', async () => {
+    await start({
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}`,
+      WEBHOOK_TRUSTED_HOSTS: `127.0.0.1:${receiverPort}`,
+    });
+    const key = 'log:x\u2028{"level":60,"msg":"forged"}\u2029\u0085\u009b2J\u202eevil';
+    const done = await createTask({ type: 'webhook', payload: { url: `http://127.0.0.1:${receiverPort}/fine` }, delayMs: 0, key });
+    const failed = await createTask({
+      type: 'webhook',
+      payload: { url: `http://127.0.0.1:${receiverPort}/lines` },
+      delayMs: 0,
+      maxAttempts: 1,
+      key: `${key}:2`,
+    });
+    const lines = await waitFor(
+      async () => {
+        const found = server!.logs.filter((line) => line.taskId === done.id || line.taskId === failed.id);
+        return found.some((line) => line.msg === 'task done') && found.some((line) => line.msg === 'task failed') ? found : undefined;
+      },
+      15_000,
+      'the run lines of both tasks',
+    );
+    // eslint-disable-next-line no-control-regex -- control characters are what must not be there
+    const raw = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+    for (const line of lines) {
+      expect(String(line.key), line.msg).not.toMatch(raw);
+      expect(String(line.key), line.msg).toContain('\\u2028');
+      if (typeof line.error === 'string') expect(line.error).not.toMatch(raw);
+    }
+    expect(String(lines.find((line) => line.msg === 'task failed')!.error)).toContain('forged');
+    // The stored error (the dashboard's, the run history's) is the excerpt without them too.
+    const stored = (await server!.request('GET', `/tasks/${failed.id}`)).body;
+    expect(stored.lastError).toContain('forged');
+    expect(stored.lastError).not.toMatch(raw);
   });
 });
 
