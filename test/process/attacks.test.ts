@@ -555,6 +555,40 @@ describe('log lines', () => {
   });
 });
 
+describe('failure notices (NOTIFY_URL)', () => {
+  it('cannot be suppressed by a create that takes a notice’s key first: keys of punctual:notify: are refused, and the notice goes out', async () => {
+    await start({
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}`,
+      NOTIFY_URL: `http://127.0.0.1:${receiverPort}/notify`,
+    });
+    const victim = await createTask({
+      type: 'webhook',
+      payload: { url: `http://127.0.0.1:${receiverPort}/error` },
+      delayMs: 3_600_000,
+      maxAttempts: 1,
+    });
+    // The notice of the victim's failure at its first attempt would have this key.
+    const squat = { type: 'webhook', payload: { url: `http://127.0.0.1:${receiverPort}/squat` }, delayMs: 3_600_000 };
+    const before = await taskCount();
+    const single = await server!.request('POST', '/tasks', { ...squat, key: `punctual:notify:failed:${victim.id}:1` });
+    expect(single.status, JSON.stringify(single.body)).toBe(400);
+    expect(single.body.message).toMatch(/body\/key/);
+    const batch = await server!.request('POST', '/tasks/batch', { tasks: [{ ...squat, key: 'punctual:notify:anything' }] });
+    expect(batch.body.results[0].status).toBe(400);
+    expect(await taskCount()).toBe(before);
+    // The victim fails for good now: its notice is sent.
+    expect((await server!.request('POST', `/tasks/${victim.id}/reschedule`, { delayMs: 0 })).status).toBe(200);
+    const notice = await waitFor(
+      async () => received.find((call) => call.path === '/notify'),
+      20_000,
+      'the failure notice',
+    );
+    expect(JSON.parse(notice.body)).toMatchObject({ event: 'task.failed', task: { id: victim.id } });
+    expect(received.map((call) => call.path)).not.toContain('/squat');
+  });
+});
+
 /** The Node receiver snippet from the README, as a module. */
 async function readmeReceiver(): Promise<{ verifyPunctual: (call: Record<string, unknown>) => boolean }> {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
