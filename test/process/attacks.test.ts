@@ -589,6 +589,39 @@ describe('failure notices (NOTIFY_URL)', () => {
   });
 });
 
+describe('rows a shop inserts itself', () => {
+  it('with a type named like a property of every object (__proto__, constructor) are counted in the charts and poison nothing', async () => {
+    await start({ WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}` });
+    // The documented enqueue: a plain INSERT in the shop's own transaction, any type text.
+    await db.execute(
+      `INSERT INTO tasks (type, payload, run_at) VALUES
+        ('__proto__', '{}', UTC_TIMESTAMP(3) + INTERVAL 30 MINUTE),
+        ('constructor', '{}', UTC_TIMESTAMP(3) + INTERVAL 40 MINUTE)`,
+    );
+    try {
+      const charts = await server!.request('GET', '/charts/upcoming');
+      expect(charts.status).toBe(200);
+      for (const type of ['__proto__', 'constructor']) {
+        expect(Object.hasOwn(charts.body.hours.byType, type), type).toBe(true);
+        expect(charts.body.hours.byType[type].reduce((a: number, b: number) => a + b, 0), type).toBe(1);
+      }
+      // The process is whole: the routes whose answers walk objects still answer.
+      for (const path of ['/types', '/metrics', '/tasks/summary', '/tasks?status=pending']) {
+        const answer = await raw('GET', path);
+        expect(answer.status, `${path}: ${JSON.stringify(answer.body)}`).toBe(200);
+      }
+      const task = await createTask({ type: 'webhook', payload: { url: `http://127.0.0.1:${receiverPort}/after-charts` }, delayMs: 0 });
+      await waitFor(
+        async () => (await server!.request('GET', `/tasks/${task.id}`)).body.status === 'done',
+        15_000,
+        'a webhook after the charts',
+      );
+    } finally {
+      await db.execute("DELETE FROM tasks WHERE type IN ('__proto__', 'constructor')");
+    }
+  });
+});
+
 /** The Node receiver snippet from the README, as a module. */
 async function readmeReceiver(): Promise<{ verifyPunctual: (call: Record<string, unknown>) => boolean }> {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
