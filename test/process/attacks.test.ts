@@ -58,7 +58,9 @@ beforeAll(async () => {
   [receiver, receiverPort] = await listen(received, (call, res) => {
     if (call.path.startsWith('/lines')) {
       // An error page that would cut a log line in two (U+2028, NEL) and act on a terminal (8-bit CSI, bidi override).
-      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('bad\u2028{"level":60,"msg":"forged"}\u0085\u009b2J\u202eevil');
+      res
+        .writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
+        .end('bad\u2028{"level":60,"msg":"forged"}\u0085\u009b2J\u202eevil');
     } else if (call.path.startsWith('/error')) {
       res
         .writeHead(500, { 'content-type': 'text/html' })
@@ -223,6 +225,18 @@ describe('the bearer token', () => {
     }
     // The public routes stay reachable: a probe on the same address must not be locked out.
     for (const path of ['/healthz', '/readyz', '/openapi.json', '/']) expect((await raw('GET', path)).status, path).toBe(200);
+  });
+
+  it('names the client address in the log line of each refused request, as the notes on shared budgets promise', async () => {
+    await start({ API_TOKEN: TOKEN });
+    const refused = await raw('GET', '/tasks/pending', { authorization: 'Bearer wrong-token-0123456789' });
+    expect(refused.status).toBe(401);
+    const line = await waitFor(
+      async () => server!.logs.find((entry) => entry.msg === 'request refused' && entry.statusCode === 401),
+      5_000,
+      'the request refused line',
+    );
+    expect(line).toMatchObject({ url: '/tasks/pending', remoteAddress: '127.0.0.1' });
   });
 
   it('counts wrong tokens on unknown routes and methods: 30 guesses on /nope, then 429', async () => {
@@ -579,11 +593,7 @@ describe('failure notices (NOTIFY_URL)', () => {
     expect(await taskCount()).toBe(before);
     // The victim fails for good now: its notice is sent.
     expect((await server!.request('POST', `/tasks/${victim.id}/reschedule`, { delayMs: 0 })).status).toBe(200);
-    const notice = await waitFor(
-      async () => received.find((call) => call.path === '/notify'),
-      20_000,
-      'the failure notice',
-    );
+    const notice = await waitFor(async () => received.find((call) => call.path === '/notify'), 20_000, 'the failure notice');
     expect(JSON.parse(notice.body)).toMatchObject({ event: 'task.failed', task: { id: victim.id } });
     expect(received.map((call) => call.path)).not.toContain('/squat');
   });
@@ -603,7 +613,10 @@ describe('rows a shop inserts itself', () => {
       expect(charts.status).toBe(200);
       for (const type of ['__proto__', 'constructor']) {
         expect(Object.hasOwn(charts.body.hours.byType, type), type).toBe(true);
-        expect(charts.body.hours.byType[type].reduce((a: number, b: number) => a + b, 0), type).toBe(1);
+        expect(
+          charts.body.hours.byType[type].reduce((a: number, b: number) => a + b, 0),
+          type,
+        ).toBe(1);
       }
       // The process is whole: the routes whose answers walk objects still answer.
       for (const path of ['/types', '/metrics', '/tasks/summary', '/tasks?status=pending']) {

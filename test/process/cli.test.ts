@@ -291,7 +291,13 @@ describe('punctual export and import', () => {
   it("writes a task's text escaped, on stdout and in errors, and the escaped lines import as the same tasks", async () => {
     // 8-bit CSI, a bidi override, a line separator: JSON.stringify leaves them raw, a terminal acts on them.
     const hostile = 'cli:exp\u009b2J\u202eevil\u2028\u0085x';
-    const body = { type: 'close_order', payload: { orderSn: 'EXP\u009b31m\u2066' }, delayMs: 7_200_000, key: hostile, tags: ['esc-export'] };
+    const body = {
+      type: 'close_order',
+      payload: { orderSn: 'EXP\u009b31m\u2066' },
+      delayMs: 7_200_000,
+      key: hostile,
+      tags: ['esc-export'],
+    };
     expect((await server.request('POST', '/tasks', body, auth)).status).toBe(201);
     const exported = await punctual(['export'], { DATABASE_URL: source.url });
     expect(exported.code).toBe(0);
