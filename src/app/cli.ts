@@ -19,6 +19,7 @@ import { lastRecordedMigration, migrateDatabase, migrationJournal, migrationsFor
 import { autocommit } from '../db/transaction.js';
 import { VERSION } from '../observability/metrics.js';
 import { redactCredentials } from '../observability/redact.js';
+import { printable, printableJson } from '../util/printable.js';
 import { Api, CliError } from './cli-api.js';
 import { doctor } from './cli-doctor.js';
 import { exportPending, fromAsyncTask, fromJsonLines, fromZset, importItems } from './cli-transfer.js';
@@ -26,27 +27,6 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { MAX_LIST_PAGE } from '../contract/limits.js';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
-
-/**
- * What a terminal would act on, in text that came from a task (a key, a type, an error, a
- * payload): C0 and C1 control characters, DEL, line and paragraph separators, bidirectional
- * overrides. Raw, a key could clear the screen, write the clipboard (OSC 52) or forge a row.
- */
-// eslint-disable-next-line no-control-regex -- finding control characters is the point
-const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-/** The same, but for JSON text: JSON.stringify escapes C0 inside strings itself, and its own newlines are layout. */
-const JSON_CONTROLS = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-const escaped = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
-
-/** `text` with everything a terminal acts on written as \uXXXX. */
-export function printable(text: string): string {
-  return text.replace(TERMINAL_CONTROLS, escaped);
-}
-
-/** JSON text with what a terminal acts on and JSON.stringify leaves raw written as \uXXXX (still valid JSON). */
-export function printableJson(json: string): string {
-  return json.replace(JSON_CONTROLS, escaped);
-}
 
 function config(): Config {
   return loadConfig(process.env);
@@ -198,7 +178,8 @@ export function program(): Command {
 
   command('export', 'write every pending task as JSON lines (create requests, keys kept), from the database DATABASE_URL names').action(
     async () => {
-      const count = await exportPending(config(), out);
+      // A key or payload may hold what a terminal acts on (8-bit CSI, bidi overrides); escaped, each line is still the same JSON.
+      const count = await exportPending(config(), (line) => out(printableJson(line)));
       process.stderr.write(`exported ${count} pending task(s)\n`);
     },
   );
@@ -268,7 +249,8 @@ export async function runCli(argv: string[]): Promise<void> {
       return;
     }
     const message = error instanceof CliError || error instanceof ConfigError ? error.message : (error as Error).message;
-    process.stderr.write(`punctual: ${redactCredentials(message)}\n`);
+    // The API's messages quote what they refused (a key, a type): escaped as the task lines are.
+    process.stderr.write(`punctual: ${printable(redactCredentials(message))}\n`);
     process.exitCode = 1;
   }
 }

@@ -393,14 +393,16 @@ export function keyOf(
 ): string {
   if (control?.groupBy == null) return task.type;
   // "group": the task's own group field, which every type has (the built-in handlers' payloads
-  // are closed); a task without one falls back to a payload field of that name.
+  // are closed); a task without one falls back to a payload field of that name. Only the
+  // payload's own fields: `groupBy: "constructor"` (or toString, __proto__…) would otherwise read
+  // Object.prototype's, a function JSON cannot write, and every run of the type would throw here.
   const value =
     control.groupBy === GROUP_FIELD && task.group != null
       ? task.group
-      : typeof task.payload === 'object' && task.payload !== null
+      : typeof task.payload === 'object' && task.payload !== null && Object.hasOwn(task.payload, control.groupBy)
         ? (task.payload as Record<string, unknown>)[control.groupBy]
         : undefined;
-  const text = value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+  const text = value === undefined ? '' : typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
   return `${task.type}\u0000${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
 }
 

@@ -9,6 +9,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { RecentRuns, RunOutcome } from '../observability/recent-runs.js';
 import type { Failure, Task } from '../store/task-store.js';
 import { waitedMs, type Wait } from '../store/rows.js';
+import { printableJson } from '../util/printable.js';
 
 /** Seconds, from 1 ms to 60 s. */
 const LATENESS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -102,6 +103,13 @@ export class DispatchMetrics {
   }
 }
 
+/**
+ * A key or an error as a log line carries it: pino escapes C0 itself, but a U+2028 or a NEL left
+ * raw cuts the line in two for readers that break lines at them, and 8-bit CSI or a bidi
+ * override acts on the terminal that shows it. Both come from callers (a key, a receiver's answer).
+ */
+const logged = (text: string | null): string | null => (text === null ? null : printableJson(text));
+
 export class Outcomes {
   constructor(
     private readonly log: Logger,
@@ -116,7 +124,7 @@ export class Outcomes {
       {
         taskId: task.id,
         type: task.type,
-        key: task.key,
+        key: logged(task.key),
         startedAt,
         lateMs: startedAt - task.runAt - waitedMs(task),
         ...(task.waited === undefined ? {} : { waitedMs: task.waited.ms, waitReason: task.waited.reason }),
@@ -134,10 +142,10 @@ export class Outcomes {
       {
         taskId: task.id,
         type: task.type,
-        key: task.key,
+        key: logged(task.key),
         lateMs: startedAt - task.runAt - waitedMs(task),
         ...(task.waited === undefined ? {} : { waitedMs: task.waited.ms, waitReason: task.waited.reason }),
-        error: failure.error,
+        error: logged(failure.error),
         retryAt: failure.retryAt === null ? null : new Date(failure.retryAt).toISOString(),
       },
       failure.retryAt === null ? 'task failed' : 'task will be retried',
@@ -148,7 +156,7 @@ export class Outcomes {
   /** A task past its expireAfterMs, skipped unrun (committed). */
   expired(task: Task, now: number): void {
     this.log.warn(
-      { taskId: task.id, type: task.type, key: task.key, lateMs: now - task.requestedRunAt, expireAfterMs: task.expireAfterMs },
+      { taskId: task.id, type: task.type, key: logged(task.key), lateMs: now - task.requestedRunAt, expireAfterMs: task.expireAfterMs },
       'task expired: skipped, not run',
     );
     this.metrics?.expired.inc({ type: task.type });
@@ -157,7 +165,7 @@ export class Outcomes {
   /** An outside run whose lease was lost before its record: not counted, the new owner's run counts. */
   leaseLost(task: Task): void {
     this.log.warn(
-      { taskId: task.id, type: task.type, key: task.key },
+      { taskId: task.id, type: task.type, key: logged(task.key) },
       'task ran, but its lease was lost meanwhile: its result is not recorded here',
     );
   }

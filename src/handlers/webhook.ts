@@ -122,9 +122,10 @@ function excerpt(answer: Buffer): string {
     answer
       .toString('utf8')
       .slice(0, EXCERPT_CHARS)
-      // Control characters would break a log line or the dashboard's table.
+      // Control characters would break a log line or the dashboard's table; so would C1 (NEL), the
+      // line and paragraph separators, and bidi overrides that show the text in another order.
       // eslint-disable-next-line no-control-regex
-      .replace(/[\x00-\x1f\x7f]+/g, ' ')
+      .replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+/g, ' ')
   );
 }
 

@@ -77,7 +77,11 @@ export function buildApp(options: AppOptions): FastifyInstance {
   });
   app.addHook('onResponse', async (request, reply) => {
     if (reply.statusCode >= 400) {
-      request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode }, 'request refused');
+      // The address, so an operator can find a client that keeps sending a wrong token (docs/security.md).
+      request.log.info(
+        { method: request.method, url: request.url, statusCode: reply.statusCode, remoteAddress: request.ip },
+        'request refused',
+      );
     }
   });
   installOpenApi(app, () => options.tasks.registry.payloadSchemas());

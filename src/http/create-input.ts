@@ -6,6 +6,7 @@
 import { Compile } from 'typebox/compile';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { CreateRequest } from '../lifecycle/create.js';
+import { NOTIFY_KEY_PREFIX } from '../lifecycle/notify.js';
 import { checkCron, CronError, nextOccurrence } from '../time/recurrence.js';
 import { tagsProblem } from '../store/tags.js';
 import { spreadOffset } from '../time/spread.js';
@@ -82,6 +83,11 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
   if (unfit !== undefined) throw badRequest('body/payload', unfit);
   if (body.key !== undefined && !body.key.isWellFormed()) {
     throw badRequest('body/key', 'must not contain a lone surrogate (it is not valid Unicode)');
+  }
+  // A failure notice is written under its key with ON DUPLICATE KEY UPDATE: a task that took the
+  // key first (ids are sequential, so a notice's key is easy to foresee) would silence the notice.
+  if (body.key?.startsWith(NOTIFY_KEY_PREFIX)) {
+    throw badRequest('body/key', `must not start with ${JSON.stringify(NOTIFY_KEY_PREFIX)}: those keys are punctual's failure notices`);
   }
   const tags = body.tags ?? [];
   const badTags = tagsProblem(tags, 'body/tags');

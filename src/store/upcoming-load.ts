@@ -94,21 +94,31 @@ export class UpcomingLoad {
       return counts;
     });
     const overdue = await this.countDueBefore(m0);
-    const counts: UpcomingLoadCounts = {
-      at: now,
-      countMs: Math.round(performance.now() - started),
-      overdue,
-      minutes: { start: m0, stepMs: MINUTE_MS, byType: {} },
-      hours: { start: h0, stepMs: HOUR_MS, byType: {} },
+    // Maps, not objects, while counting: a type is any text a row holds (a shop may insert rows
+    // itself), and `byType["__proto__"][i] += n` on a plain object wrote into Object.prototype.
+    const hours = new Map<string, number[]>();
+    const minutes = new Map<string, number[]>();
+    const row = (map: Map<string, number[]>, type: string, length: number): number[] => {
+      let counts = map.get(type);
+      if (counts === undefined) map.set(type, (counts = zeros(length)));
+      return counts;
     };
     for (const [minute, type, count] of rows as unknown as [number, string, number | string][]) {
       const at = Number(minute) * MINUTE_MS;
       const n = Number(count);
-      (counts.hours.byType[type] ??= zeros(HOURS))[Math.floor((at - h0) / HOUR_MS)]! += n;
-      if (at < minutesEnd) (counts.minutes.byType[type] ??= zeros(MINUTES))[(at - m0) / MINUTE_MS] = n;
+      row(hours, type, HOURS)[Math.floor((at - h0) / HOUR_MS)]! += n;
+      if (at < minutesEnd) row(minutes, type, MINUTES)[(at - m0) / MINUTE_MS] = n;
     }
     // A type due only later still gets its (empty) row in the minute chart: the same series in both.
-    for (const type of Object.keys(counts.hours.byType)) counts.minutes.byType[type] ??= zeros(MINUTES);
+    for (const type of hours.keys()) row(minutes, type, MINUTES);
+    const counts: UpcomingLoadCounts = {
+      at: now,
+      countMs: 0,
+      overdue,
+      // fromEntries defines each key as the object's own, "__proto__" too.
+      minutes: { start: m0, stepMs: MINUTE_MS, byType: Object.fromEntries(minutes) },
+      hours: { start: h0, stepMs: HOUR_MS, byType: Object.fromEntries(hours) },
+    };
     counts.countMs = Math.round(performance.now() - started);
     return counts;
   }

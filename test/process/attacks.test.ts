@@ -56,7 +56,12 @@ function listen(record: Call[], answer: (call: Call, res: import('node:http').Se
 beforeAll(async () => {
   db = await createTestDatabase('attacks');
   [receiver, receiverPort] = await listen(received, (call, res) => {
-    if (call.path.startsWith('/error')) {
+    if (call.path.startsWith('/lines')) {
+      // An error page that would cut a log line in two (U+2028, NEL) and act on a terminal (8-bit CSI, bidi override).
+      res
+        .writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
+        .end('bad\u2028{"level":60,"msg":"forged"}\u0085\u009b2J\u202eevil');
+    } else if (call.path.startsWith('/error')) {
       res
         .writeHead(500, { 'content-type': 'text/html' })
         .end(`<h1>Internal Server Error</h1><pre>SECRET-STACK-TRACE db=prod-${'z'.repeat(600)}</pre>`);
@@ -220,6 +225,18 @@ describe('the bearer token', () => {
     }
     // The public routes stay reachable: a probe on the same address must not be locked out.
     for (const path of ['/healthz', '/readyz', '/openapi.json', '/']) expect((await raw('GET', path)).status, path).toBe(200);
+  });
+
+  it('names the client address in the log line of each refused request, as the notes on shared budgets promise', async () => {
+    await start({ API_TOKEN: TOKEN });
+    const refused = await raw('GET', '/tasks/pending', { authorization: 'Bearer wrong-token-0123456789' });
+    expect(refused.status).toBe(401);
+    const line = await waitFor(
+      async () => server!.logs.find((entry) => entry.msg === 'request refused' && entry.statusCode === 401),
+      5_000,
+      'the request refused line',
+    );
+    expect(line).toMatchObject({ url: '/tasks/pending', remoteAddress: '127.0.0.1' });
   });
 
   it('counts wrong tokens on unknown routes and methods: 30 guesses on /nope, then 429', async () => {
@@ -482,6 +499,138 @@ describe('browser-facing headers (finding 10)', () => {
       expect(headers['x-frame-options'], path).toBe('DENY');
       expect(headers['x-content-type-options'], path).toBe('nosniff');
       expect(headers['referrer-policy'], path).toBe('no-referrer');
+    }
+  });
+});
+
+describe('type limits grouped by a name every object has', () => {
+  it('still run the type’s tasks when groupBy is constructor, toString or __proto__, grouped by the payload’s own field', async () => {
+    await start({ WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}` });
+    for (const name of ['constructor', 'toString', '__proto__']) {
+      const limits = await server!.request('PUT', '/types/webhook/limits', { groupBy: name, maxConcurrency: 2 });
+      expect(limits.status, JSON.stringify(limits.body)).toBe(200);
+      const task = await createTask({
+        type: 'webhook',
+        payload: { url: `http://127.0.0.1:${receiverPort}/grouped-${name}` },
+        delayMs: 0,
+        maxAttempts: 1,
+      });
+      const settled = await waitFor(
+        async () => {
+          const now = (await server!.request('GET', `/tasks/${task.id}`)).body;
+          return ['done', 'failed'].includes(now.status) ? now : undefined;
+        },
+        15_000,
+        `task ${task.id} (groupBy ${name}) to run`,
+      );
+      expect(settled.status, settled.lastError).toBe('done');
+    }
+    expect(received.map((call) => call.path)).toEqual(['/grouped-constructor', '/grouped-toString', '/grouped-__proto__']);
+    expect(server!.logs.filter((line) => line.level >= 50).map((line) => line.msg)).toEqual([]);
+  });
+});
+
+describe('log lines', () => {
+  it('carry a task’s key and a receiver’s error escaped: no line separator, NEL, 8-bit CSI or bidi override raw', async () => {
+    await start({
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}`,
+      WEBHOOK_TRUSTED_HOSTS: `127.0.0.1:${receiverPort}`,
+    });
+    const key = 'log:x\u2028{"level":60,"msg":"forged"}\u2029\u0085\u009b2J\u202eevil';
+    const done = await createTask({ type: 'webhook', payload: { url: `http://127.0.0.1:${receiverPort}/fine` }, delayMs: 0, key });
+    const failed = await createTask({
+      type: 'webhook',
+      payload: { url: `http://127.0.0.1:${receiverPort}/lines` },
+      delayMs: 0,
+      maxAttempts: 1,
+      key: `${key}:2`,
+    });
+    const lines = await waitFor(
+      async () => {
+        const found = server!.logs.filter((line) => line.taskId === done.id || line.taskId === failed.id);
+        return found.some((line) => line.msg === 'task done') && found.some((line) => line.msg === 'task failed') ? found : undefined;
+      },
+      15_000,
+      'the run lines of both tasks',
+    );
+    // eslint-disable-next-line no-control-regex -- control characters are what must not be there
+    const raw = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+    for (const line of lines) {
+      expect(String(line.key), line.msg).not.toMatch(raw);
+      expect(String(line.key), line.msg).toContain('\\u2028');
+      if (typeof line.error === 'string') expect(line.error).not.toMatch(raw);
+    }
+    expect(String(lines.find((line) => line.msg === 'task failed')!.error)).toContain('forged');
+    // The stored error (the dashboard's, the run history's) is the excerpt without them too.
+    const stored = (await server!.request('GET', `/tasks/${failed.id}`)).body;
+    expect(stored.lastError).toContain('forged');
+    expect(stored.lastError).not.toMatch(raw);
+  });
+});
+
+describe('failure notices (NOTIFY_URL)', () => {
+  it('cannot be suppressed by a create that takes a notice’s key first: keys of punctual:notify: are refused, and the notice goes out', async () => {
+    await start({
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}`,
+      NOTIFY_URL: `http://127.0.0.1:${receiverPort}/notify`,
+    });
+    const victim = await createTask({
+      type: 'webhook',
+      payload: { url: `http://127.0.0.1:${receiverPort}/error` },
+      delayMs: 3_600_000,
+      maxAttempts: 1,
+    });
+    // The notice of the victim's failure at its first attempt would have this key.
+    const squat = { type: 'webhook', payload: { url: `http://127.0.0.1:${receiverPort}/squat` }, delayMs: 3_600_000 };
+    const before = await taskCount();
+    const single = await server!.request('POST', '/tasks', { ...squat, key: `punctual:notify:failed:${victim.id}:1` });
+    expect(single.status, JSON.stringify(single.body)).toBe(400);
+    expect(single.body.message).toMatch(/body\/key/);
+    const batch = await server!.request('POST', '/tasks/batch', { tasks: [{ ...squat, key: 'punctual:notify:anything' }] });
+    expect(batch.body.results[0].status).toBe(400);
+    expect(await taskCount()).toBe(before);
+    // The victim fails for good now: its notice is sent.
+    expect((await server!.request('POST', `/tasks/${victim.id}/reschedule`, { delayMs: 0 })).status).toBe(200);
+    const notice = await waitFor(async () => received.find((call) => call.path === '/notify'), 20_000, 'the failure notice');
+    expect(JSON.parse(notice.body)).toMatchObject({ event: 'task.failed', task: { id: victim.id } });
+    expect(received.map((call) => call.path)).not.toContain('/squat');
+  });
+});
+
+describe('rows a shop inserts itself', () => {
+  it('with a type named like a property of every object (__proto__, constructor) are counted in the charts and poison nothing', async () => {
+    await start({ WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}` });
+    // The documented enqueue: a plain INSERT in the shop's own transaction, any type text.
+    await db.execute(
+      `INSERT INTO tasks (type, payload, run_at) VALUES
+        ('__proto__', '{}', UTC_TIMESTAMP(3) + INTERVAL 30 MINUTE),
+        ('constructor', '{}', UTC_TIMESTAMP(3) + INTERVAL 40 MINUTE)`,
+    );
+    try {
+      const charts = await server!.request('GET', '/charts/upcoming');
+      expect(charts.status).toBe(200);
+      for (const type of ['__proto__', 'constructor']) {
+        expect(Object.hasOwn(charts.body.hours.byType, type), type).toBe(true);
+        expect(
+          charts.body.hours.byType[type].reduce((a: number, b: number) => a + b, 0),
+          type,
+        ).toBe(1);
+      }
+      // The process is whole: the routes whose answers walk objects still answer.
+      for (const path of ['/types', '/metrics', '/tasks/summary', '/tasks?status=pending']) {
+        const answer = await raw('GET', path);
+        expect(answer.status, `${path}: ${JSON.stringify(answer.body)}`).toBe(200);
+      }
+      const task = await createTask({ type: 'webhook', payload: { url: `http://127.0.0.1:${receiverPort}/after-charts` }, delayMs: 0 });
+      await waitFor(
+        async () => (await server!.request('GET', `/tasks/${task.id}`)).body.status === 'done',
+        15_000,
+        'a webhook after the charts',
+      );
+    } finally {
+      await db.execute("DELETE FROM tasks WHERE type IN ('__proto__', 'constructor')");
     }
   });
 });

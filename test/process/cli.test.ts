@@ -288,6 +288,39 @@ describe('punctual export and import', () => {
     }
   }, 120_000);
 
+  it("writes a task's text escaped, on stdout and in errors, and the escaped lines import as the same tasks", async () => {
+    // 8-bit CSI, a bidi override, a line separator: JSON.stringify leaves them raw, a terminal acts on them.
+    const hostile = 'cli:exp\u009b2J\u202eevil\u2028\u0085x';
+    const body = {
+      type: 'close_order',
+      payload: { orderSn: 'EXP\u009b31m\u2066' },
+      delayMs: 7_200_000,
+      key: hostile,
+      tags: ['esc-export'],
+    };
+    expect((await server.request('POST', '/tasks', body, auth)).status).toBe(201);
+    const exported = await punctual(['export'], { DATABASE_URL: source.url });
+    expect(exported.code).toBe(0);
+    // eslint-disable-next-line no-control-regex -- control characters are what must not be there
+    expect(exported.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    const line = exported.stdout
+      .trim()
+      .split('\n')
+      .map((text) => JSON.parse(text))
+      .find((task) => task.tags?.includes('esc-export'));
+    expect(line).toMatchObject({ key: hostile, payload: { orderSn: 'EXP\u009b31m\u2066' } });
+    // The escaped export names the same task: imported again, nothing is created.
+    const again = await punctual(['import', '-'], env, exported.stdout);
+    expect(again.stdout).toMatch(/created 0, already there \d+, refused 0/);
+    // An error quoting the key is escaped too.
+    const missing = await punctual(['tasks', 'get', `key:${hostile}-none`], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('404');
+    // eslint-disable-next-line no-control-regex -- control characters are what must not be there
+    expect(missing.stderr.trimEnd()).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    expect(missing.stderr).toContain('\\u009b2J\\u202eevil');
+  }, 120_000);
+
   it("brings over the seeds' Redis ZSET of order numbers scored by due second", async () => {
     const key = `queue:order:timeout:test:${randomBytes(4).toString('hex')}`;
     const redis = new Redis('redis://127.0.0.1:6379/0');
