@@ -1,4 +1,4 @@
-CREATE TABLE `tasks` (
+CREATE TABLE `punctual_tasks` (
 	`id` bigint unsigned AUTO_INCREMENT NOT NULL,
 	`task_key` varchar(191),
 	`type` varchar(64) NOT NULL,
@@ -19,4 +19,4 @@ CREATE TABLE `tasks` (
 	CONSTRAINT `tasks_task_key_unique` UNIQUE(`task_key`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 --> statement-breakpoint
-CREATE INDEX `tasks_status_run_at` ON `tasks` (`status`,`run_at`);
+CREATE INDEX `tasks_status_run_at` ON `punctual_tasks` (`status`,`run_at`);

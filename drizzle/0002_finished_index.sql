@@ -1,1 +1,1 @@
-CREATE INDEX `tasks_status_finished_at` ON `tasks` (`status`,`finished_at`);
+CREATE INDEX `tasks_status_finished_at` ON `punctual_tasks` (`status`,`finished_at`);

@@ -1,4 +1,4 @@
-CREATE TABLE `type_controls` (
+CREATE TABLE `punctual_type_controls` (
 	`type` varchar(64) NOT NULL,
 	`paused` boolean NOT NULL DEFAULT false,
 	`max_concurrency` int unsigned,

@@ -1,10 +1,10 @@
-CREATE TABLE `members` (
+CREATE TABLE `punctual_members` (
 	`id` varchar(64) NOT NULL,
 	`heartbeat_at` datetime(3) NOT NULL,
 	CONSTRAINT `members_id` PRIMARY KEY(`id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 --> statement-breakpoint
-CREATE TABLE `shard_leases` (
+CREATE TABLE `punctual_shard_leases` (
 	`shard` smallint unsigned NOT NULL,
 	`owner` varchar(64),
 	`epoch` bigint unsigned NOT NULL DEFAULT 0,

@@ -1,2 +1,2 @@
-ALTER TABLE `tasks` ADD `run_minute` int GENERATED ALWAYS AS ((TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', `run_at`))) VIRTUAL;--> statement-breakpoint
-CREATE INDEX `tasks_status_run_minute_type` ON `tasks` (`status`,`run_minute`,`type`);
+ALTER TABLE `punctual_tasks` ADD `run_minute` int GENERATED ALWAYS AS ((TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', `run_at`))) VIRTUAL;--> statement-breakpoint
+CREATE INDEX `tasks_status_run_minute_type` ON `punctual_tasks` (`status`,`run_minute`,`type`);

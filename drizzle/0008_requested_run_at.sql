@@ -1,1 +1,1 @@
-ALTER TABLE `tasks` ADD `requested_run_at` datetime(3);
+ALTER TABLE `punctual_tasks` ADD `requested_run_at` datetime(3);

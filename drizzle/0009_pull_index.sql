@@ -1,1 +1,1 @@
-CREATE INDEX `tasks_type_status_run_at` ON `tasks` (`type`,`status`,`run_at`);
+CREATE INDEX `tasks_type_status_run_at` ON `punctual_tasks` (`type`,`status`,`run_at`);

@@ -1,1 +1,1 @@
-ALTER TABLE `tasks` ADD `latest_run_at` datetime(3);
+ALTER TABLE `punctual_tasks` ADD `latest_run_at` datetime(3);

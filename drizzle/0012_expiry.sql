@@ -1,1 +1,1 @@
-ALTER TABLE `tasks` ADD `expire_after_ms` int unsigned;
+ALTER TABLE `punctual_tasks` ADD `expire_after_ms` int unsigned;

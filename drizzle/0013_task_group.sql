@@ -1,1 +1,1 @@
-ALTER TABLE `tasks` ADD `group_key` varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin;
+ALTER TABLE `punctual_tasks` ADD `group_key` varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin;

@@ -1,4 +1,4 @@
-CREATE TABLE `task_runs` (
+CREATE TABLE `punctual_task_runs` (
 	`id` bigint unsigned AUTO_INCREMENT NOT NULL,
 	`task_id` bigint unsigned NOT NULL,
 	`attempt` int unsigned NOT NULL,
@@ -14,5 +14,5 @@ CREATE TABLE `task_runs` (
 	CONSTRAINT `task_runs_id` PRIMARY KEY(`id`)
 );
 --> statement-breakpoint
-ALTER TABLE `task_runs` ADD CONSTRAINT `task_runs_task_fk` FOREIGN KEY (`task_id`) REFERENCES `tasks`(`id`) ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-CREATE INDEX `task_runs_task` ON `task_runs` (`task_id`,`id`);
+ALTER TABLE `punctual_task_runs` ADD CONSTRAINT `task_runs_task_fk` FOREIGN KEY (`task_id`) REFERENCES `punctual_tasks`(`id`) ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+CREATE INDEX `task_runs_task` ON `punctual_task_runs` (`task_id`,`id`);

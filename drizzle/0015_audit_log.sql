@@ -1,4 +1,4 @@
-CREATE TABLE `audit_log` (
+CREATE TABLE `punctual_audit_log` (
 	`id` bigint unsigned AUTO_INCREMENT NOT NULL,
 	`at` datetime(3) NOT NULL,
 	`actor` varchar(64) NOT NULL,
@@ -11,6 +11,6 @@ CREATE TABLE `audit_log` (
 	CONSTRAINT `audit_log_id` PRIMARY KEY(`id`)
 );
 --> statement-breakpoint
-CREATE INDEX `audit_log_at` ON `audit_log` (`at`);--> statement-breakpoint
-CREATE INDEX `audit_log_actor` ON `audit_log` (`actor`,`id`);--> statement-breakpoint
-CREATE INDEX `audit_log_target` ON `audit_log` (`target`,`id`);
+CREATE INDEX `audit_log_at` ON `punctual_audit_log` (`at`);--> statement-breakpoint
+CREATE INDEX `audit_log_actor` ON `punctual_audit_log` (`actor`,`id`);--> statement-breakpoint
+CREATE INDEX `audit_log_target` ON `punctual_audit_log` (`target`,`id`);

@@ -1,4 +1,4 @@
-CREATE TABLE `limit_slots` (
+CREATE TABLE `punctual_limit_slots` (
 	`type` varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,
 	`group_digest` varchar(22) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,
 	`kind` enum('run','rate') NOT NULL,

@@ -60,6 +60,7 @@ import { TypeControlStore } from '../store/type-controls.js';
 import { Scheduler, SchedulerMetrics } from '../timers/scheduler.js';
 import { Timers } from '../timers/timers.js';
 import { TaskStore } from '../store/task-store.js';
+import { useIndexHints } from '../store/sql/index-hints.js';
 import { RunHistory } from '../store/run-history.js';
 import { AuditStore } from '../store/audit.js';
 import { EventStore } from '../store/events.js';
@@ -92,9 +93,9 @@ export class StoppedWhileStarting extends Error {
 export class Service {
   readonly database: Database;
   readonly store: TaskStore;
-  /** Every run of every task (task_runs), written with its outcome. */
+  /** Every run of every task (punctual_task_runs), written with its outcome. */
   readonly runHistory: RunHistory;
-  /** Every change made through the API, by whom (audit_log). */
+  /** Every change made through the API, by whom (punctual_audit_log). */
   readonly audit: AuditStore;
   readonly registry: HandlerRegistry;
   readonly timers: Timers;
@@ -383,7 +384,8 @@ export class Service {
       onWait: (waitedMs, reason) => this.log.warn({ waitedMs, waitMs, reason }, 'the database does not answer yet: waiting'),
     });
     if (this.stopping) return;
-    await migrateDatabase(url, name, access);
+    const migrated = await migrateDatabase(url, name, access);
+    useIndexHints(!migrated.tasksThroughView);
     if (this.stopping) return;
     // The batches' connections, opened while the boot goes on: the first firings pay no handshake.
     void this.database.warm(this.config.dispatcher.concurrency + 1);

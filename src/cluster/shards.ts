@@ -2,7 +2,7 @@
  * Shards: every task belongs to one of SHARDS shards, `id MOD 256`. The count is fixed for good
  * (a task's shard must never change while processes disagree about it): changing it would be a
  * new scheme, not a setting. Derived from the id, the shard needs no column and no default, so a
- * shop's plain `INSERT INTO tasks (type, payload, run_at)` belongs to a shard like any other task,
+ * shop's plain `INSERT INTO punctual_tasks (type, payload, run_at)` belongs to a shard like any other task,
  * and any part of the process knows a task's shard from its id alone.
  */
 export const SHARDS = 256;

@@ -99,7 +99,11 @@ export async function lastRecordedMigration(conn: mysql.Connection, database: st
   }
 }
 
-/** The tables punctual's migrations create (besides its own punctual_migrations and punctual_migration_turn). */
+/**
+ * The tables punctual's migrations create (besides its own punctual_migrations and
+ * punctual_migration_turn), all under the `punctual_` prefix so that they never meet a shop's
+ * `tasks`, `members` or `audit_log` in the shop's database.
+ */
 export const OWN_TABLES = [tasks, taskTags, typeControls, members, shardLeases, taskRuns, auditLog, limitSlots].map((table) =>
   getTableName(table),
 );
@@ -132,13 +136,32 @@ async function collidingTables(conn: mysql.Connection, database: string): Promis
   return rows.map((row) => String(row.name));
 }
 
-export async function migrateDatabase(url: string, databaseName: string, access?: DatabaseAccess): Promise<void> {
+/** What a migrated database holds, as the statements must address it. */
+export interface MigratedDatabase {
+  /**
+   * `punctual_tasks` is a view over the previous release's `tasks` (migration 0020 on a database
+   * 0.1.0 migrated, until the release that renames the tables): no index may be named through it.
+   */
+  tasksThroughView: boolean;
+}
+
+/** Whether `database`'s punctual_tasks is a view (0020's, over 0.1.0's `tasks`) rather than a table. */
+async function tasksThroughView(conn: mysql.Connection, database: string): Promise<boolean> {
+  const [rows] = await conn.query<mysql.RowDataPacket[]>(
+    "SELECT table_type AS type FROM information_schema.TABLES WHERE table_schema = ? AND table_name = 'punctual_tasks'",
+    [database],
+  );
+  return rows[0]?.type === 'VIEW';
+}
+
+export async function migrateDatabase(url: string, databaseName: string, access?: DatabaseAccess): Promise<MigratedDatabase> {
   const lockName = `punctual.migrate.${databaseName}`.slice(0, 64);
-  await autocommit(
+  return autocommit(
     freshConnections(url, { timezone: 'Z' }, undefined, access),
     async (conn) => {
       const newest = Math.max(0, ...migrationJournal().map((entry) => entry.when));
-      if ((await lastRecordedMigration(conn, databaseName)) >= newest) return;
+      if ((await lastRecordedMigration(conn, databaseName)) >= newest)
+        return { tasksThroughView: await tasksThroughView(conn, databaseName) };
       await conn.query(DB.utcSession);
       const [rows] = await conn.query<mysql.RowDataPacket[]>(DB.getLock, [lockName, LOCK_WAIT_S]);
       if (rows[0]?.got !== 1) {
@@ -167,6 +190,7 @@ export async function migrateDatabase(url: string, databaseName: string, access?
       } finally {
         await conn.query(DB.releaseLock, [lockName]);
       }
+      return { tasksThroughView: await tasksThroughView(conn, databaseName) };
     },
     { retry: ranElsewhere(LOCK_WAIT_S * 1000) },
   );

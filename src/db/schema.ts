@@ -3,7 +3,7 @@
  * (`npm run db:generate`) and create nothing but these; the shop's tables are the shop's.
  *
  * Every column but type, payload and run_at has a default, so a shop can enqueue a task inside
- * its own order transaction with `INSERT INTO tasks (type, payload, run_at) VALUES (...)`.
+ * its own order transaction with `INSERT INTO punctual_tasks (type, payload, run_at) VALUES (...)`.
  * Times are DATETIME(3) in UTC; the defaults use UTC_TIMESTAMP(3), not NOW(3), so a shop's
  * connection in another session time_zone still writes UTC.
  */
@@ -52,7 +52,7 @@ const exactVarchar = customType<{ data: string; driverData: string; config: { le
 });
 
 export const tasks = mysqlTable(
-  'tasks',
+  'punctual_tasks',
   {
     id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
     key: exactVarchar('task_key', { length: MAX_KEY_LENGTH }).unique('tasks_task_key_unique'),
@@ -80,7 +80,7 @@ export const tasks = mysqlTable(
     cron: varchar('cron', { length: 120 }),
     /** The first task of a recurring series; each occurrence is a task of its own. */
     seriesId: bigint('series_id', { mode: 'number', unsigned: true }),
-    /** The task's tags as given at create (a JSON array), for display; task_tags is what is searched. */
+    /** The task's tags as given at create (a JSON array), for display; punctual_task_tags is what is searched. */
     tags: jsonColumn('tags'),
     /**
      * How late the latest run started, of what punctual controls: its start − run_at − waited_ms,
@@ -139,7 +139,7 @@ export const tasks = mysqlTable(
  * retention needs no second delete.
  */
 export const taskTags = mysqlTable(
-  'task_tags',
+  'punctual_task_tags',
   {
     taskId: bigint('task_id', { mode: 'number', unsigned: true }).notNull(),
     tag: exactVarchar('tag', { length: MAX_TAG_LENGTH }).notNull(),
@@ -157,7 +157,7 @@ export const taskTags = mysqlTable(
  * any second, per value of the payload field `group_by` when set (per merchant, per webhook
  * host). A type without a row runs freely. Each process applies the limits to its own runs.
  */
-export const typeControls = mysqlTable('type_controls', {
+export const typeControls = mysqlTable('punctual_type_controls', {
   type: exactVarchar('type', { length: MAX_TYPE_LENGTH }).primaryKey(),
   paused: boolean('paused').notNull().default(false),
   maxConcurrency: int('max_concurrency', { unsigned: true }),
@@ -170,7 +170,7 @@ export const typeControls = mysqlTable('type_controls', {
  * Several instances (SHARDING=on, src/cluster/): each live process has a row here, its heartbeat
  * written in database time by its lease keeper.
  */
-export const members = mysqlTable('members', {
+export const members = mysqlTable('punctual_members', {
   id: varchar('id', { length: 64 }).primaryKey(),
   heartbeatAt: datetime('heartbeat_at', { mode: 'date', fsp: 3 }).notNull(),
 });
@@ -179,7 +179,7 @@ export const members = mysqlTable('members', {
  * Who runs the tasks of each of the 256 shards (a task's shard is `id MOD 256`, fixed for good).
  * A lease is held until lease_until (database time); epoch counts the changes of owner.
  */
-export const shardLeases = mysqlTable('shard_leases', {
+export const shardLeases = mysqlTable('punctual_shard_leases', {
   shard: smallint('shard', { unsigned: true }).primaryKey(),
   owner: varchar('owner', { length: 64 }),
   epoch: bigint('epoch', { mode: 'number', unsigned: true }).notNull().default(0),
@@ -197,7 +197,7 @@ export const shardLeases = mysqlTable('shard_leases', {
  * retention is the only delete of a task. The id orders the runs of every task: GET /events resumes after one.
  */
 export const taskRuns = mysqlTable(
-  'task_runs',
+  'punctual_task_runs',
   {
     id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
     taskId: bigint('task_id', { mode: 'number', unsigned: true }).notNull(),
@@ -228,7 +228,7 @@ export const taskRuns = mysqlTable(
  * AUDIT_RETENTION_MS.
  */
 export const auditLog = mysqlTable(
-  'audit_log',
+  'punctual_audit_log',
   {
     id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
     at: datetime('at', { mode: 'date', fsp: 3 }).notNull(),
@@ -260,7 +260,7 @@ export const auditLog = mysqlTable(
  * slots back within its lease. group_digest is '' for a type without groupBy.
  */
 export const limitSlots = mysqlTable(
-  'limit_slots',
+  'punctual_limit_slots',
   {
     type: exactVarchar('type', { length: MAX_TYPE_LENGTH }).notNull(),
     groupDigest: exactVarchar('group_digest', { length: 22 }).notNull(),

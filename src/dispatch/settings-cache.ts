@@ -1,5 +1,5 @@
 /**
- * The stored pause and limits of each type (type_controls), as this process has them in force.
+ * The stored pause and limits of each type (punctual_type_controls), as this process has them in force.
  * Replacing them answers which types a change touched, so only those types' waiting tasks are
  * asked again. Reading the table is TypeControls' part (type-controls.ts); this holds what it read.
  */

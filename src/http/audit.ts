@@ -1,6 +1,6 @@
 /**
  * The audit trail's recorder: every change made through the API (the routes of AUDITED) is
- * written to audit_log with the name of the token that made it, the request's id, what it was
+ * written to punctual_audit_log with the name of the token that made it, the request's id, what it was
  * done to and what came of it, before the answer is sent: a client that got its answer knows the
  * change is on record. Changes made count (2xx), and so do changes refused because the task was
  * not in the state they need (409); a request refused for its input or its token changed nothing

@@ -25,7 +25,7 @@ export interface FinalFailure {
   error: string;
 }
 
-const INSERT = `INSERT INTO tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, created_at, updated_at)
+const INSERT = `INSERT INTO punctual_tasks (task_key, type, payload, run_at, timezone, max_attempts, misfire, created_at, updated_at)
   VALUES ? ON DUPLICATE KEY UPDATE id = id`;
 
 /** Writes the notifications of `failures` on `conn` (in the transaction of the failures). */

@@ -1,6 +1,6 @@
 /**
  * What GET /events streams, read from the tables and not from memory: every run of a task
- * (task_runs) and every change made through the API (audit_log), so a client that reconnects
+ * (punctual_task_runs) and every change made through the API (punctual_audit_log), so a client that reconnects
  * with Last-Event-ID gets what it missed, from any process. A position is the pair of the last
  * run id and the last change id seen.
  */

@@ -1,5 +1,5 @@
 /**
- * The fleet's slots under the type limits (the limit_slots table): the database decides who may
+ * The fleet's slots under the type limits (the punctual_limit_slots table): the database decides who may
  * start, so maxConcurrency and ratePerSecond hold for every process together. A slot is a row
  * (type, group, kind, slot number) held by `holder` until leased_until, in database time; a slot
  * whose lease passed is free, whoever held it. Taking is one conditional UPDATE of free rows; when
@@ -32,15 +32,15 @@ const SWEEP_AFTER_S = 3600;
 const SQL = {
   /** Free slots of the group (lease passed) under `size`, lowest first: taken for the holder. */
   takeFree:
-    'UPDATE limit_slots SET holder = ?, leased_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND ' +
+    'UPDATE punctual_limit_slots SET holder = ?, leased_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND ' +
     'WHERE type = ? AND group_digest = ? AND kind = ? AND slot < ? AND leased_until < UTC_TIMESTAMP(3) ORDER BY slot LIMIT ?',
-  numbers: 'SELECT slot FROM limit_slots WHERE type = ? AND group_digest = ? AND kind = ?',
-  insert: 'INSERT IGNORE INTO limit_slots (type, group_digest, kind, slot, holder, leased_until) VALUES ',
-  held: 'SELECT slot FROM limit_slots WHERE type = ? AND group_digest = ? AND kind = ? AND holder = ? ORDER BY slot',
+  numbers: 'SELECT slot FROM punctual_limit_slots WHERE type = ? AND group_digest = ? AND kind = ?',
+  insert: 'INSERT IGNORE INTO punctual_limit_slots (type, group_digest, kind, slot, holder, leased_until) VALUES ',
+  held: 'SELECT slot FROM punctual_limit_slots WHERE type = ? AND group_digest = ? AND kind = ? AND holder = ? ORDER BY slot',
   free:
-    "UPDATE limit_slots SET holder = '', leased_until = '1970-01-01 00:00:01' " +
+    "UPDATE punctual_limit_slots SET holder = '', leased_until = '1970-01-01 00:00:01' " +
     'WHERE type = ? AND group_digest = ? AND kind = ? AND slot IN (?) AND holder = ?',
-  sweep: `DELETE FROM limit_slots WHERE leased_until < UTC_TIMESTAMP(3) - INTERVAL ${SWEEP_AFTER_S} SECOND LIMIT 1000`,
+  sweep: `DELETE FROM punctual_limit_slots WHERE leased_until < UTC_TIMESTAMP(3) - INTERVAL ${SWEEP_AFTER_S} SECOND LIMIT 1000`,
 } as const;
 
 export class LimitSlotStore {

@@ -1,5 +1,5 @@
 /**
- * The run history: one row per run of a task, in task_runs (sql/task-runs.ts). The rows are
+ * The run history: one row per run of a task, in punctual_task_runs (sql/task-runs.ts). The rows are
  * written on the caller's connection, in the transaction that records the runs' outcomes on their
  * tasks, a batch's runs in one statement: a run is on record exactly when its outcome is. In a
  * pipelined transaction that statement travels with COMMIT.

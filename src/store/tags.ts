@@ -1,16 +1,16 @@
 /**
  * Tags: a few short labels a shop puts on a task (`merchant:42`, `sale:88`) so it can find and
- * change many tasks at once. The limits keep the task_tags table small and the values safe to
+ * change many tasks at once. The limits keep the punctual_task_tags table small and the values safe to
  * show and to put in a URL without escaping: at most MAX_TAGS per task, each 1..MAX_TAG_LENGTH
  * characters of TAG_PATTERN, no repeats. Tags are fixed at create (a recurring series keeps them).
  *
  * Tags are exact: `sale` and `SALE` are two. The repeat check below compares exactly, and so does
- * task_tags (a binary NO PAD collation, schema.ts): the check and the table agree on what a
+ * punctual_task_tags (a binary NO PAD collation, schema.ts): the check and the table agree on what a
  * repeat is, so a create the check lets through never meets a duplicate tag row. An exact repeat
  * is refused (400), not folded, so a task's tags read back as they were sent.
  *
  * They are stored twice on purpose: as JSON on the task (read with it, no join) and one row each
- * in task_tags, whose (tag, task_id) index makes "the tasks tagged X" a range scan. The limits are
+ * in punctual_task_tags, whose (tag, task_id) index makes "the tasks tagged X" a range scan. The limits are
  * the API's, so they live in the contract.
  */
 import { MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../contract/limits.js';

@@ -428,7 +428,7 @@ export class TaskStore {
 
   /**
    * Deletes those of `ids` still in `status` and finished before `before`, and their runs, in one
-   * transaction (task_runs has no foreign key to cascade); answers how many tasks went.
+   * transaction (punctual_task_runs has no foreign key to cascade); answers how many tasks went.
    */
   async deleteExpired(ids: number[], status: FinishedStatus, before: number): Promise<number> {
     if (ids.length === 0) return 0;

@@ -1,5 +1,5 @@
 /**
- * The stored pause and limits of each task type (the type_controls table): read at boot, after a
+ * The stored pause and limits of each task type (the punctual_type_controls table): read at boot, after a
  * change and at each reconcile (dispatch/limits.ts applies them), written by the type routes. A
  * type without a row is not paused and has no limits. Statements: sql/type-controls.ts (and the
  * tasks catalogue's countDueOfType, one capped statement per type); each runs through the transaction runner.

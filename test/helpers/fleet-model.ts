@@ -275,7 +275,7 @@ export class FleetModel {
     await this.#stopWorkerLoops();
     await Promise.all(this.servers.map((server) => server?.stop('SIGKILL') ?? Promise.resolve(null)));
     this.servers = [];
-    for (const table of ['tasks', 'type_controls', 'limit_slots', 'fleet_effects', 'close_runs'])
+    for (const table of ['punctual_tasks', 'punctual_type_controls', 'punctual_limit_slots', 'fleet_effects', 'close_runs'])
       await this.db.execute(`DELETE FROM ${table}`);
     this.#calls = [];
     this.#leases = [];
@@ -284,7 +284,7 @@ export class FleetModel {
     await waitFor(
       async () => {
         const [row] = await this.db.query<any[]>(
-          'SELECT COUNT(*) AS n, COUNT(DISTINCT owner) AS owners FROM shard_leases WHERE lease_until > UTC_TIMESTAMP(3)',
+          'SELECT COUNT(*) AS n, COUNT(DISTINCT owner) AS owners FROM punctual_shard_leases WHERE lease_until > UTC_TIMESTAMP(3)',
         );
         return Number(row.n) === 256 && Number(row.owners) === 3;
       },
@@ -451,7 +451,7 @@ export class FleetModel {
             if (answer.status !== 200 && answer.status !== 409) throw new Error(`reschedule answered ${answer.status}`);
           } else if (task.key !== undefined && task.type !== 'close_order') {
             // A replace of the pending task: a later runAt, the same payload.
-            const [row] = await this.db.query<any[]>('SELECT payload FROM tasks WHERE id = ?', [task.id]);
+            const [row] = await this.db.query<any[]>('SELECT payload FROM punctual_tasks WHERE id = ?', [task.id]);
             const payload = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
             const answer = await this.#request(op.via, 'POST', '/tasks', {
               type: task.type,
@@ -521,7 +521,7 @@ export class FleetModel {
     const cutByKill = history.kills.length > 0;
     await waitFor(
       async () => {
-        const [row] = await this.db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status IN ('pending', 'running')", [
+        const [row] = await this.db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status IN ('pending', 'running')", [
           ids,
         ]);
         return Number(row.n) === 0;
@@ -530,7 +530,7 @@ export class FleetModel {
       'every task of the seed to finish',
     ).catch(async (error: Error) => {
       const rows = await this.db.query<any[]>(
-        "SELECT id, type, status, attempts, run_at FROM tasks WHERE id IN (?) AND status IN ('pending', 'running')",
+        "SELECT id, type, status, attempts, run_at FROM punctual_tasks WHERE id IN (?) AND status IN ('pending', 'running')",
         [ids],
       );
       throw new Error(`${error.message}; unfinished: ${JSON.stringify(rows)}`);
@@ -542,7 +542,7 @@ export class FleetModel {
     const failures: string[] = [];
     const fail = (message: string) => failures.push(message);
     const ids = history.tasks.map((task) => task.id);
-    const rows = ids.length === 0 ? [] : await this.db.query<any[]>('SELECT id, status, run_at, type FROM tasks WHERE id IN (?)', [ids]);
+    const rows = ids.length === 0 ? [] : await this.db.query<any[]>('SELECT id, status, run_at, type FROM punctual_tasks WHERE id IN (?)', [ids]);
     const byId = new Map(rows.map((row) => [Number(row.id), row]));
     this.#runAts.clear();
     for (const row of rows) this.#runAts.set(Number(row.id), new Date(row.run_at).getTime());

@@ -9,7 +9,7 @@ let db: TestDatabase;
 let service: TestService;
 
 async function rowCount(): Promise<number> {
-  const rows = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+  const rows = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
   return Number(rows[0].n);
 }
 
@@ -48,7 +48,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await db.execute('DELETE FROM tasks');
+  await db.execute('DELETE FROM punctual_tasks');
 });
 
 describe('POST /tasks', () => {
@@ -70,7 +70,7 @@ describe('POST /tasks', () => {
       finishedAt: null,
     });
     expect(Number.isInteger(body.id)).toBe(true);
-    const rows = await db.query<any[]>('SELECT run_at, timezone, status, task_key FROM tasks WHERE id = ?', [body.id]);
+    const rows = await db.query<any[]>('SELECT run_at, timezone, status, task_key FROM punctual_tasks WHERE id = ?', [body.id]);
     expect(rows[0].run_at.toISOString()).toBe('2035-12-01T02:00:00.000Z');
     expect(rows[0]).toMatchObject({ timezone: 'Asia/Shanghai', status: 'pending', task_key: 'close_order:SN000001' });
   });
@@ -105,7 +105,7 @@ describe('POST /tasks', () => {
     // A zone the request names wins over the offset.
     const named = await call('POST', '/tasks', closeOrder({ runAt: '2035-12-01T10:00:00-05:00', timezone: 'Europe/Paris' }));
     expect(named.body).toMatchObject({ runAtLocal: '2035-12-01T16:00:00.000+01:00', timezone: 'Europe/Paris' });
-    const stored = await db.query<any[]>('SELECT timezone FROM tasks WHERE id = ?', [newYork.body.id]);
+    const stored = await db.query<any[]>('SELECT timezone FROM punctual_tasks WHERE id = ?', [newYork.body.id]);
     expect(stored[0].timezone).toBe('Etc/GMT+5');
   });
 
@@ -476,7 +476,7 @@ describe('one task: read, cancel, reschedule, by id and by key', () => {
 
   it('shows a row someone inserted with a zone that is not one in UTC, instead of failing', async () => {
     const result = await db.execute(
-      "INSERT INTO tasks (type, payload, run_at, timezone) VALUES ('close_order', '{\"orderSn\":\"x\"}', '2035-12-01 02:00:00', 'Mars/Base')",
+      "INSERT INTO punctual_tasks (type, payload, run_at, timezone) VALUES ('close_order', '{\"orderSn\":\"x\"}', '2035-12-01 02:00:00', 'Mars/Base')",
     );
     const { status, body } = await call('GET', `/tasks/${result.insertId}`);
     expect(status).toBe(200);

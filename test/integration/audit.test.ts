@@ -44,7 +44,7 @@ beforeAll(async () => {
 afterEach(async () => {
   await service?.stop();
   service = undefined;
-  await db.execute('DELETE FROM audit_log').catch(() => undefined);
+  await db.execute('DELETE FROM punctual_audit_log').catch(() => undefined);
 });
 
 afterAll(async () => {
@@ -114,7 +114,7 @@ describe('the audit trail', () => {
     expect(trail[1].requestId).toMatch(/^[0-9a-f-]{36}$/);
     expect(Math.abs(Date.parse(trail[0].at) - Date.now())).toBeLessThan(60_000);
     // Counted as effects: one row per change, nothing for the refused requests.
-    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM audit_log');
+    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM punctual_audit_log');
     expect(Number(count.n)).toBe(3);
   });
 
@@ -214,7 +214,7 @@ describe('the audit trail', () => {
     const id = await create('audit:r:1');
     expect((await service.call('POST', `/tasks/${id}/cancel`, undefined, as(SHOP))).status).toBe(200);
     await db.execute(
-      "INSERT INTO audit_log (at, actor, role, request_id, action, target, status) VALUES (UTC_TIMESTAMP(3) - INTERVAL 2 DAY, 'old', 'admin', 'r', 'pause', 'type:x', 200)",
+      "INSERT INTO punctual_audit_log (at, actor, role, request_id, action, target, status) VALUES (UTC_TIMESTAMP(3) - INTERVAL 2 DAY, 'old', 'admin', 'r', 'pause', 'type:x', 200)",
     );
     expect((await service.retention.sweep()).audit).toBe(1);
     expect((await entries()).map((e) => e.actor)).toEqual(['shop']);

@@ -20,7 +20,7 @@ const order = (sn: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function count(sql = 'SELECT COUNT(*) AS n FROM tasks'): Promise<number> {
+async function count(sql = 'SELECT COUNT(*) AS n FROM punctual_tasks'): Promise<number> {
   return Number((await db.query<any[]>(sql))[0].n);
 }
 
@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await db.execute('DELETE FROM tasks');
+  await db.execute('DELETE FROM punctual_tasks');
 });
 
 describe('POST /tasks/batch', () => {
@@ -73,7 +73,7 @@ describe('POST /tasks/batch', () => {
     expect(body).toMatchObject({ created: 2, repeated: 2, refused: 7 });
     // 2 before + 2 created; nothing of the bad items, the tags with their task.
     expect(await count()).toBe(4);
-    expect(await count("SELECT COUNT(*) AS n FROM task_tags WHERE tag = 'merchant:42'")).toBe(1);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_task_tags WHERE tag = 'merchant:42'")).toBe(1);
     expect((await service.call('GET', `/tasks/${body.results[0].id}`, undefined, as(READ))).body.tags).toEqual(['merchant:42', 'sale:88']);
   });
 
@@ -85,7 +85,7 @@ describe('POST /tasks/batch', () => {
     expect(new Set(body.results.map((r: { id: number }) => r.id)).size).toBe(1000);
     expect(body.results.map((r: { key: string }) => r.key)).toEqual(tasks.map((task) => task.key));
     expect(await count()).toBe(1000);
-    expect(await count('SELECT COUNT(*) AS n FROM task_tags')).toBe(1000);
+    expect(await count('SELECT COUNT(*) AS n FROM punctual_task_tags')).toBe(1000);
     // The same batch again: all 200, nothing new.
     const again = await service.call('POST', '/tasks/batch', { tasks }, as(WRITE));
     expect(again.body).toMatchObject({ created: 0, repeated: 1000, refused: 0 });

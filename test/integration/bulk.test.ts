@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await db.execute('DELETE FROM tasks');
+  await db.execute('DELETE FROM punctual_tasks');
   await db.execute('DELETE FROM ledger');
 });
 
@@ -67,9 +67,9 @@ describe('bulk cancel', () => {
     await waitFor(async () => (await count('SELECT COUNT(*) AS n FROM ledger')) > 0, 10_000);
     const { status, body } = await call('POST', '/tasks/bulk/cancel', { tag: 'sale:88' });
     expect(status).toBe(200);
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running')")) === 1, 20_000);
-    const done = await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'");
-    const cancelled = await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled'");
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status IN ('pending', 'running')")) === 1, 20_000);
+    const done = await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'");
+    const cancelled = await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'");
     expect(done + cancelled).toBe(N);
     expect(body.changed).toBe(cancelled);
     expect(body.matched).toBeGreaterThanOrEqual(body.changed);
@@ -78,7 +78,7 @@ describe('bulk cancel', () => {
     // Each done task ran exactly once; no cancelled task ran.
     expect(await count('SELECT COUNT(*) AS n FROM ledger')).toBe(done);
     expect(await count('SELECT COUNT(DISTINCT task_id) AS n FROM ledger')).toBe(done);
-    expect(await count("SELECT COUNT(*) AS n FROM ledger l JOIN tasks t ON t.id = l.task_id WHERE t.status = 'cancelled'")).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM ledger l JOIN punctual_tasks t ON t.id = l.task_id WHERE t.status = 'cancelled'")).toBe(0);
     expect(ids.length).toBe(N);
     expect((await call('GET', `/tasks/${other[0]}`)).body.status).toBe('pending');
     // The same request again changes nothing.
@@ -96,7 +96,7 @@ describe('bulk cancel', () => {
     expect((await call('POST', '/tasks/bulk/cancel', { keyPrefix: 'm4_' })).body).toEqual({ matched: 1, changed: 1 });
     expect((await call('POST', '/tasks/bulk/cancel', { keyPrefix: 'm42:' })).body).toEqual({ matched: 2, changed: 2 });
     expect((await call('POST', '/tasks/bulk/cancel', { type: 'ledgered' })).body).toEqual({ matched: 1, changed: 1 });
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending'")).toBe(1);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'pending'")).toBe(1);
     expect((await call('POST', '/tasks/bulk/cancel', { type: 'ledgered', tag: 'x' })).status).toBe(400);
   });
 
@@ -105,7 +105,7 @@ describe('bulk cancel', () => {
     const answer = await call('POST', '/tasks/bulk/cancel', { tag: 't:1' }, WRITE);
     expect(answer.status).toBe(403);
     expect((await call('POST', '/tasks/bulk/reschedule', { tag: 't:1', shiftMs: 1, requestId: 'r1' }, WRITE)).status).toBe(403);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending'")).toBe(1);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'pending'")).toBe(1);
   });
 });
 
@@ -113,21 +113,21 @@ describe('bulk reschedule', () => {
   it('shifts by a duration once per requestId, and re-arms the timers', async () => {
     const HOUR = 3_600_000;
     const ids = await batch(Array.from({ length: 1200 }, (_, i) => ledgered(i, { delayMs: HOUR + i, tags: ['merchant:42'] })));
-    const before = new Map((await db.query<any[]>('SELECT id, run_at FROM tasks')).map((r) => [Number(r.id), r.run_at.getTime()]));
+    const before = new Map((await db.query<any[]>('SELECT id, run_at FROM punctual_tasks')).map((r) => [Number(r.id), r.run_at.getTime()]));
     const postpone = { tag: 'merchant:42', shiftMs: HOUR, requestId: 'postpone-42' };
     expect((await call('POST', '/tasks/bulk/reschedule', postpone)).body).toEqual({ matched: 1200, changed: 1200 });
     // A repeat moves nothing.
     expect((await call('POST', '/tasks/bulk/reschedule', postpone)).body).toEqual({ matched: 1200, changed: 0 });
-    const after = await db.query<any[]>('SELECT id, run_at FROM tasks');
+    const after = await db.query<any[]>('SELECT id, run_at FROM punctual_tasks');
     for (const row of after) expect(row.run_at.getTime()).toBe(before.get(Number(row.id))! + HOUR);
     expect(await count('SELECT COUNT(*) AS n FROM ledger')).toBe(0);
     // Pulled in to overdue: the re-armed timers run them, each once.
     const pullIn = { tag: 'merchant:42', shiftMs: -2 * HOUR - 5_000, requestId: 'pull-in-42' };
     expect((await call('POST', '/tasks/bulk/reschedule', pullIn)).body).toEqual({ matched: 1200, changed: 1200 });
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'")) === ids.length, 30_000);
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'")) === ids.length, 30_000);
     expect(await count('SELECT COUNT(*) AS n FROM ledger')).toBe(ids.length);
     // Each run stored how late it started: they were 3.8 to 5 s overdue when pulled in.
-    const late = await db.query<any[]>('SELECT MIN(lateness_ms) AS low, MAX(lateness_ms) AS high FROM tasks');
+    const late = await db.query<any[]>('SELECT MIN(lateness_ms) AS low, MAX(lateness_ms) AS high FROM punctual_tasks');
     expect(Number(late[0].low)).toBeGreaterThanOrEqual(3_000);
     expect(Number(late[0].high)).toBeLessThan(120_000);
     const shown = (await call('GET', `/tasks/${ids[0]}`)).body;
@@ -173,11 +173,11 @@ describe('stored lateness', () => {
     const DAY = 86_400_000;
     // 40 days is more than a signed 32-bit count of ms: the run must not fail on storing it.
     const old = await db.execute(
-      "INSERT INTO tasks (type, payload, run_at, misfire) VALUES ('ledgered', '{}', UTC_TIMESTAMP(3) - INTERVAL 40 DAY, 'run')",
+      "INSERT INTO punctual_tasks (type, payload, run_at, misfire) VALUES ('ledgered', '{}', UTC_TIMESTAMP(3) - INTERVAL 40 DAY, 'run')",
     );
-    const now = await db.execute("INSERT INTO tasks (type, payload, run_at) VALUES ('ledgered', '{}', UTC_TIMESTAMP(3))");
+    const now = await db.execute("INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('ledgered', '{}', UTC_TIMESTAMP(3))");
     const ids = [old.insertId, now.insertId];
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids])) === 2, 20_000);
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done' AND id IN (?)", [ids])) === 2, 20_000);
     const shown = (await call('GET', `/tasks/${old.insertId}`)).body;
     expect(shown.latenessMs).toBeGreaterThanOrEqual(40 * DAY);
     expect(shown.latenessMs).toBeLessThan(41 * DAY);

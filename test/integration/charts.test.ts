@@ -50,7 +50,7 @@ describe('GET /charts/upcoming', () => {
       ['webhook', Date.UTC(2030, 5, 8, 2, 0, 0), 'pending'], // past the 7 days
     ];
     for (const [type, runAt, status] of rows) {
-      await db.execute('INSERT INTO tasks (type, payload, run_at, status) VALUES (?, ?, ?, ?)', [type, '{}', at(runAt), status]);
+      await db.execute('INSERT INTO punctual_tasks (type, payload, run_at, status) VALUES (?, ?, ?, ?)', [type, '{}', at(runAt), status]);
     }
     const { status, body } = await service.call('GET', '/charts/upcoming');
     expect(status).toBe(200);
@@ -74,13 +74,13 @@ describe('GET /charts/upcoming', () => {
       NOW / MINUTE,
       NOW / MINUTE + 168 * 60,
     ]);
-    expect(plan).toMatchObject({ table: 'tasks', type: 'range', key: 'tasks_type_status_run_minute_run_at' });
+    expect(plan).toMatchObject({ table: 'punctual_tasks', type: 'range', key: 'tasks_type_status_run_minute_run_at' });
     expect(plan.Extra).toContain('Using index');
     expect(plan.Extra).not.toMatch(/temporary|filesort/);
   });
 
   it('answers from its cache for a few seconds, then counts again', async () => {
-    await db.execute('INSERT INTO tasks (type, payload, run_at) VALUES (?, ?, ?)', ['close_order', '{}', at(NOW + 10 * MINUTE)]);
+    await db.execute('INSERT INTO punctual_tasks (type, payload, run_at) VALUES (?, ?, ?)', ['close_order', '{}', at(NOW + 10 * MINUTE)]);
     now = NOW + 1000;
     const cached = (await service.call('GET', '/charts/upcoming')).body;
     expect(cached.countedAt).toBe(new Date(NOW).toISOString());

@@ -36,7 +36,7 @@ async function batch(tasks: unknown[]): Promise<number[]> {
 /** `n` failed tasks with `tags`: flaky fails until `recovered`, with one attempt. */
 async function failed(n: number, tags: string[]): Promise<number[]> {
   const ids = await batch(Array.from({ length: n }, (_, i) => ({ type: 'flaky', payload: { i }, delayMs: 0, maxAttempts: 1, tags })));
-  await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'failed'", [ids])) === n);
+  await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'failed'", [ids])) === n);
   return ids;
 }
 
@@ -63,8 +63,8 @@ afterAll(async () => {
 
 beforeEach(async () => {
   recovered = false;
-  await db.execute('DELETE FROM tasks');
-  await db.execute('DELETE FROM audit_log');
+  await db.execute('DELETE FROM punctual_tasks');
+  await db.execute('DELETE FROM punctual_audit_log');
 });
 
 describe('GET /tasks', () => {
@@ -135,16 +135,16 @@ describe('bulk changes of a selection', () => {
   it('cancels exactly the pending tasks among the ids, and the trail names them', async () => {
     const ids = await batch(Array.from({ length: 6 }, (_, i) => ({ type: 'other', payload: { i }, delayMs: HOUR })));
     const [done] = await batch([{ type: 'other', payload: {}, delayMs: 0 }]);
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE id = ? AND status = 'done'", [done])) === 1);
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'done'", [done])) === 1);
     const chosen = [ids[1]!, ids[3]!, ids[4]!, done!];
 
     expect((await call('POST', '/tasks/bulk/cancel', { ids: chosen }, WRITE)).status).toBe(403);
     const answer = await call('POST', '/tasks/bulk/cancel', { ids: chosen });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ matched: 3, changed: 3 });
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled'")).toBe(3);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled' AND id IN (?)", [chosen])).toBe(3);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE id = ? AND status = 'done'", [done])).toBe(1);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'")).toBe(3);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled' AND id IN (?)", [chosen])).toBe(3);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'done'", [done])).toBe(1);
 
     const trail = await call('GET', '/audit?action=bulk-cancel');
     expect(trail.body.entries).toHaveLength(1);
@@ -163,7 +163,7 @@ describe('bulk changes of a selection', () => {
     ];
     for (const body of bad) expect((await call('POST', '/tasks/bulk/cancel', body)).status, JSON.stringify(body).slice(0, 60)).toBe(400);
     expect((await call('POST', '/tasks/bulk/retry', {})).status).toBe(400);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending'")).toBe(3);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'pending'")).toBe(3);
     expect((await call('GET', '/audit')).body.entries).toHaveLength(0);
   });
 
@@ -174,14 +174,14 @@ describe('bulk changes of a selection', () => {
     expect((await call('POST', '/tasks/bulk/retry', { tag: 'sale:9' }, WRITE)).status).toBe(403);
     const answer = await call('POST', '/tasks/bulk/retry', { tag: 'sale:9' });
     expect(answer.body).toEqual({ matched: 3, changed: 3 });
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'done'", [tagged])) === 3);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'failed'", [others])).toBe(2);
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [tagged])) === 3);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'failed'", [others])).toBe(2);
     // A repeat finds nothing failed.
     expect((await call('POST', '/tasks/bulk/retry', { tag: 'sale:9' })).body).toEqual({ matched: 0, changed: 0 });
     const byIds = await call('POST', '/tasks/bulk/retry', { ids: [others[0]] });
     expect(byIds.body).toEqual({ matched: 1, changed: 1 });
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE id = ? AND status = 'done'", [others[0]])) === 1);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE id = ? AND status = 'failed'", [others[1]])).toBe(1);
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'done'", [others[0]])) === 1);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'failed'", [others[1]])).toBe(1);
     const trail = await call('GET', '/audit?action=bulk-retry');
     expect(trail.body.entries.map((entry: { target: string }) => entry.target)).toEqual([`ids:${others[0]}`, 'tag:sale:9', 'tag:sale:9']);
   });

@@ -30,14 +30,14 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await db.execute('DELETE FROM tasks');
+  await db.execute('DELETE FROM punctual_tasks');
 });
 
 /** Waits until every task has failed once and waits for its retry, its runAt moved by the backoff. */
 async function allRetried(count: number): Promise<void> {
   await waitFor(async () => {
     const [row] = await db.query<any[]>(
-      "SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending' AND attempts = 1 AND run_at > requested_run_at",
+      "SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'pending' AND attempts = 1 AND run_at > requested_run_at",
     );
     return Number(row.n) === count;
   }, 20_000);
@@ -62,7 +62,7 @@ describe('a create repeated after a failed attempt', () => {
     const now = await service.call('GET', `/tasks/${again.body.results[0].id}`);
     expect(now.body).toMatchObject({ attempts: 1, status: 'pending' });
     expect(Date.parse(now.body.runAt)).toBeGreaterThan(Date.parse(runAt));
-    expect(Number((await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks'))[0].n)).toBe(12);
+    expect(Number((await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks'))[0].n)).toBe(12);
   });
 
   it('answers 200 for a single create, and for a delayMs create (the same delay after its creation)', async () => {
@@ -89,7 +89,7 @@ describe('a create repeated after a failed attempt', () => {
   });
 
   it('compares a row a shop inserted straight (no requested instant) on its run_at', async () => {
-    await db.execute("INSERT INTO tasks (task_key, type, payload, run_at) VALUES ('dedup:straight', 'fails', '{}', '2030-01-01 00:00:00')");
+    await db.execute("INSERT INTO punctual_tasks (task_key, type, payload, run_at) VALUES ('dedup:straight', 'fails', '{}', '2030-01-01 00:00:00')");
     const body = { type: 'fails', payload: {}, runAt: '2030-01-01T00:00:00Z', key: 'dedup:straight' };
     expect((await service.call('POST', '/tasks', body)).status).toBe(200);
     expect((await service.call('POST', '/tasks', { ...body, runAt: '2030-01-01T00:00:01Z' })).status).toBe(409);

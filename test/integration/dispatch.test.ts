@@ -158,11 +158,11 @@ describe('failures', () => {
   it('fails a row someone inserted with an unknown type or a bad payload, without running anything', async () => {
     service = await startTestService(db, { REFILL_INTERVAL_MS: '100' });
     await db.execute(
-      `INSERT INTO tasks (type, payload, run_at) VALUES ('no_such_type', '{}', UTC_TIMESTAMP(3)), ('close_order', '{"orderSn": 7}', UTC_TIMESTAMP(3))`,
+      `INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('no_such_type', '{}', UTC_TIMESTAMP(3)), ('close_order', '{"orderSn": 7}', UTC_TIMESTAMP(3))`,
     );
     const rows = await waitFor(async () => {
       const found = await db.query<any[]>(
-        "SELECT type, status, last_error FROM tasks WHERE type IN ('no_such_type', 'close_order') AND status = 'failed' ORDER BY id",
+        "SELECT type, status, last_error FROM punctual_tasks WHERE type IN ('no_such_type', 'close_order') AND status = 'failed' ORDER BY id",
       );
       return found.length === 2 ? found : undefined;
     });
@@ -174,7 +174,7 @@ describe('failures', () => {
     service = await startTestService(db, { BATCH_SIZE: '20', CONCURRENCY: '1' });
     // The shop's trigger refuses to let one task's row be completed: every batch holding it fails.
     await db.execute(
-      `CREATE TRIGGER poison BEFORE UPDATE ON tasks FOR EACH ROW
+      `CREATE TRIGGER poison BEFORE UPDATE ON punctual_tasks FOR EACH ROW
          IF JSON_VALUE(NEW.payload, '$.orderSn') = 'SN-POISON' AND NEW.status <> OLD.status THEN
            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the shop';
          END IF`,

@@ -76,7 +76,7 @@ async function runTask(n: number): Promise<number> {
   );
   expect(answer.status).toBe(201);
   const id = answer.body.id as number;
-  await waitFor(async () => (await db.query<any>('SELECT COUNT(*) AS n FROM task_runs WHERE task_id = ?', [id]))[0].n > 0, 10_000);
+  await waitFor(async () => (await db.query<any>('SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id = ?', [id]))[0].n > 0, 10_000);
   return id;
 }
 

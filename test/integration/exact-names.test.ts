@@ -41,7 +41,7 @@ async function count(sql: string, values: unknown[] = []): Promise<number> {
   return Number((await db.query<any[]>(sql, values))[0].n);
 }
 
-const tagRows = (id: number) => count('SELECT COUNT(*) AS n FROM task_tags WHERE task_id = ?', [id]);
+const tagRows = (id: number) => count('SELECT COUNT(*) AS n FROM punctual_task_tags WHERE task_id = ?', [id]);
 const pendingIds = async (query: string) =>
   ((await get(`/tasks/pending?${query}`)).body.tasks as { id: number }[]).map((task) => task.id).sort((a, b) => a - b);
 
@@ -58,7 +58,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await db.execute('DELETE FROM tasks');
+  await db.execute('DELETE FROM punctual_tasks');
 });
 
 describe('tags that differ only in case', () => {
@@ -79,7 +79,7 @@ describe('tags that differ only in case', () => {
     // Bulk by tag picks exactly too: cancelling SALE leaves the task tagged only `sale` pending.
     const bulk = await post('/tasks/bulk/cancel', { tag: 'SALE' });
     expect(bulk.status).toBe(200);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled'")).toBe(3);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'")).toBe(3);
     expect(await pendingIds('tag=sale')).toEqual([lower.body.id]);
   });
 
@@ -110,14 +110,14 @@ describe('tags that differ only in case', () => {
     });
     expect(batch.status).toBe(200);
     expect(batch.body.results.map((result: { status: number }) => result.status)).toEqual([201, 201, 201]);
-    expect(await count('SELECT COUNT(*) AS n FROM task_tags')).toBe(4);
+    expect(await count('SELECT COUNT(*) AS n FROM punctual_task_tags')).toBe(4);
   });
 
   it('repeated exactly within one task are refused with a 400 that writes nothing', async () => {
     const answer = await post('/tasks', order('D1', { tags: ['sale', 'sale'] }));
     expect(answer.status).toBe(400);
     expect(answer.body.message).toMatch(/repeat/);
-    expect(await count('SELECT COUNT(*) AS n FROM tasks')).toBe(0);
+    expect(await count('SELECT COUNT(*) AS n FROM punctual_tasks')).toBe(0);
   });
 });
 
@@ -147,7 +147,7 @@ describe('type names that differ only in case', () => {
       body: JSON.stringify({ maxConcurrency: 3 }),
     });
     expect(limits.status).toBe(200);
-    const rows = await db.query<any[]>('SELECT type, paused, max_concurrency FROM type_controls ORDER BY type');
+    const rows = await db.query<any[]>('SELECT type, paused, max_concurrency FROM punctual_type_controls ORDER BY type');
     expect(rows.map((row) => [row.type, Number(row.paused), row.max_concurrency])).toEqual([
       ['Webhook', 1, null],
       ['webhook', 0, 3],
@@ -162,7 +162,7 @@ describe('a create the database refuses inside a group commit', () => {
   it('fails alone: the others of its group get 201, and it leaves no task row without its tags', async () => {
     // Two faults only this test's database has: a tag the table refuses as a duplicate entry
     // (what a collation gap did), and one it refuses with another error.
-    await db.execute(`CREATE TRIGGER refuse_tags BEFORE INSERT ON task_tags FOR EACH ROW BEGIN
+    await db.execute(`CREATE TRIGGER refuse_tags BEFORE INSERT ON punctual_task_tags FOR EACH ROW BEGIN
       IF NEW.tag = 'dup' THEN SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1062, MESSAGE_TEXT = 'Duplicate entry for key task_tags_pk'; END IF;
       IF NEW.tag = 'broken' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a trigger'; END IF;
     END`);
@@ -181,9 +181,9 @@ describe('a create the database refuses inside a group commit', () => {
       for (const answer of validAnswers) expect(await tagRows(answer.body.id)).toBe(1);
       const badAnswers = answers.filter((_, i) => bad.includes(all[i]!));
       for (const answer of badAnswers) expect(answer.status).toBe(500);
-      expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE JSON_CONTAINS(payload, '\"X1\"', '$.orderSn') OR task_key LIKE 'close_order:X%'")).toBe(0);
-      expect(await count('SELECT COUNT(*) AS n FROM tasks t WHERE NOT EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = t.id)')).toBe(0);
-      expect(await count('SELECT COUNT(*) AS n FROM tasks')).toBe(40);
+      expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE JSON_CONTAINS(payload, '\"X1\"', '$.orderSn') OR task_key LIKE 'close_order:X%'")).toBe(0);
+      expect(await count('SELECT COUNT(*) AS n FROM punctual_tasks t WHERE NOT EXISTS (SELECT 1 FROM punctual_task_tags g WHERE g.task_id = t.id)')).toBe(0);
+      expect(await count('SELECT COUNT(*) AS n FROM punctual_tasks')).toBe(40);
     } finally {
       await db.execute('DROP TRIGGER refuse_tags');
     }

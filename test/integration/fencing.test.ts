@@ -50,7 +50,7 @@ async function claimed(ids: number[], fence: ClaimFence): Promise<number[]> {
 
 async function epochsIn(owner: string): Promise<Map<number, number>> {
   const rows = await db.query<({ shard: number; epoch: number } & RowDataPacket)[]>(
-    'SELECT shard, epoch FROM shard_leases WHERE owner = ? AND lease_until > UTC_TIMESTAMP(3)',
+    'SELECT shard, epoch FROM punctual_shard_leases WHERE owner = ? AND lease_until > UTC_TIMESTAMP(3)',
     [owner],
   );
   return new Map(rows.map((row) => [Number(row.shard), Number(row.epoch)]));
@@ -71,8 +71,8 @@ beforeAll(async () => {
 
 afterEach(async () => {
   await Promise.all(keepers.splice(0).map((k) => k.stop()));
-  await db.execute('DELETE FROM shard_leases');
-  await db.execute('DELETE FROM members');
+  await db.execute('DELETE FROM punctual_shard_leases');
+  await db.execute('DELETE FROM punctual_members');
 });
 
 afterAll(async () => {
@@ -85,7 +85,7 @@ describe('a shard lease epoch', () => {
     // A task in a shard that B takes from A while both are live.
     const shard = [...shardsFor('B', ['A', 'B'])][0]!;
     const id = shard + SHARDS * 1000;
-    await db.execute("INSERT INTO tasks (id, type, payload, run_at) VALUES (?, 'tick', '{}', ?)", [id, new Date(Date.now() - 1000)]);
+    await db.execute("INSERT INTO punctual_tasks (id, type, payload, run_at) VALUES (?, 'tick', '{}', ?)", [id, new Date(Date.now() - 1000)]);
 
     const a = keeper('A');
     await a.start();

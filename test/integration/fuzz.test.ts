@@ -39,7 +39,7 @@ const nasty = fc.oneof(
   fc.string({ maxLength: 300 }),
   fc.string({ unit: 'binary', maxLength: 100 }),
   fc.constantFrom(
-    "'; DROP TABLE tasks; --",
+    "'; DROP TABLE punctual_tasks; --",
     '" OR 1=1 --',
     '1; SELECT SLEEP(10)',
     '\u0000',
@@ -173,7 +173,7 @@ function expectAnswer({ status, body }: { status: number; body: string }): void 
 }
 
 async function rows(): Promise<number> {
-  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
   return Number(row.n);
 }
 

@@ -29,7 +29,7 @@ function stolen(type: string, outcome: 'succeeds' | 'throws'): OutsideHandler {
     timeoutMs: 10_000,
     async run({ task }) {
       calls.push(task.id);
-      await db.execute("UPDATE tasks SET lease_owner = ?, lease_until = NOW(3) + INTERVAL 1 MINUTE WHERE id = ? AND status = 'running'", [
+      await db.execute("UPDATE punctual_tasks SET lease_owner = ?, lease_until = NOW(3) + INTERVAL 1 MINUTE WHERE id = ? AND status = 'running'", [
         OTHER,
         task.id,
       ]);
@@ -86,7 +86,7 @@ describe('an outside run whose lease was lost meanwhile', () => {
       expect(service.logs.filter((line) => line.taskId === id && /^task (done|failed|will be retried)$/.test(String(line.msg)))).toEqual(
         [],
       );
-      const [row] = await db.query<any[]>('SELECT status, lease_owner FROM tasks WHERE id = ?', [id]);
+      const [row] = await db.query<any[]>('SELECT status, lease_owner FROM punctual_tasks WHERE id = ?', [id]);
       expect(row).toEqual({ status: 'running', lease_owner: OTHER });
     });
   }

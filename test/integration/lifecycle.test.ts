@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await db.execute('DELETE FROM tasks');
+  await db.execute('DELETE FROM punctual_tasks');
 });
 
 let serial = 0;
@@ -63,7 +63,7 @@ async function inserted(overrides: Partial<NewTask> = {}): Promise<Task> {
 /** Sets columns straight in the table (a state a test starts from). */
 async function setRow(id: number, columns: Record<string, unknown>): Promise<void> {
   const names = Object.keys(columns);
-  await db.execute(`UPDATE tasks SET ${names.map((name) => `${name} = ?`).join(', ')} WHERE id = ?`, [
+  await db.execute(`UPDATE punctual_tasks SET ${names.map((name) => `${name} = ?`).join(', ')} WHERE id = ?`, [
     ...names.map((name) => columns[name]),
     id,
   ]);
@@ -93,7 +93,7 @@ describe('create', () => {
     expect(other.outcome).toBe('conflict');
     expect(other.task.id).toBe(first.task.id);
     expect(other.effects).toEqual([]);
-    const [count] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE task_key = 'k-dup'");
+    const [count] = await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE task_key = 'k-dup'");
     expect(Number(count.n)).toBe(1);
   });
 
@@ -184,7 +184,7 @@ describe('claim, complete and fail', () => {
     expect(await row(once.id)).toMatchObject({ status: 'done', attempts: 1, finishedAt: NOW });
     expect((await row(hourly.id)).status).toBe('done');
     const nextAt = nextOccurrence('0 * * * *', 'UTC', NOW)!;
-    const [next] = await db.query<any[]>('SELECT id FROM tasks WHERE series_id = ?', [hourly.id]);
+    const [next] = await db.query<any[]>('SELECT id FROM punctual_tasks WHERE series_id = ?', [hourly.id]);
     expect(effects).toEqual([arm(Number(next.id), nextAt, undefined, 'close_order')]);
     expect(await row(Number(next.id))).toMatchObject({ status: 'pending', runAt: nextAt, seriesId: hourly.id });
   });

@@ -28,7 +28,7 @@ afterAll(async () => {
 
 async function liveHolders(group: SlotGroup): Promise<string[]> {
   const rows = await db.query<RowDataPacket[]>(
-    'SELECT holder FROM limit_slots WHERE type = ? AND group_digest = ? AND kind = ? AND leased_until > UTC_TIMESTAMP(3)',
+    'SELECT holder FROM punctual_limit_slots WHERE type = ? AND group_digest = ? AND kind = ? AND leased_until > UTC_TIMESTAMP(3)',
     [group.type, group.digest, group.kind],
   );
   return rows.map((row) => row.holder as string);

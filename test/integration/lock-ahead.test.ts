@@ -116,7 +116,7 @@ describe('a batch locked ahead', () => {
     const runAt = Date.now() + 1500;
     const order = orders[1]!;
     const task = await create({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt });
-    expect(await firstHeld('SELECT id FROM tasks WHERE id = ?', [task.id], runAt)).toBeDefined();
+    expect(await firstHeld('SELECT id FROM punctual_tasks WHERE id = ?', [task.id], runAt)).toBeDefined();
     const cancel = await service.call('POST', `/tasks/${task.id}/cancel`);
     expect(Date.now()).toBeGreaterThanOrEqual(runAt);
     expect(cancel.status).toBe(409);
@@ -128,7 +128,7 @@ describe('a batch locked ahead', () => {
     service = await startTestService(db, { LOCK_AHEAD_MS: String(LEAD_MS) }, { handlers: [noteStart] });
     const runAt = Date.now() + 1500;
     const task = await create({ type: 'note_start', payload: {}, runAt });
-    const held = await firstHeld('SELECT id FROM tasks WHERE id = ?', [task.id], runAt);
+    const held = await firstHeld('SELECT id FROM punctual_tasks WHERE id = ?', [task.id], runAt);
     expect(held, 'the task row was claimed before runAt').toBeDefined();
     expect(starts.has(task.id), 'not started while claimed ahead').toBe(false);
     const done = await settled(task.id);

@@ -40,12 +40,12 @@ describe('GET /metrics', () => {
     await create({ type: 'close_order', payload: { orderSn: 'later' }, delayMs: 60_000 });
     await create({ type: 'close_order', payload: { orderSn: 'much-later' }, delayMs: 3_600_000 });
     await waitFor(async () => {
-      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status IN ('done', 'failed')", [ids]);
+      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status IN ('done', 'failed')", [ids]);
       return Number(row.n) === ids.length;
     });
     // A lease left by a dead process, for the recovery counter.
     await db.execute(
-      `INSERT INTO tasks (type, payload, run_at, status, attempts, lease_owner, lease_until)
+      `INSERT INTO punctual_tasks (type, payload, run_at, status, attempts, lease_owner, lease_until)
        VALUES ('flaky', '{}', UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 'running', 1, 'gone:1:x', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND)`,
     );
     await service.scheduler.reconcile();

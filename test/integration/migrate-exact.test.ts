@@ -43,8 +43,8 @@ afterAll(async () => {
 const collations = () =>
   db.query<any[]>(
     `SELECT CONCAT(TABLE_NAME, '.', COLUMN_NAME) AS col, COLLATION_NAME AS collation FROM information_schema.COLUMNS
-     WHERE TABLE_SCHEMA = DATABASE() AND ((TABLE_NAME = 'tasks' AND COLUMN_NAME IN ('task_key', 'type'))
-       OR (TABLE_NAME = 'task_tags' AND COLUMN_NAME = 'tag') OR (TABLE_NAME = 'type_controls' AND COLUMN_NAME = 'type'))
+     WHERE TABLE_SCHEMA = DATABASE() AND ((TABLE_NAME = 'punctual_tasks' AND COLUMN_NAME IN ('task_key', 'type'))
+       OR (TABLE_NAME = 'punctual_task_tags' AND COLUMN_NAME = 'tag') OR (TABLE_NAME = 'punctual_type_controls' AND COLUMN_NAME = 'type'))
 `,
   );
 
@@ -58,33 +58,33 @@ describe('the migration to exact names', () => {
       await conn.end();
     }
     const { insertId } = await db.execute(
-      "INSERT INTO tasks (type, payload, run_at, task_key, tags) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'pad:1', '[\"sale\"]')",
+      "INSERT INTO punctual_tasks (type, payload, run_at, task_key, tags) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'pad:1', '[\"sale\"]')",
     );
-    await db.execute("INSERT INTO task_tags (task_id, tag) VALUES (?, 'sale')", [insertId]);
-    await db.execute("INSERT INTO type_controls (type, paused) VALUES ('Webhook', 1)");
+    await db.execute("INSERT INTO punctual_task_tags (task_id, tag) VALUES (?, 'sale')", [insertId]);
+    await db.execute("INSERT INTO punctual_type_controls (type, paused) VALUES ('Webhook', 1)");
     // The old schema: the same key with a trailing space, the same tag and type in another case, are refused.
-    await expect(db.execute("INSERT INTO task_tags (task_id, tag) VALUES (?, 'SALE')", [insertId])).rejects.toThrow(/Duplicate/);
+    await expect(db.execute("INSERT INTO punctual_task_tags (task_id, tag) VALUES (?, 'SALE')", [insertId])).rejects.toThrow(/Duplicate/);
     await expect(
-      db.execute("INSERT INTO tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'pad:1 ')"),
+      db.execute("INSERT INTO punctual_tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'pad:1 ')"),
     ).rejects.toThrow(/Duplicate/);
 
     await migrateDatabase(db.url, db.name);
 
     expect((await collations()).map((row) => [row.col, row.collation]).sort()).toEqual([
-      ['task_tags.tag', EXACT_COLLATION],
-      ['tasks.task_key', EXACT_COLLATION],
-      ['tasks.type', EXACT_COLLATION],
-      ['type_controls.type', EXACT_COLLATION],
+      ['punctual_task_tags.tag', EXACT_COLLATION],
+      ['punctual_tasks.task_key', EXACT_COLLATION],
+      ['punctual_tasks.type', EXACT_COLLATION],
+      ['punctual_type_controls.type', EXACT_COLLATION],
     ]);
-    const [kept] = await db.query<any[]>('SELECT task_key, type FROM tasks WHERE id = ?', [insertId]);
+    const [kept] = await db.query<any[]>('SELECT task_key, type FROM punctual_tasks WHERE id = ?', [insertId]);
     expect(kept).toEqual({ task_key: 'pad:1', type: 'close_order' });
-    expect(await db.query<any[]>('SELECT tag FROM task_tags')).toEqual([{ tag: 'sale' }]);
-    expect(await db.query<any[]>('SELECT type, paused FROM type_controls')).toEqual([{ type: 'Webhook', paused: 1 }]);
-    await db.execute("INSERT INTO task_tags (task_id, tag) VALUES (?, 'SALE')", [insertId]);
-    await db.execute("INSERT INTO tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'pad:1 ')");
-    await db.execute("INSERT INTO type_controls (type, paused) VALUES ('webhook', 0)");
-    expect(await db.query<any[]>("SELECT id FROM tasks WHERE task_key = 'pad:1'")).toEqual([{ id: insertId }]);
-    expect(await db.query<any[]>("SELECT type FROM type_controls WHERE type = 'webhook'")).toEqual([{ type: 'webhook' }]);
+    expect(await db.query<any[]>('SELECT tag FROM punctual_task_tags')).toEqual([{ tag: 'sale' }]);
+    expect(await db.query<any[]>('SELECT type, paused FROM punctual_type_controls')).toEqual([{ type: 'Webhook', paused: 1 }]);
+    await db.execute("INSERT INTO punctual_task_tags (task_id, tag) VALUES (?, 'SALE')", [insertId]);
+    await db.execute("INSERT INTO punctual_tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'pad:1 ')");
+    await db.execute("INSERT INTO punctual_type_controls (type, paused) VALUES ('webhook', 0)");
+    expect(await db.query<any[]>("SELECT id FROM punctual_tasks WHERE task_key = 'pad:1'")).toEqual([{ id: insertId }]);
+    expect(await db.query<any[]>("SELECT type FROM punctual_type_controls WHERE type = 'webhook'")).toEqual([{ type: 'webhook' }]);
   });
 
   it("runs on MySQL 8 as a copy naming MySQL's collation, on MariaDB as the files are", () => {

@@ -24,28 +24,28 @@ describe('migrations', () => {
     expect(applied).toHaveLength(files.length);
     const tables = await db.query<any[]>('SHOW TABLES');
     expect(tables.map((row) => Object.values(row)[0]).sort()).toEqual([
-      'audit_log',
-      'limit_slots',
-      'members',
+      'punctual_audit_log',
+      'punctual_limit_slots',
+      'punctual_members',
       'punctual_migration_turn', // the turn a migrating process holds, across a Galera cluster too
       MIGRATIONS_TABLE,
-      'shard_leases',
-      'task_runs',
-      'task_tags',
-      'tasks',
-      'type_controls',
+      'punctual_shard_leases',
+      'punctual_task_runs',
+      'punctual_task_tags',
+      'punctual_tasks',
+      'punctual_type_controls',
     ]);
   });
 
   it("create only punctual's own tables, in utf8mb4 with case-sensitive keys", async () => {
     const [table] = await db.query<any[]>(
-      "SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'tasks'",
+      "SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'punctual_tasks'",
     );
     expect(table.TABLE_COLLATION).toBe('utf8mb4_bin');
     await db.execute(
-      `INSERT INTO tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'SN1'), ('close_order', '{}', UTC_TIMESTAMP(3), 'sn1')`,
+      `INSERT INTO punctual_tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'SN1'), ('close_order', '{}', UTC_TIMESTAMP(3), 'sn1')`,
     );
-    const indexes = await db.query<any[]>("SHOW INDEX FROM tasks WHERE Key_name = 'tasks_status_run_at'");
+    const indexes = await db.query<any[]>("SHOW INDEX FROM punctual_tasks WHERE Key_name = 'tasks_status_run_at'");
     expect(indexes.map((row) => row.Column_name)).toEqual(['status', 'run_at', 'id', 'priority']);
   });
 

@@ -97,7 +97,7 @@ describe('NOTIFY_URL', () => {
     // The receiver answers before the notice is settled: wait for the settle, then read it.
     const notices = await waitFor(
       async () => {
-        const rows = await db.query<any>("SELECT status, attempts FROM tasks WHERE task_key LIKE 'punctual:notify:%'");
+        const rows = await db.query<any>("SELECT status, attempts FROM punctual_tasks WHERE task_key LIKE 'punctual:notify:%'");
         return rows.every((row: any) => row.status !== 'running' && row.status !== 'pending') ? rows : undefined;
       },
       10_000,
@@ -119,7 +119,7 @@ describe('NOTIFY_URL', () => {
     await waitFor(async () => received.length >= 1, 20_000, 'the notice');
     const notice = await waitFor(
       async () =>
-        (await db.query<any>('SELECT id, status FROM tasks WHERE task_key LIKE ?', [`punctual:notify:failed:${id}:%`])).find(
+        (await db.query<any>('SELECT id, status FROM punctual_tasks WHERE task_key LIKE ?', [`punctual:notify:failed:${id}:%`])).find(
           (row: any) => row.status === 'failed',
         ),
       20_000,
@@ -127,7 +127,7 @@ describe('NOTIFY_URL', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 500));
     // The notice failed for good: nobody is told about it.
-    expect(await db.query<any>('SELECT id FROM tasks WHERE task_key LIKE ?', [`punctual:notify:failed:${notice.id}:%`])).toEqual([]);
+    expect(await db.query<any>('SELECT id FROM punctual_tasks WHERE task_key LIKE ?', [`punctual:notify:failed:${notice.id}:%`])).toEqual([]);
     expect(received).toHaveLength(1);
   });
 

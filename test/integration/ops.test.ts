@@ -109,7 +109,7 @@ describe('ops files', () => {
     const ids = [await create({ type: 'flaky', payload: {}, delayMs: 0 }), await create({ type: 'hopeless', payload: {}, delayMs: 0 })];
     await create({ type: 'flaky', payload: {}, delayMs: 3_600_000 });
     await waitFor(async () => {
-      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status IN ('done', 'failed')", [ids]);
+      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status IN ('done', 'failed')", [ids]);
       return Number(row.n) === ids.length;
     });
     const text = (await service.app.inject({ url: '/metrics' })).body;

@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 async function done(): Promise<number> {
-  return Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'"))[0].n);
+  return Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'"))[0].n);
 }
 
 describe('a database outage', () => {

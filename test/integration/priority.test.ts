@@ -73,7 +73,7 @@ describe('priority', () => {
     const priorities = [0, 3, -2, 9, 0, 3, 9, -2, 5, 0];
     const ids: number[] = [];
     for (const priority of priorities) {
-      const result = await db.execute("INSERT INTO tasks (type, payload, run_at, priority) VALUES ('ledger', '{}', ?, ?)", [
+      const result = await db.execute("INSERT INTO punctual_tasks (type, payload, run_at, priority) VALUES ('ledger', '{}', ?, ?)", [
         past,
         priority,
       ]);

@@ -54,7 +54,7 @@ beforeAll(async () => {
   // Finished tasks, as runs leave them (their calls would need a receiver on the internet).
   for (const status of ['done', 'failed'] as const) {
     const [result] = await db.pool.query<import('mysql2').ResultSetHeader>(
-      `INSERT INTO tasks (task_key, type, payload, run_at, status, attempts, finished_at)
+      `INSERT INTO punctual_tasks (task_key, type, payload, run_at, status, attempts, finished_at)
        VALUES (?, 'webhook', ?, UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE, ?, 1, UTC_TIMESTAMP(3))`,
       [`hook:${status}`, JSON.stringify(payload(status)), status],
     );
@@ -127,7 +127,7 @@ describe('payload headers', () => {
   });
 
   it('are stored whole: masking is in what a read token is shown, not in what is sent', async () => {
-    const [row] = await db.query<any[]>('SELECT payload FROM tasks WHERE id = ?', [ids.pending]);
+    const [row] = await db.query<any[]>('SELECT payload FROM punctual_tasks WHERE id = ?', [ids.pending]);
     const stored = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
     expect(stored.headers).toEqual(HEADERS);
   });

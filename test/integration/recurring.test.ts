@@ -32,7 +32,7 @@ async function start(): Promise<TestService> {
 
 /** The pending occurrence of series `first`, or undefined. */
 async function pendingOf(first: number): Promise<{ id: number; runAt: number } | undefined> {
-  const rows = await db.query<any[]>("SELECT id, run_at FROM tasks WHERE status = 'pending' AND (id = ? OR series_id = ?)", [first, first]);
+  const rows = await db.query<any[]>("SELECT id, run_at FROM punctual_tasks WHERE status = 'pending' AND (id = ? OR series_id = ?)", [first, first]);
   expect(rows.length).toBeLessThanOrEqual(1);
   return rows[0] === undefined ? undefined : { id: Number(rows[0].id), runAt: rows[0].run_at.getTime() };
 }
@@ -43,7 +43,7 @@ async function runNextOccurrence(first: number): Promise<number> {
   clock.offset = next.runAt - 100 - Date.now();
   await waitFor(
     async () => {
-      const [row] = await db.query<any[]>('SELECT status FROM tasks WHERE id = ?', [next.id]);
+      const [row] = await db.query<any[]>('SELECT status FROM punctual_tasks WHERE id = ?', [next.id]);
       return row.status !== 'pending';
     },
     5000,
@@ -149,7 +149,7 @@ describe('recurring tasks', () => {
     await start();
     const created = await service!.call('POST', '/tasks', { type: 'breaks', payload: {}, cron: '0 0 * * *' });
     const failedAt = await runNextOccurrence(created.body.id);
-    const [failed] = await db.query<any[]>('SELECT status, last_error FROM tasks WHERE id = ?', [created.body.id]);
+    const [failed] = await db.query<any[]>('SELECT status, last_error FROM punctual_tasks WHERE id = ?', [created.body.id]);
     expect(failed).toMatchObject({ status: 'failed', last_error: 'the reset job is broken' });
     expect((await pendingOf(created.body.id))!.runAt).toBe(failedAt + 24 * 3600_000);
   });

@@ -43,7 +43,7 @@ async function insertFar(count: number): Promise<void> {
       JSON.stringify({ orderSn: `far-${start + i}` }),
     ]);
     await db.pool.query(
-      `INSERT INTO tasks (type, payload, run_at) VALUES ${rows.map(() => '(?, ?, UTC_TIMESTAMP(3) + INTERVAL 1 DAY)').join(', ')}`,
+      `INSERT INTO punctual_tasks (type, payload, run_at) VALUES ${rows.map(() => '(?, ?, UTC_TIMESTAMP(3) + INTERVAL 1 DAY)').join(', ')}`,
       rows.flat(),
     );
   }
@@ -67,7 +67,7 @@ describe('the refill on a table of many new ids', () => {
     try {
       await insertFar(30_000);
       // A row deleted in the middle: the ids seen have a gap now, as after a rollback or a purge.
-      await db.pool.query('DELETE FROM tasks WHERE id = 15000');
+      await db.pool.query('DELETE FROM punctual_tasks WHERE id = 15000');
       await scheduler.refill(); // the first scan reads the 30,000 ids once
       const before = await rowsRead();
       for (let i = 0; i < 10; i++) await scheduler.refill();
@@ -78,7 +78,7 @@ describe('the refill on a table of many new ids', () => {
 
       // A row that commits into the gap is found there, and armed.
       await db.pool.query(
-        "INSERT INTO tasks (id, type, payload, run_at) VALUES (15000, 'close_order', JSON_OBJECT('orderSn', 'late'), UTC_TIMESTAMP(3) + INTERVAL 30 SECOND)",
+        "INSERT INTO punctual_tasks (id, type, payload, run_at) VALUES (15000, 'close_order', JSON_OBJECT('orderSn', 'late'), UTC_TIMESTAMP(3) + INTERVAL 30 SECOND)",
       );
       await scheduler.refill();
       expect(timers.has(15000)).toBe(true);

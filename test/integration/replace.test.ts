@@ -186,7 +186,7 @@ describe('onKeyConflict replace', () => {
     expect(replacedFirst).toBeGreaterThan(0);
     expect(replacedFirst).toBeLessThan(N);
     // Every task done, none twice (the ledger's key) and none left.
-    const [left] = await db.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status <> 'done'", [ids]);
+    const [left] = await db.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status <> 'done'", [ids]);
     expect(Number(left!.n)).toBe(0);
   });
 });

@@ -22,7 +22,7 @@ async function insert(
   extra: { cron?: string; seriesId?: number; key?: string; runAt?: number } = {},
 ) {
   const result = await db.execute(
-    `INSERT INTO tasks (task_key, type, payload, run_at, status, finished_at, cron, series_id)
+    `INSERT INTO punctual_tasks (task_key, type, payload, run_at, status, finished_at, cron, series_id)
      VALUES (?, 'tick', '{}', ?, ?, ?, ?, ?)`,
     [
       extra.key ?? null,
@@ -37,7 +37,7 @@ async function insert(
 }
 
 async function ids(): Promise<number[]> {
-  return (await db.query<any[]>('SELECT id FROM tasks ORDER BY id')).map((row) => Number(row.id));
+  return (await db.query<any[]>('SELECT id FROM punctual_tasks ORDER BY id')).map((row) => Number(row.id));
 }
 
 async function deletedMetric(service: TestService, status: string): Promise<number> {
@@ -61,7 +61,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.stop()));
-  await db.execute('DELETE FROM tasks');
+  await db.execute('DELETE FROM punctual_tasks');
 });
 
 afterAll(async () => {
@@ -140,7 +140,7 @@ describe('retention', () => {
     await service.scheduler.refill();
     const following = await waitFor(
       async () => {
-        const rows = await db.query<any[]>("SELECT id, series_id FROM tasks WHERE status = 'pending'");
+        const rows = await db.query<any[]>("SELECT id, series_id FROM punctual_tasks WHERE status = 'pending'");
         return rows.length === 1 && Number(rows[0].id) !== next ? rows[0] : undefined;
       },
       10_000,

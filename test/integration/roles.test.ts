@@ -25,7 +25,7 @@ let service: TestService;
 
 async function rows(): Promise<{ n: number; changed: string }> {
   const [row] = await db.query<any[]>(
-    'SELECT COUNT(*) AS n, CONCAT(MAX(updated_at), GROUP_CONCAT(status ORDER BY id)) AS changed FROM tasks',
+    'SELECT COUNT(*) AS n, CONCAT(MAX(updated_at), GROUP_CONCAT(status ORDER BY id)) AS changed FROM punctual_tasks',
   );
   return { n: Number(row.n), changed: String(row.changed) };
 }
@@ -139,7 +139,7 @@ describe('scoped tokens', () => {
           bearer(FULL),
         );
         if (route.endsWith('/retry'))
-          await db.execute("UPDATE tasks SET status = 'failed', finished_at = UTC_TIMESTAMP(3) WHERE id = ?", [task.body.id]);
+          await db.execute("UPDATE punctual_tasks SET status = 'failed', finished_at = UTC_TIMESTAMP(3) WHERE id = ?", [task.body.id]);
         const [method, url, body] = request(route, task.body.id, key);
         const answer = await service.app.inject({ method: method as 'GET', url, payload: body as object, headers: bearer(TOKENS[role]) });
         // A settle with a token no lease has is let in, and refused for the token: 409.

@@ -108,7 +108,7 @@ describe('run history', () => {
     // Each retry was due later than the run before it (the backoff moved runAt).
     expect(Date.parse(runs[0].dueAt)).toBeGreaterThan(Date.parse(runs[2].dueAt));
     // Counted as effects: exactly one row per attempt in the table.
-    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM task_runs WHERE task_id = ?', [id]);
+    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id = ?', [id]);
     expect(Number(count!.n)).toBe(3);
   });
 
@@ -139,10 +139,10 @@ describe('run history', () => {
     service = await startTestService(db, {}, { handlers: HANDLERS });
     // As a process that died mid-run leaves it: running, its lease over, the attempt counted.
     await db.execute(
-      `INSERT INTO tasks (type, payload, run_at, status, attempts, lease_owner, lease_until, lateness_ms)
+      `INSERT INTO punctual_tasks (type, payload, run_at, status, attempts, lease_owner, lease_until, lateness_ms)
        VALUES ('hook_run', '{}', UTC_TIMESTAMP(3) - INTERVAL 10 SECOND, 'running', 1, 'gone:1:dead', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND, 40)`,
     );
-    const [row] = await db.query<any>("SELECT MAX(id) AS id FROM tasks WHERE lease_owner = 'gone:1:dead'");
+    const [row] = await db.query<any>("SELECT MAX(id) AS id FROM punctual_tasks WHERE lease_owner = 'gone:1:dead'");
     const id = Number(row!.id);
     await service.lifecycle.recoverExpiredLeases();
     const task = await settled(id);
@@ -182,9 +182,9 @@ describe('run history', () => {
     service = await startTestService(db, { RETENTION_MS: '1000' }, { handlers: HANDLERS });
     const id = await create({ type: 'hopeless_run', payload: {}, delayMs: 0 });
     await settled(id);
-    await db.execute("UPDATE tasks SET status = 'done', finished_at = UTC_TIMESTAMP(3) - INTERVAL 1 HOUR WHERE id = ?", [id]);
+    await db.execute("UPDATE punctual_tasks SET status = 'done', finished_at = UTC_TIMESTAMP(3) - INTERVAL 1 HOUR WHERE id = ?", [id]);
     await service.retention.sweep();
-    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM task_runs WHERE task_id = ?', [id]);
+    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id = ?', [id]);
     expect(Number(count!.n)).toBe(0);
   });
 });
@@ -206,7 +206,7 @@ describe('run history of pull workers', () => {
   }
 
   async function rowsOf(id: number): Promise<number> {
-    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM task_runs WHERE task_id = ?', [id]);
+    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id = ?', [id]);
     return Number(count!.n);
   }
 
@@ -332,7 +332,7 @@ describe('the cost of a run row', () => {
   }
 
   /** The texts that carry a run row: each must end in the COMMIT it travels with. */
-  const runTexts = (sent: string[]) => sent.filter((text) => text.includes('INSERT INTO task_runs'));
+  const runTexts = (sent: string[]) => sent.filter((text) => text.includes('INSERT INTO punctual_task_runs'));
 
   it('travels with COMMIT on a single MariaDB server: a batch, an ack and a nack send no round trip of their own for it', async () => {
     service = await startTestService(db, { WORKER_TYPES: 'pulled' }, { handlers: HANDLERS });

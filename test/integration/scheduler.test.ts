@@ -22,7 +22,7 @@ async function lateness(ids: number[]): Promise<number[]> {
 }
 
 async function statusOf(id: number): Promise<string> {
-  const [row] = await db.query<any[]>('SELECT status FROM tasks WHERE id = ?', [id]);
+  const [row] = await db.query<any[]>('SELECT status FROM punctual_tasks WHERE id = ?', [id]);
   return row?.status;
 }
 
@@ -48,7 +48,7 @@ describe('rows inserted straight into the table', () => {
       await shop.query('BEGIN');
       await shop.query("UPDATE orders SET status = 'unpaid' WHERE order_sn = ?", [orders[0]!.orderSn]);
       const [result] = await shop.query<import('mysql2').ResultSetHeader>(
-        "INSERT INTO tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) + INTERVAL 700000 MICROSECOND)",
+        "INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) + INTERVAL 700000 MICROSECOND)",
         [orders[0]!.orderSn],
       );
       id = result.insertId;
@@ -57,7 +57,7 @@ describe('rows inserted straight into the table', () => {
       shop.release();
     }
     await waitFor(async () => (await statusOf(id)) === 'done', 5000, 'the inserted task to run');
-    const [row] = await db.query<any[]>('SELECT created_at, run_at, timezone, max_attempts, misfire FROM tasks WHERE id = ?', [id]);
+    const [row] = await db.query<any[]>('SELECT created_at, run_at, timezone, max_attempts, misfire FROM punctual_tasks WHERE id = ?', [id]);
     // The defaults wrote UTC although the shop's session was in +08:00.
     expect(Math.abs(row.created_at.getTime() - (row.run_at.getTime() - 700))).toBeLessThan(1000);
     expect(row).toMatchObject({ timezone: 'UTC', max_attempts: 4, misfire: 'run' });
@@ -73,11 +73,11 @@ describe('rows inserted straight into the table', () => {
     try {
       await slow.query('BEGIN');
       const [early] = await slow.query<import('mysql2').ResultSetHeader>(
-        "INSERT INTO tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3))",
+        "INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3))",
         [orders[1]!.orderSn],
       );
       const [late] = await db.pool.query<import('mysql2').ResultSetHeader>(
-        "INSERT INTO tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3))",
+        "INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3))",
         [orders[2]!.orderSn],
       );
       expect(late.insertId).toBeGreaterThan(early.insertId);
@@ -99,7 +99,7 @@ describe('rows inserted straight into the table', () => {
     const insert = async (node: number, rows: string[], dueInMs: number) => {
       const conn = nodes[node - 1]!;
       const [result] = await conn.query<import('mysql2').ResultSetHeader>(
-        `INSERT INTO tasks (type, payload, run_at) VALUES ${rows.map(() => "('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)").join(', ')}`,
+        `INSERT INTO punctual_tasks (type, payload, run_at) VALUES ${rows.map(() => "('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)").join(', ')}`,
         rows.flatMap((orderSn) => [orderSn, dueInMs * 1000]),
       );
       return result.insertId;
@@ -131,7 +131,7 @@ describe('rows inserted straight into the table', () => {
       }
     }
     expect(service.logs.some((line) => line.msg === 'reconciled')).toBe(false);
-    await db.execute("DELETE FROM tasks WHERE JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) LIKE 'far-%'");
+    await db.execute("DELETE FROM punctual_tasks WHERE JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) LIKE 'far-%'");
   });
 });
 
@@ -153,7 +153,7 @@ describe('boot', () => {
   it('skips misfired tasks that asked for it, runs the others, and leaves those within the grace', async () => {
     const insert = async (orderSn: string, agoMs: number, misfire: string) => {
       const result = await db.execute(
-        `INSERT INTO tasks (type, payload, run_at, misfire) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND, ?)`,
+        `INSERT INTO punctual_tasks (type, payload, run_at, misfire) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND, ?)`,
         [orderSn, agoMs * 1000, misfire],
       );
       return result.insertId;
@@ -165,7 +165,7 @@ describe('boot', () => {
     await start({ MISFIRE_GRACE_MS: '30000' });
     await waitFor(async () => (await statusOf(run)) === 'done' && (await statusOf(withinGrace)) === 'done', 5000, 'the misfired tasks');
     expect(await statusOf(skipped)).toBe('skipped');
-    const [row] = await db.query<any[]>('SELECT last_error, finished_at FROM tasks WHERE id = ?', [skipped]);
+    const [row] = await db.query<any[]>('SELECT last_error, finished_at FROM punctual_tasks WHERE id = ?', [skipped]);
     expect(row.last_error).toContain('skipped');
     expect(row.finished_at).not.toBeNull();
     const [order] = await db.query<any[]>('SELECT status FROM orders WHERE order_sn = ?', [orders[5]!.orderSn]);
@@ -197,7 +197,7 @@ describe('database trouble', () => {
     );
     await db.execute(`KILL CONNECTION ${Number(sleeper.id)}`);
     await waitFor(async () => (await statusOf(body.id)) === 'done', 5000, 'the task to run again');
-    const [row] = await db.query<any[]>('SELECT attempts, last_error FROM tasks WHERE id = ?', [body.id]);
+    const [row] = await db.query<any[]>('SELECT attempts, last_error FROM punctual_tasks WHERE id = ?', [body.id]);
     expect(row).toEqual({ attempts: 1, last_error: null });
     expect(await db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [body.id])).toHaveLength(1);
     // Lost before its COMMIT went out, the batch wrote nothing: run again at once on another
@@ -246,7 +246,7 @@ describe('database trouble', () => {
     const check = await checkShop(db, orders);
     expect(check.ranTwice).toBe(0);
     expect(check.stockMatches).toBe(true);
-    const attempts = await db.query<any[]>('SELECT MAX(attempts) AS most FROM tasks WHERE id IN (?)', [ids]);
+    const attempts = await db.query<any[]>('SELECT MAX(attempts) AS most FROM punctual_tasks WHERE id IN (?)', [ids]);
     expect(Number(attempts[0].most)).toBe(1);
   });
 });

@@ -72,13 +72,13 @@ const changes = [
   {
     name: 'cancel',
     request: (id: number) => ({ url: `/tasks/${id}/cancel`, body: undefined }),
-    statement: "UPDATE tasks SET status = 'cancelled'%",
+    statement: "UPDATE punctual_tasks SET status = 'cancelled'%",
     after: { status: 'cancelled' },
   },
   {
     name: 'reschedule',
     request: (id: number) => ({ url: `/tasks/${id}/reschedule`, body: { runAt: '2031-01-01T00:00:00.000Z' } }),
-    statement: "UPDATE tasks SET run_at = '2031-01-01%",
+    statement: "UPDATE punctual_tasks SET run_at = '2031-01-01%",
     after: { status: 'pending', runAt: '2031-01-01T00:00:00.000Z' },
   },
 ];
@@ -117,7 +117,7 @@ const call = { httpStatus: 500, durationMs: 5, responseBytes: 2 };
 async function taskWith(columns: Record<string, unknown>): Promise<Task> {
   const all = { type: 'overrun', payload: '{}', run_at: new Date(NOW - 1000), ...columns };
   const names = Object.keys(all);
-  const { insertId } = await db.execute(`INSERT INTO tasks (${names.join(', ')}) VALUES (?)`, [
+  const { insertId } = await db.execute(`INSERT INTO punctual_tasks (${names.join(', ')}) VALUES (?)`, [
     names.map((name) => all[name as keyof typeof all]),
   ]);
   return (await store.get(insertId))!;
@@ -125,7 +125,7 @@ async function taskWith(columns: Record<string, unknown>): Promise<Task> {
 
 /** Every column of a task's row, to see that a refused write changed nothing. */
 async function rowOf(id: number): Promise<Record<string, unknown>> {
-  const [row] = await db.query<any[]>('SELECT * FROM tasks WHERE id = ?', [id]);
+  const [row] = await db.query<any[]>('SELECT * FROM punctual_tasks WHERE id = ?', [id]);
   return { ...row };
 }
 
@@ -167,13 +167,13 @@ const refusals: {
   {
     name: 'failClaimed on a task rescheduled meanwhile',
     as: {},
-    meanwhile: 'UPDATE tasks SET run_at = run_at + INTERVAL 1 MINUTE WHERE id = ?',
+    meanwhile: 'UPDATE punctual_tasks SET run_at = run_at + INTERVAL 1 MINUTE WHERE id = ?',
     write: (t) => store.transaction((c) => store.failClaimed(c, failure(t), t, NOW)),
   },
   {
     name: 'failClaimed on a task another process ran and retried meanwhile',
     as: {},
-    meanwhile: 'UPDATE tasks SET attempts = attempts + 1 WHERE id = ?',
+    meanwhile: 'UPDATE punctual_tasks SET attempts = attempts + 1 WHERE id = ?',
     write: (t) => store.transaction((c) => store.failClaimed(c, failure(t), t, NOW)),
   },
   {
@@ -239,7 +239,7 @@ describe('every settle names the state it expects', () => {
       store.transaction(async (conn) => {
         await conn.query('INSERT INTO run_ledger (task_id, attempt) VALUES (?, 1)', [task.id]);
         // As on an engine whose locking read did not lock: another run finished it in between.
-        await db.execute("UPDATE tasks SET status = 'done' WHERE id = ?", [task.id]);
+        await db.execute("UPDATE punctual_tasks SET status = 'done' WHERE id = ?", [task.id]);
         return run.complete(store, conn, [task], NOW);
       }),
     ).rejects.toBeInstanceOf(StateMoved);
@@ -253,7 +253,7 @@ describe('every settle names the state it expects', () => {
     const renew = store.expiredLeaseIds.bind(store);
     store.expiredLeaseIds = async (now, shards) => {
       const ids = await renew(now, shards);
-      await db.execute('UPDATE tasks SET lease_until = ? WHERE id = ?', [new Date(NOW + 60_000), task.id]);
+      await db.execute('UPDATE punctual_tasks SET lease_until = ? WHERE id = ?', [new Date(NOW + 60_000), task.id]);
       return ids;
     };
     try {

@@ -51,7 +51,7 @@ function idIn(from: number, wanted: (shard: number) => boolean): number {
 }
 
 async function rowOf(id: number): Promise<{ status: string; lease_owner: string | null; last_error: string | null }> {
-  const [row] = await db.query<any[]>('SELECT status, lease_owner, last_error FROM tasks WHERE id = ?', [id]);
+  const [row] = await db.query<any[]>('SELECT status, lease_owner, last_error FROM punctual_tasks WHERE id = ?', [id]);
   return row;
 }
 
@@ -78,7 +78,7 @@ describe('shards acquired', () => {
     // (its lease ran out), and an overdue task that asked to be skipped.
     const ids = { leaseMine: mine(1000), leaseTheirs: theirs(1000), lapsedMine: mine(2000), lapsedTheirs: theirs(2000) };
     const now = Date.now();
-    const insert = 'INSERT INTO tasks (id, type, payload, run_at, status, attempts, misfire, lease_owner, lease_until) VALUES ?';
+    const insert = 'INSERT INTO punctual_tasks (id, type, payload, run_at, status, attempts, misfire, lease_owner, lease_until) VALUES ?';
     const lease = (id: number) => [
       id,
       'close_order',
@@ -97,7 +97,7 @@ describe('shards acquired', () => {
     const holder: PoolConnection = await db.pool.getConnection();
     try {
       await holder.query('BEGIN');
-      await holder.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [ids.leaseTheirs]);
+      await holder.query('SELECT id FROM punctual_tasks WHERE id = ? FOR UPDATE', [ids.leaseTheirs]);
       await b.boot();
       // B takes its shards as A hands them over: first the skip of those shards' misfired tasks…
       await waitFor(

@@ -51,7 +51,7 @@ describe('spreadMs', () => {
     const answer = await service.call('POST', '/tasks/batch', { tasks: keyed });
     expect(answer.body.created).toBe(1000);
     const rows = await db.query<any[]>(
-      "SELECT task_key, TIMESTAMPDIFF(MICROSECOND, '1970-01-01', run_at) DIV 1000 AS at FROM tasks WHERE task_key LIKE 'wall:%'",
+      "SELECT task_key, TIMESTAMPDIFF(MICROSECOND, '1970-01-01', run_at) DIV 1000 AS at FROM punctual_tasks WHERE task_key LIKE 'wall:%'",
     );
     const slots = new Array<number>(10).fill(0);
     for (const row of rows) {
@@ -65,7 +65,7 @@ describe('spreadMs', () => {
     });
     const ids = loose.body.results.map((r: { id: number }) => r.id);
     const offsets = (
-      await db.query<any[]>("SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01', run_at) DIV 1000 AS at FROM tasks WHERE id IN (?)", [ids])
+      await db.query<any[]>("SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01', run_at) DIV 1000 AS at FROM punctual_tasks WHERE id IN (?)", [ids])
     ).map((row) => Number(row.at) - AT);
     expect(Math.min(...offsets)).toBeGreaterThanOrEqual(0);
     expect(Math.max(...offsets)).toBeLessThan(10_000);

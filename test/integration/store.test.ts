@@ -64,7 +64,7 @@ describe('intake', () => {
         expect(created.length).toBe(120 - 30); // 40 keyed creates over 10 keys: 30 repeats
         expect(new Set(created.map((result) => result.task.id)).size).toBe(created.length);
         for (const { task } of created) {
-          const [row] = await db.query<any[]>('SELECT payload, task_key FROM tasks WHERE id = ?', [task.id]);
+          const [row] = await db.query<any[]>('SELECT payload, task_key FROM punctual_tasks WHERE id = ?', [task.id]);
           expect(typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload).toEqual(task.payload);
           expect(row.task_key).toBe(task.key);
         }

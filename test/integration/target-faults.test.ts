@@ -71,7 +71,7 @@ async function spread(target: string): Promise<Map<number, string>> {
 }
 
 async function counts(ids: number[]): Promise<{ done: number; attempts: number }> {
-  const [row] = await db.query<any[]>("SELECT SUM(status = 'done') AS done, SUM(attempts) AS attempts FROM tasks WHERE id IN (?)", [ids]);
+  const [row] = await db.query<any[]>("SELECT SUM(status = 'done') AS done, SUM(attempts) AS attempts FROM punctual_tasks WHERE id IN (?)", [ids]);
   return { done: Number(row.done), attempts: Number(row.attempts) };
 }
 

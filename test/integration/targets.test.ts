@@ -58,7 +58,7 @@ async function publishTasks(target: string, count: number, extra: object = {}): 
 
 async function allDone(ids: Iterable<number>, status = 'done'): Promise<boolean> {
   const list = [...ids];
-  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = ?', [list, status]);
+  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = ?', [list, status]);
   return Number(row.n) === list.length;
 }
 
@@ -86,7 +86,7 @@ describe('delivery targets', () => {
 
     const lost = await publishTasks('nowhere', 1, { maxAttempts: 1 });
     await waitFor(() => allDone(lost.keys(), 'failed'), 15_000, 'failed');
-    const [task] = await db.query<any[]>('SELECT last_error FROM tasks WHERE id = ?', [[...lost.keys()][0]]);
+    const [task] = await db.query<any[]>('SELECT last_error FROM punctual_tasks WHERE id = ?', [[...lost.keys()][0]]);
     expect(task.last_error).toContain('unroutable');
     expect(task.last_error).not.toContain('guest:guest');
   });
@@ -104,13 +104,13 @@ describe('delivery targets', () => {
     }
     // One written straight into the table (as before the check, or by a shop's own INSERT), due with 20 others.
     const { insertId: forged } = await db.execute(
-      "INSERT INTO tasks (type, payload, run_at, max_attempts) VALUES ('publish', ?, UTC_TIMESTAMP(3) + INTERVAL 1 SECOND, 1)",
+      "INSERT INTO punctual_tasks (type, payload, run_at, max_attempts) VALUES ('publish', ?, UTC_TIMESTAMP(3) + INTERVAL 1 SECOND, 1)",
       [JSON.stringify({ target: 'sale', message: { forged: true }, headers: { CC: 'no-such-queue-anywhere' } })],
     );
     const keys = await publishTasks('sale', 20, { delayMs: 1000 });
     await waitFor(() => allDone(keys.keys()), 15_000, 'the 20 published');
     await waitFor(() => allDone([forged], 'failed'), 15_000, 'the forged one failed');
-    const rows = await db.query<any[]>('SELECT id, attempts, last_error FROM tasks WHERE id IN (?)', [[...keys.keys(), forged]]);
+    const rows = await db.query<any[]>('SELECT id, attempts, last_error FROM punctual_tasks WHERE id IN (?)', [[...keys.keys(), forged]]);
     // Every other message on its first attempt: the channel was never closed under them.
     expect(rows.filter((row) => row.id !== forged).every((row) => row.attempts === 1 && row.last_error === null)).toBe(true);
     // Refused by the handler's check when claimed, before any broker sees it.
@@ -153,7 +153,7 @@ describe('delivery targets', () => {
   });
 
   it('refuses a target that is not configured, and any broker address, with a 400 that creates nothing', async () => {
-    const [before] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+    const [before] = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
     for (const payload of [
       { target: 'elsewhere', message: {} },
       { target: 'redis://evil.example.com:6379', message: {} },
@@ -165,7 +165,7 @@ describe('delivery targets', () => {
       expect(answer.status, JSON.stringify(payload)).toBe(400);
       expect(answer.body.message).toMatch(/^body\/payload/);
     }
-    const [after] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+    const [after] = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
     expect(after.n).toBe(before.n);
   });
 

@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterEach(async () => {
   await service?.stop();
   service = undefined;
-  await db.execute('DELETE FROM type_controls');
+  await db.execute('DELETE FROM punctual_type_controls');
 });
 
 afterAll(async () => {
@@ -62,7 +62,7 @@ describe('a type control change', () => {
 
   it('written straight to the table is not in force until the settings are read again', async () => {
     await boot();
-    await db.execute('INSERT INTO type_controls (type, paused, updated_at) VALUES (?, 1, UTC_TIMESTAMP(3))', ['mail']);
+    await db.execute('INSERT INTO punctual_type_controls (type, paused, updated_at) VALUES (?, 1, UTC_TIMESTAMP(3))', ['mail']);
     expect(service!.limits.control('mail')).toBeUndefined();
     await service!.typeControls.load();
     expect(service!.limits.control('mail')?.paused).toBe(true);

@@ -58,11 +58,11 @@ beforeAll(async () => {
   for (let start = 0; start < rows.length; start += 3000) {
     const chunk = rows.slice(start, start + 3000);
     await db.pool.query(
-      `INSERT INTO tasks (type, payload, run_at, status) VALUES ${chunk.map(() => "(?, '{}', ?, ?)").join(', ')}`,
+      `INSERT INTO punctual_tasks (type, payload, run_at, status) VALUES ${chunk.map(() => "(?, '{}', ?, ?)").join(', ')}`,
       chunk.flat(),
     );
   }
-  await db.pool.query('ANALYZE TABLE tasks');
+  await db.pool.query('ANALYZE TABLE punctual_tasks');
 }, 120_000);
 
 afterAll(async () => {
@@ -124,7 +124,7 @@ describe('reads of a type on its (type, status, run_minute, run_at) index', () =
   it("a page of one type's pending tasks after a cursor starts at the cursor", async () => {
     const store = new TaskStore(database);
     const cursorAt = MINUTE_START + 4000 * STEP_MS;
-    const [cursorRow] = await db.query<any[]>("SELECT id FROM tasks WHERE type = 'pull_w' AND status = 'pending' AND run_at = ?", [
+    const [cursorRow] = await db.query<any[]>("SELECT id FROM punctual_tasks WHERE type = 'pull_w' AND status = 'pending' AND run_at = ?", [
       at(cursorAt),
     ]);
     const { result, read } = await measured(() =>
@@ -149,7 +149,7 @@ describe('reads of a type on its (type, status, run_minute, run_at) index', () =
     expect(result.overdue).toBe(0);
     const minute = Math.floor(NOW / MINUTE);
     const [plan] = await db.query<any[]>(`EXPLAIN ${SQL.upcomingLoad}`, [['pull_w', 'close_order'], minute, minute + 60]);
-    expect(plan).toMatchObject({ table: 'tasks', type: 'range', key: 'tasks_type_status_run_minute_run_at' });
+    expect(plan).toMatchObject({ table: 'punctual_tasks', type: 'range', key: 'tasks_type_status_run_minute_run_at' });
     expect(plan.Extra).toContain('Using index');
     expect(plan.Extra).not.toMatch(/temporary|filesort/);
     // The window's 12,000 pending entries and the types' dives: no done task, no row.

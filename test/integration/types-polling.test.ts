@@ -40,10 +40,10 @@ beforeAll(async () => {
   );
   base = await service.start();
   // The type is paused, so its due tasks wait; inserted in one statement, due an hour ago.
-  await db.query('INSERT INTO type_controls (type, paused, updated_at) VALUES (?, 1, UTC_TIMESTAMP(3))', ['close_order']);
+  await db.query('INSERT INTO punctual_type_controls (type, paused, updated_at) VALUES (?, 1, UTC_TIMESTAMP(3))', ['close_order']);
   await service.typeControls.load();
   await db.query(
-    `INSERT INTO tasks (type, payload, run_at)
+    `INSERT INTO punctual_tasks (type, payload, run_at)
      SELECT 'close_order', '{}', UTC_TIMESTAMP(3) - INTERVAL 1 HOUR FROM seq_1_to_${DUE}`,
   );
 }, 120_000);

@@ -263,7 +263,7 @@ describe('the type routes', () => {
   it('refuse a read token on the changes and bad input with 400, changing nothing; an unknown type is a 404', async () => {
     await boot();
     const before = await typeOf('beta');
-    const stored = await db.query<any[]>('SELECT * FROM type_controls ORDER BY type');
+    const stored = await db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type');
     for (const [method, url, body] of [
       ['PUT', '/types/beta/limits', { maxConcurrency: 3 }],
       ['POST', '/types/beta/pause', undefined],
@@ -290,7 +290,7 @@ describe('the type routes', () => {
       expect(answer.body.statusCode).toBe(400);
     }
     expect(await typeOf('beta')).toEqual(before);
-    expect(await db.query<any[]>('SELECT * FROM type_controls ORDER BY type')).toEqual(stored);
+    expect(await db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type')).toEqual(stored);
     for (const [method, url, body] of [
       ['PUT', '/types/nope/limits', { maxConcurrency: 3 }],
       ['POST', '/types/nope/pause', undefined],
@@ -299,7 +299,7 @@ describe('the type routes', () => {
       const answer = await service!.call(method, url, body, admin);
       expect(answer.status, `${method} ${url}`).toBe(404);
     }
-    expect(await db.query<any[]>('SELECT * FROM type_controls ORDER BY type')).toEqual(stored);
+    expect(await db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type')).toEqual(stored);
   });
 
   it('keep what a change leaves out, clear what it sets to null, and list every known type', async () => {

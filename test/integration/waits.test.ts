@@ -39,7 +39,7 @@ async function createMany(type: string, n: number): Promise<number[]> {
 function allDone(ids: number[]): Promise<void> {
   return waitFor(
     async () => {
-      const [row] = await db.query<any>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'done'", [ids]);
+      const [row] = await db.query<any>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [ids]);
       return Number(row!.n) === ids.length ? true : undefined;
     },
     30_000,
@@ -100,7 +100,7 @@ describe('waits for a pause or a limit', () => {
       'all 3 to wait',
     );
     await waitFor(async () => (Date.now() - pausedAt >= PAUSE_MS ? true : undefined), PAUSE_MS + 1000, 'the pause to last');
-    const [held] = await db.query<any>('SELECT COUNT(*) AS n, MAX(attempts) AS a FROM tasks WHERE id IN (?) AND status = ?', [
+    const [held] = await db.query<any>('SELECT COUNT(*) AS n, MAX(attempts) AS a FROM punctual_tasks WHERE id IN (?) AND status = ?', [
       ids,
       'pending',
     ]);
@@ -125,7 +125,7 @@ describe('waits for a pause or a limit', () => {
     expect(await metric('punctual_task_lateness_seconds_count', 'type="w_paused"')).toBe(3);
     expect(await metric('punctual_task_lateness_seconds_sum', 'type="w_paused"')).toBeLessThan((3 * LATE_MARGIN_MS) / 1000);
     // And the task's own lateness (the summary's source) leaves the wait out too.
-    const stored = await db.query<any>('SELECT lateness_ms, waited_ms FROM tasks WHERE id IN (?)', [ids]);
+    const stored = await db.query<any>('SELECT lateness_ms, waited_ms FROM punctual_tasks WHERE id IN (?)', [ids]);
     for (const row of stored) {
       expect(Number(row.lateness_ms)).toBeLessThan(LATE_MARGIN_MS);
       expect(Number(row.waited_ms)).toBeGreaterThanOrEqual(PAUSE_MS - 1000);
@@ -153,7 +153,7 @@ describe('one meaning per figure', () => {
   it('the run history, the /metrics histograms, the summary and the charts agree on the same runs', async () => {
     service = await startTestService(db, {}, { handlers: HANDLERS });
     // The summary reads the latest done tasks of the table: only this test's.
-    await db.execute('DELETE FROM tasks');
+    await db.execute('DELETE FROM punctual_tasks');
     expect((await service.call('PUT', '/types/w_slow/limits', { maxConcurrency: 1 })).status).toBe(200);
     const slow = await createMany('w_slow', 3);
     const plain = await createMany('w_plain', 20);

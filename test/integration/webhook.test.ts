@@ -210,7 +210,7 @@ describe('webhook', () => {
     expect(done).toMatchObject({ status: 'done', attempts: 3 });
     expect(received.map((r) => r.headers['x-punctual-attempt'])).toEqual(['1', '2', '3']);
     expect(new Set(received.map((r) => r.headers['idempotency-key'])).size).toBe(1);
-    const [row] = await db.query<any[]>('SELECT lease_owner, lease_until FROM tasks WHERE id = ?', [t.id]);
+    const [row] = await db.query<any[]>('SELECT lease_owner, lease_until FROM punctual_tasks WHERE id = ?', [t.id]);
     expect(row).toEqual({ lease_owner: null, lease_until: null });
   });
 
@@ -239,7 +239,7 @@ describe('webhook', () => {
     const unanswered = await settled(silent.id);
     expect(unanswered).toMatchObject({ status: 'failed', lastHttpStatus: 0, lastResponseBytes: null });
     expect(unanswered.lastDurationMs).toBeGreaterThanOrEqual(1900);
-    const [row] = await db.query<any[]>('SELECT last_http_status, last_response_bytes FROM tasks WHERE id = ?', [broken.id]);
+    const [row] = await db.query<any[]>('SELECT last_http_status, last_response_bytes FROM punctual_tasks WHERE id = ?', [broken.id]);
     expect(row).toEqual({ last_http_status: 500, last_response_bytes: 14 });
   });
 
@@ -304,7 +304,7 @@ describe('webhook', () => {
 
   it('refuses every header that could spoof the caller, the method or the URL, alone or in a batch', async () => {
     await start();
-    const [before] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+    const [before] = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
     const payload = (name: string) => ({ url: `${base}/spoof`, headers: { 'X-Shop': 'demo', [name]: '127.0.0.1' } });
     for (const name of SPOOFING_HEADERS) {
       const answer = await service!.call('POST', '/tasks', { type: 'webhook', payload: payload(name), delayMs: 60_000 });
@@ -319,7 +319,7 @@ describe('webhook', () => {
     expect(batch.body.results.map((r: { message: string }) => r.message)).toEqual(
       SPOOFING_HEADERS.map((name) => `body/payload/headers may not set ${name}`),
     );
-    const [after] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+    const [after] = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
     expect(after.n).toBe(before.n);
     // The names a shop does use are still fine.
     const fine = { Authorization: 'Bearer shop-key', 'X-Api-Key': 'k', Cookie: 'a=b', 'X-Shop-Id': '42', Accept: 'application/json' };
@@ -334,7 +334,7 @@ describe('webhook', () => {
   it('refuses at run time a spoofing header in a row written straight into the table', async () => {
     await start();
     const [result] = await db.pool.query<import('mysql2').ResultSetHeader>(
-      "INSERT INTO tasks (type, payload, run_at) VALUES ('webhook', ?, UTC_TIMESTAMP(3))",
+      "INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('webhook', ?, UTC_TIMESTAMP(3))",
       [JSON.stringify({ url: `${base}/inserted`, headers: { 'X-Real-IP': '10.0.0.1' } })],
     );
     await service!.scheduler.reconcile();
@@ -422,7 +422,7 @@ describe('webhook', () => {
   /** A row as a crashed process leaves it: running, leased by someone gone, lease over. */
   async function leftByACrash(path: string, misfire = 'run'): Promise<number> {
     const [result] = await db.pool.query<import('mysql2').ResultSetHeader>(
-      `INSERT INTO tasks (type, payload, run_at, status, attempts, misfire, lease_owner, lease_until)
+      `INSERT INTO punctual_tasks (type, payload, run_at, status, attempts, misfire, lease_owner, lease_until)
        VALUES ('webhook', ?, UTC_TIMESTAMP(3) - INTERVAL 2 MINUTE, 'running', 1, ?, 'gone:1:dead', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND)`,
       [JSON.stringify({ url: `${base}${path}` }), misfire],
     );
@@ -447,9 +447,9 @@ describe('webhook', () => {
 
   it('fails such a task at boot when it has used all its attempts', async () => {
     const id = await leftByACrash('/never');
-    await db.execute('UPDATE tasks SET max_attempts = 1 WHERE id = ?', [id]);
+    await db.execute('UPDATE punctual_tasks SET max_attempts = 1 WHERE id = ?', [id]);
     await start();
-    const [row] = await db.query<any[]>('SELECT status, last_error, lease_owner FROM tasks WHERE id = ?', [id]);
+    const [row] = await db.query<any[]>('SELECT status, last_error, lease_owner FROM punctual_tasks WHERE id = ?', [id]);
     expect(row).toMatchObject({ status: 'failed', lease_owner: null });
     expect(row.last_error).toContain('lease expired');
     expect(received).toEqual([]);

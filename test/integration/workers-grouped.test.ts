@@ -29,7 +29,7 @@ async function metric(name: string): Promise<number> {
 }
 
 async function rows(type: string): Promise<Record<string, any>[]> {
-  return db.query<any[]>('SELECT id, status, attempts, lease_owner FROM tasks WHERE type = ? ORDER BY id', [type]);
+  return db.query<any[]>('SELECT id, status, attempts, lease_owner FROM punctual_tasks WHERE type = ? ORDER BY id', [type]);
 }
 
 beforeAll(async () => {
@@ -148,7 +148,7 @@ describe("a worker type's task", () => {
     const created = (await shop.create({ type: 'g_untimed', payload: { n: 1 }, delayMs: 30_000 })).task.id;
     const contrast = (await shop.create({ type: 'close_order', payload: { orderSn: 'SN-untimed' }, delayMs: 60_000 })).task.id;
     const insert = (type: string, payload: string) =>
-      db.execute(`INSERT INTO tasks (type, payload, run_at) VALUES (?, ${payload}, UTC_TIMESTAMP(3) + INTERVAL 30 SECOND)`, [type]);
+      db.execute(`INSERT INTO punctual_tasks (type, payload, run_at) VALUES (?, ${payload}, UTC_TIMESTAMP(3) + INTERVAL 30 SECOND)`, [type]);
     const inserted = (await insert('g_untimed', "JSON_OBJECT('n', 2)")).insertId;
     const insertedContrast = (await insert('close_order', "JSON_OBJECT('orderSn', 'SN-untimed-2')")).insertId;
     const before = await refills();
@@ -164,9 +164,9 @@ describe("a worker type's task", () => {
     } finally {
       await other.stop();
     }
-    await db.execute("UPDATE tasks SET status = 'cancelled' WHERE id IN (?)", [[contrast, insertedContrast]]);
+    await db.execute("UPDATE punctual_tasks SET status = 'cancelled' WHERE id IN (?)", [[contrast, insertedContrast]]);
     // Both are leased all the same once due (brought forward by the shop's own UPDATE).
-    await db.execute('UPDATE tasks SET run_at = UTC_TIMESTAMP(3) WHERE id IN (?)', [[created, inserted]]);
+    await db.execute('UPDATE punctual_tasks SET run_at = UTC_TIMESTAMP(3) WHERE id IN (?)', [[created, inserted]]);
     const got: number[] = [];
     while (got.length < 2) for (const task of await worker.lease({ types: ['g_untimed'], max: 2, waitMs: 10_000 })) got.push(task.id);
     expect(got.sort((a, b) => a - b)).toEqual([created, inserted].sort((a, b) => a - b));
@@ -199,9 +199,9 @@ describe('a waiting worker', () => {
     for (let round = 0; round < 5; round++) {
       // Straight into the table, due in 400 ms: no timer here knows it until a refill (5 s apart).
       const inserted = await db.execute(
-        "INSERT INTO tasks (type, payload, run_at) VALUES ('g_insert', JSON_OBJECT('n', 1), UTC_TIMESTAMP(3) + INTERVAL 400000 MICROSECOND)",
+        "INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('g_insert', JSON_OBJECT('n', 1), UTC_TIMESTAMP(3) + INTERVAL 400000 MICROSECOND)",
       );
-      const [row] = await db.query<any[]>('SELECT UNIX_TIMESTAMP(run_at) * 1000 AS at FROM tasks WHERE id = ?', [inserted.insertId]);
+      const [row] = await db.query<any[]>('SELECT UNIX_TIMESTAMP(run_at) * 1000 AS at FROM punctual_tasks WHERE id = ?', [inserted.insertId]);
       const [task] = await worker.lease({ types: ['g_insert'], waitMs: 10_000 });
       lateness.push(Date.now() - Number(row.at));
       expect(task?.id).toBe(inserted.insertId);

@@ -66,7 +66,7 @@ describe('pull workers with SHARDING=on', () => {
     // Found by the peek, at most about a second after they fell due.
     expect(Math.max(...receivedAt.values()) - runAt).toBeLessThan(2500);
     const [row] = await db.query<any[]>(
-      "SELECT COUNT(*) AS n, SUM(attempts) AS a FROM tasks WHERE type = 'sharded_job' AND status = 'done'",
+      "SELECT COUNT(*) AS n, SUM(attempts) AS a FROM punctual_tasks WHERE type = 'sharded_job' AND status = 'done'",
     );
     expect(row).toMatchObject({ n: 40 });
     expect(Number(row.a)).toBe(40);

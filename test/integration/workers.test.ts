@@ -42,7 +42,7 @@ async function expiredCount(type: string): Promise<number> {
 
 async function row(id: number): Promise<Record<string, any>> {
   const [found] = await db.query<any[]>(
-    'SELECT status, attempts, lease_owner, last_error, updated_at, lease_until, run_at FROM tasks WHERE id = ?',
+    'SELECT status, attempts, lease_owner, last_error, updated_at, lease_until, run_at FROM punctual_tasks WHERE id = ?',
     [id],
   );
   return found;
@@ -81,7 +81,7 @@ describe('leasing', () => {
   it('never leases a task past its expireAfterMs: the claim that meets it ends it as expired', async () => {
     // The shop's own INSERT, due 10 s ago with 1 s to start (a worker type's task: no dispatcher sees it).
     const inserted = await db.execute(
-      "INSERT INTO tasks (type, payload, run_at, expire_after_ms) VALUES ('t_expired', JSON_OBJECT('n', 1), UTC_TIMESTAMP(3) - INTERVAL 10 SECOND, 1000)",
+      "INSERT INTO punctual_tasks (type, payload, run_at, expire_after_ms) VALUES ('t_expired', JSON_OBJECT('n', 1), UTC_TIMESTAMP(3) - INTERVAL 10 SECOND, 1000)",
     );
     const expiredBefore = await expiredCount('t_expired');
     expect(await worker.lease({ types: ['t_expired'], max: 5, leaseMs: 10_000, waitMs: 0 })).toEqual([]);
@@ -135,7 +135,7 @@ describe('leasing', () => {
     // A webhook run in flight holds lease_owner = the process's name, which the run history shows a read token.
     const id = await create('t_acks', { n: 1 }, { delayMs: 600_000 });
     await db.execute(
-      "UPDATE tasks SET type = 'webhook', status = 'running', lease_owner = 'shop-host:4242:abcd1234', lease_until = NOW(3) + INTERVAL 1 MINUTE WHERE id = ?",
+      "UPDATE punctual_tasks SET type = 'webhook', status = 'running', lease_owner = 'shop-host:4242:abcd1234', lease_until = NOW(3) + INTERVAL 1 MINUTE WHERE id = ?",
       [id],
     );
     for (const leaseToken of ['shop-host:4242:abcd1234', 'pull:shop-host:4242:abcd1234']) {
@@ -149,7 +149,7 @@ describe('leasing', () => {
       expect(answers[3]).toMatchObject({ acked: 0, refused: 1 });
     }
     expect(await row(id)).toMatchObject({ status: 'running', lease_owner: 'shop-host:4242:abcd1234' });
-    await db.execute("UPDATE tasks SET status = 'cancelled', lease_owner = NULL, lease_until = NULL WHERE id = ?", [id]);
+    await db.execute("UPDATE punctual_tasks SET status = 'cancelled', lease_owner = NULL, lease_until = NULL WHERE id = ?", [id]);
   });
 
   it('acks many in one request: each done once, a stale or unknown one refused alone, nothing else written', async () => {
@@ -182,7 +182,7 @@ describe('leasing', () => {
     expect(rows[2]).toMatchObject({ lease_owner: third.leaseToken });
     // Each done run recorded once: the ack before and the two of this request.
     const runs = await db.query<any[]>(
-      "SELECT task_id, COUNT(*) AS n FROM task_runs WHERE task_id IN (?) AND outcome = 'done' GROUP BY task_id",
+      "SELECT task_id, COUNT(*) AS n FROM punctual_task_runs WHERE task_id IN (?) AND outcome = 'done' GROUP BY task_id",
       [ids],
     );
     expect(runs.map((run) => [Number(run.task_id), Number(run.n)]).sort((a, b) => a[0]! - b[0]!)).toEqual([
@@ -334,7 +334,7 @@ describe('leasing', () => {
     );
     expect(got.length).toBe(300);
     expect(new Set(got)).toEqual(ids);
-    const [counts] = await db.query<any[]>("SELECT COUNT(*) AS n, SUM(attempts) AS a FROM tasks WHERE type = 't_many' AND status = 'done'");
+    const [counts] = await db.query<any[]>("SELECT COUNT(*) AS n, SUM(attempts) AS a FROM punctual_tasks WHERE type = 't_many' AND status = 'done'");
     expect(counts).toMatchObject({ n: 300 });
     expect(Number(counts.a)).toBe(300);
   });

@@ -30,7 +30,7 @@ describe('a write lost to a concurrent one', () => {
     try {
       await holder.query('BEGIN');
       await holder.query(
-        "INSERT INTO tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'conflict-1')",
+        "INSERT INTO punctual_tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'conflict-1')",
       );
       const response = await service.app.inject({ method: 'POST', url: '/tasks', payload: body });
       expect(response.statusCode).toBe(503);
@@ -42,12 +42,12 @@ describe('a write lost to a concurrent one', () => {
     } finally {
       holder.release();
     }
-    const [rows] = await db.pool.query<mysql.RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE task_key = 'conflict-1'");
+    const [rows] = await db.pool.query<mysql.RowDataPacket[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE task_key = 'conflict-1'");
     expect(Number(rows[0]!.n)).toBe(0);
 
     const again = await service.call('POST', '/tasks', body);
     expect(again.status).toBe(201);
-    const [after] = await db.pool.query<mysql.RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE task_key = 'conflict-1'");
+    const [after] = await db.pool.query<mysql.RowDataPacket[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE task_key = 'conflict-1'");
     expect(Number(after[0]!.n)).toBe(1);
   }, 60_000);
 });

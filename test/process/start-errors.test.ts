@@ -42,19 +42,19 @@ describe('start-up errors', () => {
     expect(failure.line).not.toContain('not-the-password');
   });
 
-  it("a shop database that has tables named like punctual's own: one line naming them, at once, and nothing touched", async () => {
+  it("a shop database that has tables named like punctual's own (its prefix): one line naming them, at once, and nothing touched", async () => {
     const shop = await createTestDatabase('start_collision', { create: false });
     const admin = await mysql.createConnection({ uri: SERVER_URL });
     try {
       await admin.query(`CREATE DATABASE \`${shop.name}\``);
-      await admin.query(`CREATE TABLE \`${shop.name}\`.tasks (id INT PRIMARY KEY, title VARCHAR(100))`);
-      await admin.query(`CREATE TABLE \`${shop.name}\`.members (id INT PRIMARY KEY, nickname VARCHAR(50))`);
-      await admin.query(`INSERT INTO \`${shop.name}\`.tasks VALUES (1, 'pack the boxes')`);
+      await admin.query(`CREATE TABLE \`${shop.name}\`.punctual_tasks (id INT PRIMARY KEY, title VARCHAR(100))`);
+      await admin.query(`CREATE TABLE \`${shop.name}\`.punctual_members (id INT PRIMARY KEY, nickname VARCHAR(50))`);
+      await admin.query(`INSERT INTO \`${shop.name}\`.punctual_tasks VALUES (1, 'pack the boxes')`);
       const started = Date.now();
       const failure = await startFailure({ DATABASE_URL: `${SERVER_URL.replace(/\/$/, '')}/${shop.name}` });
       const took = Date.now() - started;
       expect(failure.line).toMatch(
-        /^punctual: cannot start: DATABASE_URL: the database .* already has tables named like punctual's own: members, tasks/,
+        /^punctual: cannot start: DATABASE_URL: the database .* already has tables named like punctual's own: punctual_members, punctual_tasks/,
       );
       // At once: not after the migration lock's 60 s.
       expect(took).toBeLessThan(15_000);
@@ -62,10 +62,10 @@ describe('start-up errors', () => {
         'SELECT table_name AS name FROM information_schema.TABLES WHERE table_schema = ? ORDER BY 1',
         [shop.name],
       );
-      // The shop's two, as they were; of its own, punctual made only its prefixed bookkeeping.
+      // The shop's two, as they were; of its own, punctual made only its migration turn.
       const names = tables.map((row) => String(row.name ?? row.NAME));
-      expect(names.filter((name) => !name.startsWith('punctual_'))).toEqual(['members', 'tasks']);
-      const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT id, title FROM \`${shop.name}\`.tasks`);
+      expect(names.filter((name) => name !== 'punctual_migration_turn')).toEqual(['punctual_members', 'punctual_tasks']);
+      const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT id, title FROM \`${shop.name}\`.punctual_tasks`);
       expect(rows).toEqual([{ id: 1, title: 'pack the boxes' }]);
     } finally {
       await admin.query(`DROP DATABASE IF EXISTS \`${shop.name}\``);

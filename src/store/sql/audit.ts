@@ -1,5 +1,5 @@
 /**
- * Every statement about the audit_log table (store/audit.ts runs them). Times come back as epoch
+ * Every statement about the punctual_audit_log table (store/audit.ts runs them). Times come back as epoch
  * milliseconds computed by the server (rows.ts), as in the tasks catalogue.
  */
 import { ms } from '../rows.js';
@@ -16,11 +16,11 @@ export interface AuditFilter {
 }
 
 export const AUDIT = {
-  insert: 'INSERT INTO audit_log (at, actor, role, request_id, action, target, status, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  insert: 'INSERT INTO punctual_audit_log (at, actor, role, request_id, action, target, status, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   /** Newest first, before the id ?, with the filters given. */
   page: (f: AuditFilter) =>
-    `SELECT ${COLUMNS} FROM audit_log WHERE id < ?${f.actor ? ' AND actor = ?' : ''}${f.action ? ' AND action = ?' : ''}` +
+    `SELECT ${COLUMNS} FROM punctual_audit_log WHERE id < ?${f.actor ? ' AND actor = ?' : ''}${f.action ? ' AND action = ?' : ''}` +
     `${f.target ? ' AND target = ?' : ''}${f.since ? ' AND at >= ?' : ''}${f.until ? ' AND at < ?' : ''} ORDER BY id DESC LIMIT ?`,
   /** Up to ? entries older than ?, oldest first, by the `at` index: retention's small batches. */
-  deleteBefore: 'DELETE FROM audit_log WHERE at < ? ORDER BY at LIMIT ?',
+  deleteBefore: 'DELETE FROM punctual_audit_log WHERE at < ? ORDER BY at LIMIT ?',
 } as const;

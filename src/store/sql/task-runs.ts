@@ -1,5 +1,5 @@
 /**
- * Every statement about the task_runs table: one row per run of a task (store/run-history.ts runs
+ * Every statement about the punctual_task_runs table: one row per run of a task (store/run-history.ts runs
  * them). Times come back as epoch milliseconds computed by the server (rows.ts), as in the tasks
  * catalogue.
  */
@@ -37,21 +37,21 @@ export const TASK_RUNS = {
    * their outcomes on the tasks.
    */
   insert: (rows: number) =>
-    'INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process, waited_ms, wait_reason) VALUES ' +
+    'INSERT INTO punctual_task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process, waited_ms, wait_reason) VALUES ' +
     Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', '),
   /** The runs of the tasks ? (the (task_id, id) index): retention deletes them with their tasks. */
-  deleteOfTasks: 'DELETE FROM task_runs WHERE task_id IN (?)',
+  deleteOfTasks: 'DELETE FROM punctual_task_runs WHERE task_id IN (?)',
   /** A task's runs, newest first, before the run id ? (the (task_id, id) index). */
-  ofTask: `SELECT ${RUN_COLUMNS} FROM task_runs WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+  ofTask: `SELECT ${RUN_COLUMNS} FROM punctual_task_runs WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
   /**
    * A lease that ran out is a run that never reported (its process died mid-run): recorded from
    * the locked task before its repair writes it, its start read from the lateness the claim
    * stored (and its wait, lateness_ms + waited_ms after run_at). Among ? (ids), running with a
    * lease that ran out before ?, as of ? (the finish).
    */
-  insertLost: `INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process,
+  insertLost: `INSERT INTO punctual_task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process,
       waited_ms, wait_reason)
     SELECT id, attempts, 'lost', run_at, run_at + INTERVAL (COALESCE(lateness_ms, 0) + COALESCE(waited_ms, 0)) * 1000 MICROSECOND, ?,
       COALESCE(lateness_ms, 0), 0, '${LOST_ERROR}', NULL, ${HOLDER}, COALESCE(waited_ms, 0), NULL
-    FROM tasks WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
+    FROM punctual_tasks WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
 } as const;

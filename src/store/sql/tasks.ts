@@ -8,6 +8,7 @@
  * The other tables' statements are beside it (one file per table), the server's in src/db/sql.ts.
  */
 import { ms, runAtRange, TASK_COLUMNS } from '../rows.js';
+import { forceIndex } from './index-hints.js';
 import { LOST_ERROR } from './task-runs.js';
 
 /** Only the tasks of the listed shards (`id MOD 256`, src/cluster/shards.ts): the id is in every
@@ -22,11 +23,11 @@ const AFTER_CURSOR = ' AND run_at >= ? AND (run_at > ? OR id > ?)';
 
 /** A type's tasks in one status, in run_at order: the (type, status, run_minute, run_at) index,
  * read in its own order (run_minute never decreases with run_at; rows.ts, runAtRange). */
-const BY_TYPE = 'FORCE INDEX (tasks_type_status_run_minute_run_at)';
+const byType = () => forceIndex('tasks_type_status_run_minute_run_at');
 /** AFTER_CURSOR on that index: its run_at also as a range on (run_minute, run_at), so the page seeks there. */
 const AFTER_TYPED_CURSOR = ` AND ${runAtRange('>=')} AND (run_at > ? OR id > ?)`;
 
-const select = (where: string) => `SELECT ${TASK_COLUMNS} FROM tasks ${where}`;
+const select = (where: string) => `SELECT ${TASK_COLUMNS} FROM punctual_tasks ${where}`;
 
 /** Which filters a pending list has (each one a placeholder, in this order). */
 export interface PendingFilter {
@@ -42,8 +43,8 @@ export interface PendingFilter {
  * AFTER_TYPED_CURSOR; left to itself the optimizer may read the type's range from its start).
  */
 const pendingWhere = (f: PendingFilter) =>
-  `${f.type ? BY_TYPE : ''} WHERE status = 'pending'${f.type ? ' AND type = ?' : ''}` +
-  `${f.tag ? ' AND id IN (SELECT task_id FROM task_tags WHERE tag = ?)' : ''}` +
+  `${f.type ? byType() : ''} WHERE status = 'pending'${f.type ? ' AND type = ?' : ''}` +
+  `${f.tag ? ' AND id IN (SELECT task_id FROM punctual_task_tags WHERE tag = ?)' : ''}` +
   `${f.keyPrefix ? " AND task_key LIKE ? ESCAPE '!'" : ''}` +
   `${f.cursor ? (f.type ? AFTER_TYPED_CURSOR : AFTER_CURSOR) : ''} ORDER BY ${f.type ? 'run_minute, ' : ''}run_at, id LIMIT ?`;
 
@@ -59,7 +60,7 @@ export interface ListFilter {
 const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') => {
   const parts = [
     ...(f.type ? ['type = ?'] : []),
-    ...(f.tag ? ['id IN (SELECT task_id FROM task_tags WHERE tag = ?)'] : []),
+    ...(f.tag ? ['id IN (SELECT task_id FROM punctual_task_tags WHERE tag = ?)'] : []),
     ...(f.keyPrefix ? ["task_key LIKE ? ESCAPE '!'"] : []),
   ];
   return parts.length === 0 ? '' : `${first} ${parts.join(' AND ')}`;
@@ -85,25 +86,25 @@ export const SQL = {
   finished: select('WHERE status = ? ORDER BY finished_at DESC, id DESC LIMIT ?'),
   /** What each row of a pending page weighs, read without bringing its payload over: pages are bounded in bytes on it. */
   pendingSizes: (filter: PendingFilter) =>
-    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks ${pendingWhere(filter)}`,
+    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM punctual_tasks ${pendingWhere(filter)}`,
   pendingByIds: select("WHERE id IN (?) AND status = 'pending' ORDER BY run_at, id"),
   /**
    * A page of the tasks in one status (GET /tasks), as [id, stored size], by offset: open tasks
    * soonest first on (status, run_at), finished ones newest first on (status, finished_at).
    */
   listSizes: (filter: ListFilter) =>
-    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM tasks ${listWhere(filter)}` +
+    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM punctual_tasks ${listWhere(filter)}` +
     ` ORDER BY ${listSizesOrder(filter)} LIMIT ? OFFSET ?`,
   /** The tasks of a page, in its order, as they are now. */
   listByIds: (finished: boolean) => select(`WHERE id IN (?) ORDER BY ${listOrder(finished)}`),
   /** How many tasks of each status the filter holds, as [status, count]. */
   countByStatus: (filter: Omit<ListFilter, 'finished'>) =>
-    `SELECT status, COUNT(*) FROM tasks ${filtersWhere(filter, 'WHERE')} GROUP BY status`,
+    `SELECT status, COUNT(*) FROM punctual_tasks ${filtersWhere(filter, 'WHERE')} GROUP BY status`,
   /**
    * Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index
    * alone. With `shards`, only those of the listed shards (IN_SHARDS). */
   duePage: (lower: boolean, cursor: boolean, shards = false) =>
-    `SELECT id, ${ms('run_at')}, priority FROM tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
+    `SELECT id, ${ms('run_at')}, priority FROM punctual_tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
     `${shards ? IN_SHARDS : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
   /**
    * Rows above an id, any status, as [id, runAt, timed, priority]: the refill's view of new
@@ -111,47 +112,55 @@ export const SQL = {
    * types: the pull hub watches those, they get no timer).
    */
   insertedAfter: (untimed: boolean) =>
-    `SELECT id, ${ms('run_at')}, ${timed(untimed)}, priority FROM tasks WHERE id > ? ORDER BY id LIMIT ?`,
+    `SELECT id, ${ms('run_at')}, ${timed(untimed)}, priority FROM punctual_tasks WHERE id > ? ORDER BY id LIMIT ?`,
   /**
    * Rows in `ranges` id ranges (each `id BETWEEN ? AND ?`), as insertedAfter's: the refill's check
    * of the gaps its id scan left, for inserts that committed late. A range with no row in it is
    * one look into the primary key, however wide.
    */
   insertedIn: (ranges: number, untimed: boolean) =>
-    `SELECT id, ${ms('run_at')}, ${timed(untimed)}, priority FROM tasks WHERE ${Array.from({ length: ranges }, () => 'id BETWEEN ? AND ?').join(' OR ')}`,
+    `SELECT id, ${ms('run_at')}, ${timed(untimed)}, priority FROM punctual_tasks WHERE ${Array.from({ length: ranges }, () => 'id BETWEEN ? AND ?').join(' OR ')}`,
   /** Pending tasks of the types ? due in [?, ?] (each instant as runAtValues), as [id]: the worker tasks among a due page (the type's index alone). */
-  pendingOfTypesBetween: `SELECT id FROM tasks ${BY_TYPE}
-    WHERE type IN (?) AND status = 'pending' AND ${runAtRange('>=')} AND ${runAtRange('<=')}`,
-  pendingAmong: `SELECT id, ${ms('run_at')}, priority FROM tasks WHERE id IN (?) AND status = 'pending'`,
-  maxId: 'SELECT COALESCE(MAX(id), 0) FROM tasks',
-  countOpen: "SELECT status, COUNT(*) AS n FROM tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
-  countPendingByType: "SELECT type, COUNT(*) FROM tasks WHERE status = 'pending' GROUP BY type",
+  get pendingOfTypesBetween() {
+    return `SELECT id FROM punctual_tasks ${byType()}
+    WHERE type IN (?) AND status = 'pending' AND ${runAtRange('>=')} AND ${runAtRange('<=')}`;
+  },
+  pendingAmong: `SELECT id, ${ms('run_at')}, priority FROM punctual_tasks WHERE id IN (?) AND status = 'pending'`,
+  maxId: 'SELECT COALESCE(MAX(id), 0) FROM punctual_tasks',
+  countOpen: "SELECT status, COUNT(*) AS n FROM punctual_tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
+  countPendingByType: "SELECT type, COUNT(*) FROM punctual_tasks WHERE status = 'pending' GROUP BY type",
   /** The types that have pending tasks: one look into the (type, status, …) index per type. */
-  pendingTypes: `SELECT DISTINCT type FROM tasks ${BY_TYPE} WHERE status = 'pending'`,
+  get pendingTypes() {
+    return `SELECT DISTINCT type FROM punctual_tasks ${byType()} WHERE status = 'pending'`;
+  },
   /**
    * The upcoming-load chart: pending tasks of the types ? per minute (run_minute, whole minutes
    * from 1970), for the minutes in [?, ?). The type's index alone, read over that range of each
    * type only and in its order, so the groups stream out with no temporary table.
    */
-  upcomingLoad: `SELECT run_minute, type, COUNT(*) AS n
-    FROM tasks ${BY_TYPE}
+  get upcomingLoad() {
+    return `SELECT run_minute, type, COUNT(*) AS n
+    FROM punctual_tasks ${byType()}
    WHERE type IN (?) AND status = 'pending' AND run_minute >= ? AND run_minute < ?
-   GROUP BY type, run_minute`,
+   GROUP BY type, run_minute`;
+  },
   /** Pending tasks due before ?, stopped at ? entries: a count over the (status, run_at) index alone. */
-  countDueBefore: `SELECT COUNT(*) AS n FROM (
-    SELECT 1 FROM tasks FORCE INDEX (tasks_status_run_at) WHERE status = 'pending' AND run_at < ? LIMIT ?
-  ) AS due`,
+  get countDueBefore() {
+    return `SELECT COUNT(*) AS n FROM (
+    SELECT 1 FROM punctual_tasks ${forceIndex('tasks_status_run_at')} WHERE status = 'pending' AND run_at < ? LIMIT ?
+  ) AS due`;
+  },
   /**
    * The stored lateness and wait of the latest runs (start − run_at − wait; a row inserted done by
    * hand falls back to finished_at − run_at), as [lateness, waited].
    */
-  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000), COALESCE(waited_ms, 0) FROM tasks
+  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000), COALESCE(waited_ms, 0) FROM punctual_tasks
     WHERE status = 'done' ORDER BY finished_at DESC LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
   insertRows: (rows: number, returning: boolean) =>
-    'INSERT INTO tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms, group_key) VALUES ' +
+    'INSERT INTO punctual_tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms, group_key) VALUES ' +
     Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
     (returning ? ' RETURNING id' : ''),
   /**
@@ -159,11 +168,11 @@ export const SQL = {
    * occurrence may be there already (insertOccurrence found it), and so may its tags.
    */
   insertTags: (rows: number, again = false) =>
-    'INSERT INTO task_tags (task_id, tag) VALUES ' +
+    'INSERT INTO punctual_task_tags (task_id, tag) VALUES ' +
     Array.from({ length: rows }, () => '(?, ?)').join(', ') +
     (again ? ' ON DUPLICATE KEY UPDATE tag = tag' : ''),
   /** The next occurrence of a series; if it is there already, LAST_INSERT_ID answers its id. */
-  insertOccurrence: `INSERT INTO tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at, priority)
+  insertOccurrence: `INSERT INTO punctual_tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at, priority)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
 
   // Every write below that finishes, fails, retries or moves a task names the state it expects
@@ -174,32 +183,33 @@ export const SQL = {
   // Each pick takes the status it selects as its second placeholder: pending for a cancel or a
   // move, failed for a retry.
   /** Tasks with a tag and a status, as [id, id]: the (tag, task_id) index in id order. */
-  pickByTag: `SELECT g.task_id, g.task_id FROM task_tags g JOIN tasks t ON t.id = g.task_id
+  pickByTag: `SELECT g.task_id, g.task_id FROM punctual_task_tags g JOIN punctual_tasks t ON t.id = g.task_id
     WHERE g.tag = ? AND t.status = ? AND g.task_id > ? ORDER BY g.task_id LIMIT ?`,
   /** Tasks of a type with a status, as [id, id]: the (type, status) index in id order. */
-  pickByType: 'SELECT id, id FROM tasks WHERE type = ? AND status = ? AND id > ? ORDER BY id LIMIT ?',
+  pickByType: 'SELECT id, id FROM punctual_tasks WHERE type = ? AND status = ? AND id > ? ORDER BY id LIMIT ?',
   /** Tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
   pickByKeyPrefix:
-    "SELECT id, task_key FROM tasks WHERE task_key LIKE ? ESCAPE '!' AND status = ? AND task_key > ? ORDER BY task_key LIMIT ?",
+    "SELECT id, task_key FROM punctual_tasks WHERE task_key LIKE ? ESCAPE '!' AND status = ? AND task_key > ? ORDER BY task_key LIMIT ?",
   /** The tasks among the ids ? with a status, as [id, id]: the primary key, in id order. */
-  pickByIds: 'SELECT id, id FROM tasks WHERE id IN (?) AND status = ? AND id > ? ORDER BY id LIMIT ?',
+  pickByIds: 'SELECT id, id FROM punctual_tasks WHERE id IN (?) AND status = ? AND id > ? ORDER BY id LIMIT ?',
   /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
-  lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id, priority, type FROM tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
+  lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id, priority, type FROM punctual_tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
   /** The locked pending ones moved to one instant; the zone only when one is given. */
   moveTo:
-    "UPDATE tasks SET run_at = ?, requested_run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?) AND status = 'pending'",
+    "UPDATE punctual_tasks SET run_at = ?, requested_run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?) AND status = 'pending'",
   /** The locked pending ones moved by a duration, stamped with the request that moved them. */
   shiftBy:
-    "UPDATE tasks SET requested_run_at = COALESCE(requested_run_at, run_at) + INTERVAL ? MICROSECOND, run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+    "UPDATE punctual_tasks SET requested_run_at = COALESCE(requested_run_at, run_at) + INTERVAL ? MICROSECOND, run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
 
   // ── the shop's changes ──────────────────────────────────────────────────────────────────
   /** pending → cancelled, for the ids among ? that are pending. */
-  cancel: "UPDATE tasks SET status = 'cancelled', finished_at = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+  cancel: "UPDATE punctual_tasks SET status = 'cancelled', finished_at = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
   /**
    * A pending task moves to another instant (read in another zone): the instant the shop asks for
    * now, so a repeated create compares with it (requested_run_at, as moveTo and retry set it).
    */
-  reschedule: "UPDATE tasks SET run_at = ?, requested_run_at = ?, timezone = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+  reschedule:
+    "UPDATE punctual_tasks SET run_at = ?, requested_run_at = ?, timezone = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
   /**
    * A create with onKeyConflict "replace" found its key on a pending task: the task takes the new
    * payload, zone, priority and instant in one statement (a run sees the old version or the new,
@@ -207,16 +217,16 @@ export const SQL = {
    * instant is held to it. Values: ceiling or NULL, runAt, runAt, runAt, payload, zone,
    * priority, now, id, type.
    */
-  replacePending: `UPDATE tasks SET latest_run_at = COALESCE(latest_run_at, ?),
+  replacePending: `UPDATE punctual_tasks SET latest_run_at = COALESCE(latest_run_at, ?),
     run_at = LEAST(?, COALESCE(latest_run_at, ?)), requested_run_at = ?, payload = ?, timezone = ?, priority = ?, updated_at = ?
     WHERE id = ? AND status = 'pending' AND type = ? AND cron IS NULL`,
   /** failed → pending with its attempts reset. */
   retry:
-    "UPDATE tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, timezone = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
+    "UPDATE punctual_tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, timezone = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
 
   /** failed → pending at ? with its attempts reset, each in its own zone: a bulk retry. */
   retryInZone:
-    "UPDATE tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
+    "UPDATE punctual_tasks SET status = 'pending', attempts = 0, run_at = ?, requested_run_at = ?, finished_at = NULL, updated_at = ? WHERE id IN (?) AND status = 'failed'",
   // ── claiming and finishing runs ─────────────────────────────────────────────────────────
   /** The due pending tasks among ?, locked in id order; rows another transaction holds are skipped. */
   lockDue: select("WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED"),
@@ -226,18 +236,20 @@ export const SQL = {
    * and its wait for its type kept in the same statement: the hot path adds no query. `waited`:
    * how many of the tasks waited, each an (id, ms) pair after the first ?, twice.
    */
-  markDone: (waited: number) => `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+  markDone: (waited: number) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
     waited_ms = ${waitOf(waited)}, status = 'done',
     attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL WHERE id IN (?) AND status = 'pending'`,
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait with it. */
-  markRunning: (waited: number) => `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+  markRunning: (
+    waited: number,
+  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
     waited_ms = ${waitOf(waited)}, status = 'running',
     attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
   /**
    * An outside run finished, while it is still the run this owner leased (running, its lease, the
    * attempt its claim counted); its call (status, duration, size) kept.
    */
-  completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
+  completeLeased: `UPDATE punctual_tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
     last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
     WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
   /**
@@ -246,14 +258,14 @@ export const SQL = {
    * Only while the task is as it was claimed: pending, at the same attempts and run_at. A cancel,
    * a reschedule or another process's run that came first leaves it otherwise, and wins.
    */
-  failClaimed: `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + 1,
+  failClaimed: `UPDATE punctual_tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, attempts = attempts + 1,
     last_error = ?, updated_at = ?
     WHERE id = ? AND status = 'pending' AND attempts = ? AND run_at = ?`,
   /**
    * A failed outside run (its attempt counted by the claim), its call kept: pending again at a
    * later run_at, or failed for good. Only while it is still the run this owner leased.
    */
-  failLeased: `UPDATE tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, last_error = ?,
+  failLeased: `UPDATE punctual_tasks SET status = ?, run_at = COALESCE(?, run_at), finished_at = ?, last_error = ?,
     lease_owner = NULL, lease_until = NULL, updated_at = ?, last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
     WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
 
@@ -262,20 +274,21 @@ export const SQL = {
   // a locking range read would lock every row it walks past, other shards' too, and wait for them.
   /** Overdue tasks that asked to be skipped, as [id]. */
   misfiredIds: (shards: boolean) =>
-    `SELECT id FROM tasks WHERE status = 'pending' AND run_at < ? AND misfire = 'skip'${shards ? IN_SHARDS : ''}`,
+    `SELECT id FROM punctual_tasks WHERE status = 'pending' AND run_at < ? AND misfire = 'skip'${shards ? IN_SHARDS : ''}`,
   lockMisfired: select("WHERE id IN (?) AND status = 'pending' AND run_at < ? FOR UPDATE"),
   /** The locked pending ones skipped (misfired, or waited for their type too long). */
   markSkipped:
-    "UPDATE tasks SET status = 'skipped', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?) AND status = 'pending'",
+    "UPDATE punctual_tasks SET status = 'skipped', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?) AND status = 'pending'",
   /** Running tasks whose lease ran out (their process died mid-run), as [id]. */
-  expiredLeaseIds: (shards: boolean) => `SELECT id FROM tasks WHERE status = 'running' AND lease_until < ?${shards ? IN_SHARDS : ''}`,
+  expiredLeaseIds: (shards: boolean) =>
+    `SELECT id FROM punctual_tasks WHERE status = 'running' AND lease_until < ?${shards ? IN_SHARDS : ''}`,
   lockExpiredLeases: select("WHERE id IN (?) AND status = 'running' AND lease_until < ? FOR UPDATE"),
   /** A lease ran out on the task's last attempt: failed for good. */
-  failExpiredLeases: `UPDATE tasks SET status = 'failed', lease_owner = NULL, lease_until = NULL, finished_at = ?, updated_at = ?,
+  failExpiredLeases: `UPDATE punctual_tasks SET status = 'failed', lease_owner = NULL, lease_until = NULL, finished_at = ?, updated_at = ?,
     last_error = CONCAT('lease expired on its last attempt; ', COALESCE(last_error, ''))
     WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
   /** A lease ran out with attempts left: pending again, its lastError the lost run's (it describes the latest run). */
-  releaseExpiredLeases: `UPDATE tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ?, last_error = '${LOST_ERROR}'
+  releaseExpiredLeases: `UPDATE punctual_tasks SET status = 'pending', lease_owner = NULL, lease_until = NULL, updated_at = ?, last_error = '${LOST_ERROR}'
     WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
 
   // ── the type controls' view of the tasks (type-controls.ts; their own table: sql/type-controls.ts)
@@ -284,9 +297,11 @@ export const SQL = {
    * Pending tasks of type ? due by ? (as runAtValues), stopped at ? entries: the type's index
    * alone, so a count never walks more than the cap of one type's due tasks (store/type-due.ts).
    */
-  countDueOfType: `SELECT COUNT(*) FROM (
-    SELECT 1 FROM tasks ${BY_TYPE} WHERE type = ? AND status = 'pending' AND ${runAtRange('<=')} LIMIT ?
-  ) AS due`,
+  get countDueOfType() {
+    return `SELECT COUNT(*) FROM (
+    SELECT 1 FROM punctual_tasks ${byType()} WHERE type = ? AND status = 'pending' AND ${runAtRange('<=')} LIMIT ?
+  ) AS due`;
+  },
 
   // ── retention (maintenance/retention.ts, through the store) ──────────────────────────────
   /**
@@ -294,17 +309,17 @@ export const SQL = {
    * (status, finished_at) index. The first task of a recurring series carries the series' key and
    * its id is the series' id: while the series has an occurrence to come, that task stays.
    */
-  expiredIds: `SELECT id FROM tasks
+  expiredIds: `SELECT id FROM punctual_tasks
     WHERE status = ? AND finished_at < ?
       AND NOT (cron IS NOT NULL AND series_id IS NULL
-        AND EXISTS (SELECT 1 FROM tasks occurrence WHERE occurrence.series_id = tasks.id AND occurrence.status IN ('pending', 'running')))
+        AND EXISTS (SELECT 1 FROM punctual_tasks occurrence WHERE occurrence.series_id = tasks.id AND occurrence.status IN ('pending', 'running')))
     LIMIT ?`,
   /**
    * Those among ? still in status ? and finished before ?, by primary key, locked, as [id]: a
    * failed task retried since expiredIds read it is pending again and stays; a second sweep at
    * once finds nothing.
    */
-  lockExpired: 'SELECT id FROM tasks WHERE id IN (?) AND status = ? AND finished_at < ? FOR UPDATE',
+  lockExpired: 'SELECT id FROM punctual_tasks WHERE id IN (?) AND status = ? AND finished_at < ? FOR UPDATE',
   /** The tasks ?, locked by lockExpired in this transaction. */
-  deleteByIds: 'DELETE FROM tasks WHERE id IN (?)',
+  deleteByIds: 'DELETE FROM punctual_tasks WHERE id IN (?)',
 } as const;
