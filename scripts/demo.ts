@@ -135,7 +135,7 @@ async function main(): Promise<number> {
     process.stdout.write('\n');
 
     const [late] = await db.query<mysql.RowDataPacket[]>(
-      `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS ms FROM tasks t
+      `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS ms FROM punctual_tasks t
          JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
         WHERE t.task_key IN (?) AND o.closed_at IS NOT NULL`,
       [shop.map((order) => `demo:${order.orderSn}`)],
@@ -145,7 +145,7 @@ async function main(): Promise<number> {
     // (start − run_at − the run's wait for a pause or a limit, which is shown apart).
     const [runs] = await db
       .query<mysql.RowDataPacket[]>(
-        `SELECT r.lateness_ms AS ms, r.waited_ms AS waited FROM task_runs r JOIN tasks t ON t.id = r.task_id
+        `SELECT r.lateness_ms AS ms, r.waited_ms AS waited FROM punctual_task_runs r JOIN punctual_tasks t ON t.id = r.task_id
           WHERE t.task_key IN (?) AND r.outcome = 'done'`,
         [shop.map((order) => `demo:${order.orderSn}`)],
       )

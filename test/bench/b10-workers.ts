@@ -92,7 +92,7 @@ async function seed(
 ): Promise<void> {
   const runAtMs = `(${startMs} + FLOOR((seq - 1) * 1000 / ${perSecond}))`;
   await db.exec(
-    `INSERT INTO tasks (type, payload, run_at) SELECT '${type}', ${payloadSql(runAtMs)}, ${utcSql(0, runAtMs)} FROM ${db.numbers(n)}`,
+    `INSERT INTO punctual_tasks (type, payload, run_at) SELECT '${type}', ${payloadSql(runAtMs)}, ${utcSql(0, runAtMs)} FROM ${db.numbers(n)}`,
   );
 }
 

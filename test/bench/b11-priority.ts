@@ -20,7 +20,7 @@ async function wall(db: BenchDb, highPriority: number): Promise<{ high: number[]
   await db.seedOrders(LOW + HIGH);
   const at = Math.ceil((Date.now() + 12_000) / 1000) * 1000;
   await db.seedTasks(LOW + HIGH, utcSql(at));
-  await db.exec(`UPDATE tasks SET priority = IF(id > ${LOW}, ${highPriority}, -5)`);
+  await db.exec(`UPDATE punctual_tasks SET priority = IF(id > ${LOW}, ${highPriority}, -5)`);
   const server = await startServer(db);
   try {
     await waitUntil(
@@ -31,7 +31,7 @@ async function wall(db: BenchDb, highPriority: number): Promise<{ high: number[]
     );
     const rows = await db.rows<{ late: string; high: number }>(
       `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late, t.id > ${LOW} AS high
-         FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))`,
+         FROM punctual_tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))`,
     );
     const high = rows.filter((row) => Number(row.high) === 1).map((row) => Number(row.late));
     const all = rows.map((row) => Number(row.late));

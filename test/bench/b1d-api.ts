@@ -94,7 +94,7 @@ async function leadMs(db: BenchDb, server: Server, n: number): Promise<number> {
     payload: { orderSn: `CAL${i}` },
     delayMs: 86_400_000,
   }));
-  await db.exec("DELETE FROM tasks WHERE JSON_VALUE(payload, '$.orderSn') LIKE 'CAL%'");
+  await db.exec("DELETE FROM punctual_tasks WHERE JSON_VALUE(payload, '$.orderSn') LIKE 'CAL%'");
   return 3000 + (n / (0.6 * Math.max(1, created / seconds))) * 1000;
 }
 
@@ -184,14 +184,14 @@ export async function once(db: BenchDb, n: number, main: string | undefined, pro
     // would read more rows than the firings do, and the work counters would show the bench.
     await waitUntil(
       async () =>
-        (await db.count("SELECT COUNT(*) AS n FROM (SELECT 1 FROM tasks WHERE status IN ('pending', 'running') LIMIT 1) AS t")) === 0,
+        (await db.count("SELECT COUNT(*) AS n FROM (SELECT 1 FROM punctual_tasks WHERE status IN ('pending', 'running') LIMIT 1) AS t")) === 0,
       300_000,
       `B1d tasks to run`,
     );
     const cpu = cpuMs(server.child.pid!) - cpuBefore;
     const dbCpu = dbPid === undefined ? Number.NaN : cpuMs(dbPid) - dbBefore;
     const dbWork = workPerTask(workBefore, await dbCounters(db), n);
-    const done = await db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'");
+    const done = await db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'");
     if (done !== n) throw new Error(`B1d: ${done} of ${n} tasks done, the others not pending`);
     await probe.ended?.(server);
     const late = await db.closeLateness();

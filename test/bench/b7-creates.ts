@@ -38,7 +38,7 @@ async function createdLateness(db: BenchDb, processes: number): Promise<number[]
       await new Promise((resolve) => setTimeout(resolve, GAP_MS));
     }
     await waitUntil(
-      async () => (await db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'")) === TASKS,
+      async () => (await db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'")) === TASKS,
       60_000,
       'the creates to run',
     );

@@ -46,14 +46,14 @@ async function rate(work: (batch: number) => Promise<void>): Promise<number> {
 
 /** Both tables emptied as if new (TRUNCATE), the ids going on from where they were. */
 async function emptyTasks(db: BenchDb): Promise<void> {
-  const [[row]] = await db.pool.query<import('mysql2').RowDataPacket[]>('SELECT COALESCE(MAX(id), 0) AS id FROM tasks');
+  const [[row]] = await db.pool.query<import('mysql2').RowDataPacket[]>('SELECT COALESCE(MAX(id), 0) AS id FROM punctual_tasks');
   const conn = await db.pool.getConnection();
   try {
     await conn.query('SET FOREIGN_KEY_CHECKS = 0');
     await conn.query('TRUNCATE task_tags');
     await conn.query('TRUNCATE tasks');
     await conn.query('SET FOREIGN_KEY_CHECKS = 1');
-    await conn.query(`ALTER TABLE tasks AUTO_INCREMENT = ${Number(row?.id) + 1}`);
+    await conn.query(`ALTER TABLE punctual_tasks AUTO_INCREMENT = ${Number(row?.id) + 1}`);
   } finally {
     conn.release();
   }
@@ -70,11 +70,11 @@ async function rawInsert(db: BenchDb, batch: number, columns: string, values: (t
   try {
     await conn.beginTransaction();
     const [result] = await conn.query<import('mysql2').ResultSetHeader>(
-      `INSERT INTO tasks (${columns}) VALUES ${items.map(() => placeholders).join(', ')}`,
+      `INSERT INTO punctual_tasks (${columns}) VALUES ${items.map(() => placeholders).join(', ')}`,
       items.flatMap(values),
     );
     await conn.query(
-      `INSERT INTO task_tags (task_id, tag) VALUES ${items.map(() => '(?, ?)').join(', ')}`,
+      `INSERT INTO punctual_task_tags (task_id, tag) VALUES ${items.map(() => '(?, ?)').join(', ')}`,
       items.flatMap((t, j) => [result.insertId + j, t.tags[0]]),
     );
     await conn.commit();
@@ -127,7 +127,7 @@ export async function batchIntake(db: BenchDb, record: Record): Promise<void> {
     record(S, 'POST /tasks/batch rate', api, 'rows/s');
     record(S, 'batch ÷ raw INSERT', api / raw, '×', { text: '≥ 0.7×', ok: api / raw >= 0.7 });
     record(S, 'batch ÷ raw INSERT of the same 11 columns', api / raw11, '×');
-    const stored = await db.count('SELECT COUNT(*) AS n FROM tasks');
+    const stored = await db.count('SELECT COUNT(*) AS n FROM punctual_tasks');
     record(S, 'items not created', refused, 'items', { text: '= 0', ok: refused === 0 && stored === BATCH * BATCHES });
   } finally {
     await server.stop();

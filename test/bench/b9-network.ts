@@ -44,7 +44,7 @@ interface Run {
 }
 
 async function lateness(db: BenchDb, N: number): Promise<number[]> {
-  await waitUntil(async () => (await db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'")) === N, 120_000, 'B9 tasks to run');
+  await waitUntil(async () => (await db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'")) === N, 120_000, 'B9 tasks to run');
   return db.closeLateness();
 }
 
@@ -71,7 +71,7 @@ async function floor(db: BenchDb, proxy: Proxy, N: number): Promise<Run> {
   const first = Date.now() + 3000;
   await db.seedTasks(N, utcSql(first, `(seq - 1) * ${WINDOW_MS / N}`));
   const tasks = await db.rows<{ id: number; runAt: number; orderSn: string }>(
-    `SELECT id, TIMESTAMPDIFF(MICROSECOND, '1970-01-01', run_at) DIV 1000 AS runAt, JSON_VALUE(payload, '$.orderSn') AS orderSn FROM tasks`,
+    `SELECT id, TIMESTAMPDIFF(MICROSECOND, '1970-01-01', run_at) DIV 1000 AS runAt, JSON_VALUE(payload, '$.orderSn') AS orderSn FROM punctual_tasks`,
   );
   const pool = mysql.createPool({ uri: proxy.url(db.name), connectionLimit: FLOOR_POOL });
   pool.pool.on('connection', (conn) => conn.query("SET time_zone = '+00:00'", () => undefined));
@@ -96,7 +96,7 @@ async function floor(db: BenchDb, proxy: Proxy, N: number): Promise<Run> {
           [...returns.flat(), returns.map(([goodsId]) => goodsId)],
         );
       }
-      await conn.query("UPDATE tasks SET status = 'done', finished_at = UTC_TIMESTAMP(3) WHERE id = ?", [task.id]);
+      await conn.query("UPDATE punctual_tasks SET status = 'done', finished_at = UTC_TIMESTAMP(3) WHERE id = ?", [task.id]);
       await conn.query('COMMIT');
     } finally {
       conn.release();

@@ -71,12 +71,12 @@ async function workPerTask(db: BenchDb, dbPid: number, variant: Variant): Promis
   await db.reset();
   if (variant.change !== undefined) await db.exec(variant.change);
   await db.exec(
-    `INSERT INTO tasks (task_key, type, payload, run_at)
+    `INSERT INTO punctual_tasks (task_key, type, payload, run_at)
      SELECT CONCAT('bw-', seq), 'close_order', JSON_OBJECT('orderSn', CONCAT('BW', seq)), ? + INTERVAL seq MICROSECOND
      FROM ${db.numbers(TASKS)}`,
     [new Date(DUE_FROM)],
   );
-  const [[range]] = await db.pool.query<mysql.RowDataPacket[]>('SELECT MIN(id) AS lo, MAX(id) AS hi FROM tasks');
+  const [[range]] = await db.pool.query<mysql.RowDataPacket[]>('SELECT MIN(id) AS lo, MAX(id) AS hi FROM punctual_tasks');
   await purged(db);
   const now = new Date(DUE_FROM + 60_000);
   let next = Number(range!.lo);
@@ -108,7 +108,7 @@ async function workPerTask(db: BenchDb, dbPid: number, variant: Variant): Promis
   await purged(db);
   const spent = cpuMs(dbPid) - before;
   const after = await dbCounters(db);
-  const [[done]] = await db.pool.query<mysql.RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'");
+  const [[done]] = await db.pool.query<mysql.RowDataPacket[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'");
   if (Number(done!.n) !== TASKS) throw new Error(`${variant.name}: ${done!.n} of ${TASKS} tasks done`);
   return {
     cpuUs: (spent * 1000) / TASKS,
@@ -132,11 +132,11 @@ export async function databaseWork(db: BenchDb, record: Record): Promise<void> {
   const variants: Variant[] = [
     { name: 'as migrated', history: true },
     { name: 'without the run history', history: false },
-    ...(await secondaryIndexes(db)).map((index) => ({ name: `without ${index}`, history: true, change: `DROP INDEX ${index} ON tasks` })),
+    ...(await secondaryIndexes(db)).map((index) => ({ name: `without ${index}`, history: true, change: `DROP INDEX ${index} ON punctual_tasks` })),
     {
       name: "with the run rows' foreign key",
       history: true,
-      change: 'ALTER TABLE task_runs ADD CONSTRAINT task_runs_task_fk FOREIGN KEY (task_id) REFERENCES tasks (id) ON DELETE CASCADE',
+      change: 'ALTER TABLE punctual_task_runs ADD CONSTRAINT task_runs_task_fk FOREIGN KEY (task_id) REFERENCES punctual_tasks (id) ON DELETE CASCADE',
     },
   ];
   const spent = new Map<string, Work[]>(variants.map((variant) => [variant.name, []]));

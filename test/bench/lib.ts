@@ -155,7 +155,7 @@ export class BenchDb {
     for (let start = from; start < from + n; start += 500_000) {
       const size = Math.min(500_000, from + n - start);
       await this.exec(
-        `INSERT INTO tasks (type, payload, run_at)
+        `INSERT INTO punctual_tasks (type, payload, run_at)
          SELECT 'close_order', JSON_OBJECT('orderSn', CONCAT('B', seq)), ${runAtSql}
          FROM ${this.numbers(size, start)}`,
       );
@@ -171,7 +171,7 @@ export class BenchDb {
   async closeLateness(): Promise<number[]> {
     const rows = await this.rows<{ late: string }>(
       `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late
-         FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
+         FROM punctual_tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
         WHERE o.closed_at IS NOT NULL`,
     );
     return rows.map((row) => Number(row.late)).sort((a, b) => a - b);

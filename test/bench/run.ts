@@ -59,7 +59,7 @@ function peakRss(server: Server, scenario: string, limitMb?: number): void {
 }
 
 async function doneCount(db: BenchDb): Promise<number> {
-  return db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'");
+  return db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'");
 }
 
 // ── B0 ──────────────────────────────────────────────────────────────────────────────────────
@@ -162,7 +162,7 @@ async function historyCost(db: BenchDb): Promise<void> {
     const p: Record<string, { p50: number; p99: number }> = {};
     for (const history of index % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
       const late = await closeLatenesses(db, `${S} ${label} history ${history}`, N, { RUN_HISTORY: history });
-      const runs = await db.count('SELECT COUNT(*) AS n FROM task_runs');
+      const runs = await db.count('SELECT COUNT(*) AS n FROM punctual_task_runs');
       const expected = history === 'on' ? N : 0;
       record(S, `${label} history ${history}: run rows`, runs, 'rows', { text: `= ${expected}`, ok: runs === expected });
       record(S, `${label} history ${history}: tasks run`, late.length, 'tasks', { text: `= ${N}`, ok: late.length === N });
@@ -202,7 +202,7 @@ async function claimLoop(db: BenchDb, connections: number): Promise<{ rate: numb
         for (;;) {
           await conn.query('BEGIN');
           const [tasks] = await conn.query<mysql.RowDataPacket[]>(
-            `SELECT id, JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) AS orderSn FROM tasks
+            `SELECT id, JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) AS orderSn FROM punctual_tasks
               WHERE status = 'pending' AND run_at <= UTC_TIMESTAMP(3) ORDER BY run_at LIMIT 50 FOR UPDATE SKIP LOCKED`,
           );
           if (tasks.length === 0) {
@@ -230,7 +230,7 @@ async function claimLoop(db: BenchDb, connections: number): Promise<{ rate: numb
               [...returns.flat(), returns.map(([goodsId]) => goodsId)],
             );
           }
-          await conn.query("UPDATE tasks SET status = 'done', attempts = attempts + 1, finished_at = UTC_TIMESTAMP(3) WHERE id IN (?)", [
+          await conn.query("UPDATE punctual_tasks SET status = 'done', attempts = attempts + 1, finished_at = UTC_TIMESTAMP(3) WHERE id IN (?)", [
             tasks.map((task) => task.id),
           ]);
           await conn.query('COMMIT');
@@ -351,7 +351,7 @@ async function batchedInsertRate(db: BenchDb, seconds: number): Promise<number> 
             JSON.stringify({ orderSn: `R${worker}-${i}-${j}` }),
             new Date(Date.now() + 3_600_000),
           ]);
-          await conn.query('INSERT INTO tasks (type, payload, run_at) VALUES ?', [rows]);
+          await conn.query('INSERT INTO punctual_tasks (type, payload, run_at) VALUES ?', [rows]);
           done += INTAKE_BATCH;
         }
       } finally {
@@ -372,7 +372,7 @@ async function intake(db: BenchDb): Promise<void> {
   const server = await startServer(db);
   try {
     const raw = await batchedInsertRate(db, SECONDS);
-    await db.exec('DELETE FROM tasks');
+    await db.exec('DELETE FROM punctual_tasks');
     record(S, `${INTAKE_BATCH}-row INSERT rate`, raw, 'rows/s');
     let sent = 0;
     const result = await autocannon({
@@ -392,7 +392,7 @@ async function intake(db: BenchDb): Promise<void> {
     });
     const acknowledged = result['2xx'];
     const rate = acknowledged / result.duration;
-    const stored = await db.count('SELECT COUNT(*) AS n FROM tasks');
+    const stored = await db.count('SELECT COUNT(*) AS n FROM punctual_tasks');
     record(S, 'POST /tasks rate', rate, 'req/s');
     record(S, 'POST ÷ batched INSERT', rate / raw, '×', { text: '≥ 0.5×', ok: rate / raw >= 0.5 });
     record(S, 'latency p99', result.latency.p99, 'ms', { text: '≤ 50 ms', ok: result.latency.p99 <= 50 });
@@ -533,7 +533,7 @@ async function largePages(db: BenchDb): Promise<void> {
       JSON.stringify({ orderSn: `BIG${first + i}`, note }),
       new Date(Date.now() + 86_400_000 + (first + i) * 1000), // a day away: listed, never armed
     ]);
-    await db.exec('INSERT INTO tasks (type, payload, run_at) VALUES ?', [batch]);
+    await db.exec('INSERT INTO punctual_tasks (type, payload, run_at) VALUES ?', [batch]);
   }
   const server = await startServer(db);
   try {

@@ -42,7 +42,7 @@ async function seed(db: TestDatabase): Promise<void> {
   for (let offset = 0; offset < N; offset += CHUNK) {
     const count = Math.min(CHUNK, N - offset);
     await db.execute(
-      `INSERT INTO tasks (type, payload, run_at)
+      `INSERT INTO punctual_tasks (type, payload, run_at)
        SELECT ELT(1 + seq % 4, 'close_order', 'close_order', 'webhook', 'coupon_expire'), JSON_OBJECT('orderSn', CONCAT('B', seq)),
               ? + INTERVAL ROUND(seq * ${spreadMs / N} * 1000) MICROSECOND
          FROM (SELECT n + ${offset} AS seq FROM bench_numbers WHERE n < ${count}) AS numbers`,
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     const end = new Date(Math.floor(now / HOUR_MS) * HOUR_MS + HOURS * HOUR_MS);
     const window = [from.getTime() / MINUTE_MS, end.getTime() / MINUTE_MS];
     const [[inWindow]] = await database.pool.query<any[]>(
-      "SELECT COUNT(*) AS n FROM tasks FORCE INDEX (tasks_status_run_at) WHERE status = 'pending' AND run_at >= ? AND run_at < ?",
+      "SELECT COUNT(*) AS n FROM punctual_tasks FORCE INDEX (tasks_status_run_at) WHERE status = 'pending' AND run_at >= ? AND run_at < ?",
       [from, end],
     );
     console.log(`pending tasks in the 7-day window: ${Number(inWindow.n).toLocaleString('en')}`);
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
       if (counted !== Number(inWindow.n)) throw new Error(`the chart counted ${counted} tasks, the window holds ${inWindow.n}`);
       started = performance.now();
       await database.pool.query(
-        `SELECT COUNT(*) FROM tasks FORCE INDEX (tasks_type_status_run_minute_run_at)
+        `SELECT COUNT(*) FROM punctual_tasks FORCE INDEX (tasks_type_status_run_minute_run_at)
           WHERE type IN (?) AND status = 'pending' AND run_minute >= ? AND run_minute < ?`,
         [types, ...window],
       );
@@ -106,7 +106,7 @@ async function main(): Promise<void> {
     // table, with each row read for its type.
     const started = performance.now();
     await database.pool.query(
-      `SELECT type, TIMESTAMPDIFF(HOUR, ?, run_at) AS bucket, COUNT(*) AS n FROM tasks FORCE INDEX (tasks_status_run_at)
+      `SELECT type, TIMESTAMPDIFF(HOUR, ?, run_at) AS bucket, COUNT(*) AS n FROM punctual_tasks FORCE INDEX (tasks_status_run_at)
         WHERE status = 'pending' AND run_at >= ? AND run_at < ? GROUP BY type, bucket`,
       [from, from, end],
     );

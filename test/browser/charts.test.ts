@@ -100,10 +100,10 @@ describe('the dashboard charts', () => {
     await create({ type: 'flaky', payload: {}, delayMs: 0 });
     const failing = await create({ type: 'broken', payload: {}, delayMs: 0, maxAttempts: 2 });
     await waitFor(async () => {
-      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status IN ('done', 'failed')");
+      const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status IN ('done', 'failed')");
       return Number(row.n) === 7;
     });
-    const [broke] = await db.query<any[]>('SELECT status FROM tasks WHERE id = ?', [failing]);
+    const [broke] = await db.query<any[]>('SELECT status FROM punctual_tasks WHERE id = ?', [failing]);
     expect(broke.status).toBe('failed');
 
     const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });

@@ -86,7 +86,7 @@ beforeAll(async () => {
     Array.from({ length: 3 }, (_, i) => ({ type: 'flaky', payload: { i }, delayMs: 0, maxAttempts: 1, tags: ['retry:me'] })),
   );
   failedAlone = (await batch([{ type: 'flaky', payload: {}, delayMs: 0, maxAttempts: 1 }]))[0]!;
-  await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'failed'")) === 4, 10_000, 'four failures');
+  await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'failed'")) === 4, 10_000, 'four failures');
   expect((await service.call('POST', '/types/sleepy/pause', undefined, auth)).status).toBe(200);
 }, 15 * 60_000);
 
@@ -282,7 +282,7 @@ describe('the console', { timeout: 90_000 }, () => {
     // The dialog opens on "Go back": Enter there changes nothing.
     await page.keyboard.press('Enter');
     await page.locator('#confirm:not([open])').waitFor({ state: 'attached' });
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled'")).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'")).toBe(0);
 
     await tabTo(page, page.getByRole('link', { name: `task ${wall[51]}`, exact: true }));
     await page.keyboard.press('Enter');
@@ -306,13 +306,13 @@ describe('the console', { timeout: 90_000 }, () => {
     // Go back on the dialog: nothing is sent, nothing changes.
     await page.getByRole('button', { name: 'Go back' }).click();
     await page.locator('#status', { hasText: 'nothing was changed' }).waitFor();
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled'")).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'")).toBe(0);
 
     await page.getByRole('button', { name: 'Cancel selected (3)' }).click();
     await page.getByRole('button', { name: 'Cancel 3 tasks' }).click();
     await page.locator('#status', { hasText: '3 of 3 tasks cancelled' }).waitFor();
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled'")).toBe(3);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled' AND id IN (?)", [chosen])).toBe(3);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'")).toBe(3);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled' AND id IN (?)", [chosen])).toBe(3);
     await page.locator('#views button', { hasText: 'Cancelled 3' }).waitFor();
     await page.locator('#page-info', { hasText: 'of 117' }).waitFor();
 
@@ -336,8 +336,8 @@ describe('the console', { timeout: 90_000 }, () => {
     await page.getByRole('button', { name: 'Cancel selected (17)' }).click();
     await page.getByRole('button', { name: 'Cancel 17 tasks' }).click();
     await page.locator('#page-info', { hasText: '51–100 of 100 · page 2 of 2' }).waitFor();
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled' AND id IN (?)", [last])).toBe(17);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'cancelled'")).toBe(20);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled' AND id IN (?)", [last])).toBe(17);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'")).toBe(20);
     await page.context().close();
   });
 
@@ -350,8 +350,8 @@ describe('the console', { timeout: 90_000 }, () => {
     await page.getByRole('button', { name: 'Retry all failed with tag retry:me' }).click();
     expect(await page.locator('#confirm-text').textContent()).toContain('retry:me');
     await page.getByRole('button', { name: 'Retry them all' }).click();
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'done'", [failedTagged])) === 3);
-    expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE id = ? AND status = 'failed'", [failedAlone])).toBe(1);
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [failedTagged])) === 3);
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'failed'", [failedAlone])).toBe(1);
     await page.locator('#audit-entries tbody tr', { hasText: 'tag:retry:me' }).waitFor();
     await page.context().close();
   });

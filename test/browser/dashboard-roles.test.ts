@@ -33,7 +33,7 @@ beforeAll(async () => {
   for (let i = 0; i < 3; i++)
     await service.call('POST', '/tasks', { type: 'always_fails', payload: { i }, delayMs: 600_000 + i * 1000 }, auth);
   const failing = (await service.call('POST', '/tasks', { type: 'always_fails', payload: {}, delayMs: 0, maxAttempts: 1 }, auth)).body.id;
-  await waitFor(async () => (await db.query<any[]>('SELECT status FROM tasks WHERE id = ?', [failing]))[0].status === 'failed');
+  await waitFor(async () => (await db.query<any[]>('SELECT status FROM punctual_tasks WHERE id = ?', [failing]))[0].status === 'failed');
 });
 
 afterAll(async () => {

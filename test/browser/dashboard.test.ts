@@ -28,7 +28,7 @@ const syncInventory = testHandler('sync_inventory', async () => {
 });
 
 async function status(id: number): Promise<string> {
-  const [row] = await db.query<any[]>('SELECT status FROM tasks WHERE id = ?', [id]);
+  const [row] = await db.query<any[]>('SELECT status FROM punctual_tasks WHERE id = ?', [id]);
   return row.status;
 }
 

@@ -57,7 +57,7 @@ async function open(token: string): Promise<Page> {
 const row = (page: Page) => page.locator('#task-types tbody tr[data-type="partner_webhook"]');
 
 async function paused(): Promise<boolean> {
-  const rows = await db.query<any[]>("SELECT paused FROM type_controls WHERE type = 'partner_webhook'");
+  const rows = await db.query<any[]>("SELECT paused FROM punctual_type_controls WHERE type = 'partner_webhook'");
   return Number(rows[0]?.paused) === 1;
 }
 

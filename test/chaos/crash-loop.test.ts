@@ -33,9 +33,9 @@ describe('crash loop', () => {
           JSON.stringify({ orderSn: order.orderSn }),
           new Date(first + Math.floor(((i + j) * SPREAD_MS) / N)),
         ]);
-      await db.execute('INSERT INTO tasks (type, payload, run_at) VALUES ?', [rows]);
+      await db.execute('INSERT INTO punctual_tasks (type, payload, run_at) VALUES ?', [rows]);
     }
-    const [{ lo, hi }] = await db.query<any[]>('SELECT MIN(id) AS lo, MAX(id) AS hi FROM tasks');
+    const [{ lo, hi }] = await db.query<any[]>('SELECT MIN(id) AS lo, MAX(id) AS hi FROM punctual_tasks');
     const ids = Array.from({ length: Number(hi) - Number(lo) + 1 }, (_, i) => Number(lo) + i);
     const killedAt: number[] = [];
     const doneAtKill: number[] = [];
@@ -54,9 +54,9 @@ describe('crash loop', () => {
       expect(await server.stop()).toBe(0);
     }
     const check = await checkShop(db, orders);
-    const [attempts] = await db.query<any[]>('SELECT MIN(attempts) AS lo, MAX(attempts) AS hi FROM tasks');
+    const [attempts] = await db.query<any[]>('SELECT MIN(attempts) AS lo, MAX(attempts) AS hi FROM punctual_tasks');
     const [late] = await db.query<any[]>(
-      `SELECT MAX(TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at)) / 1e6 AS worst FROM tasks t
+      `SELECT MAX(TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at)) / 1e6 AS worst FROM punctual_tasks t
          JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))`,
     );
     report('crash loop', {

@@ -88,13 +88,13 @@ describe('handler faults', () => {
       const all = [...faulty, ...closes, ...crossedIds];
       await waitFor(
         async () => {
-          const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status IN ('done', 'failed')", [all]);
+          const [row] = await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status IN ('done', 'failed')", [all]);
           return Number(row.n) === all.length;
         },
         60_000,
         'every task to settle',
       );
-      const rows = await db.query<any[]>('SELECT type, status, attempts, last_error FROM tasks WHERE id IN (?)', [all]);
+      const rows = await db.query<any[]>('SELECT type, status, attempts, last_error FROM punctual_tasks WHERE id IN (?)', [all]);
       const of = (type: string) => rows.filter((row) => row.type === type);
       // From the server's own counter, not the log: the crossed closes must really have deadlocked.
       const deadlocksRetried = (await deadlocks()) - deadlocksBefore;

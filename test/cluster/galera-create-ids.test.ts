@@ -78,7 +78,7 @@ describe('create ids on a Galera cluster', () => {
       await Promise.all(ddlLoops);
       for (const other of others) await other.end();
     }
-    const rows = await db.query<any[]>('SELECT id, payload FROM tasks WHERE type = ?', ['ids_kept']);
+    const rows = await db.query<any[]>('SELECT id, payload FROM punctual_tasks WHERE type = ?', ['ids_kept']);
     const tagOf = new Map(
       rows.map((row) => [Number(row.id), (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload).tag]),
     );

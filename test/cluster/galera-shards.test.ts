@@ -164,7 +164,7 @@ describe('shard leases on a Galera cluster', () => {
     const takenDb = await waitFor(
       async () => {
         const [row] = await db.query<({ now: Date; n: number } & RowDataPacket)[]>(
-          'SELECT UTC_TIMESTAMP(3) AS now, COUNT(*) AS n FROM shard_leases WHERE shard IN (?) AND owner IN (?) AND lease_until > UTC_TIMESTAMP(3)',
+          'SELECT UTC_TIMESTAMP(3) AS now, COUNT(*) AS n FROM punctual_shard_leases WHERE shard IN (?) AND owner IN (?) AND lease_until > UTC_TIMESTAMP(3)',
           [shards, [a.id, c.id]],
         );
         return Number(row!.n) === shards.length ? row!.now.getTime() : undefined;
@@ -206,7 +206,7 @@ describe('shard leases on a Galera cluster', () => {
     const watch = (async () => {
       while (watching) {
         const rows = await db.query<({ shard: number; owner: string | null; valid: number } & RowDataPacket)[]>(
-          'SELECT shard, owner, lease_until > UTC_TIMESTAMP(3) AS valid FROM shard_leases',
+          'SELECT shard, owner, lease_until > UTC_TIMESTAMP(3) AS valid FROM punctual_shard_leases',
         );
         const now = Date.now();
         for (const row of rows) {
@@ -273,7 +273,7 @@ describe('shard leases on a Galera cluster', () => {
     const list = take(600);
     const due = Date.now() + 9000;
     const rows = list.map((order) => ['close_order', JSON.stringify({ orderSn: order.orderSn }), new Date(due)]);
-    await db.execute('INSERT INTO tasks (type, payload, run_at) VALUES ?', [rows]);
+    await db.execute('INSERT INTO punctual_tasks (type, payload, run_at) VALUES ?', [rows]);
     const ids = await idsOf(db, list);
     expect(ids).toHaveLength(list.length);
     await waitFor(

@@ -47,8 +47,8 @@ describe('pull workers on a Galera cluster', () => {
       JSON.stringify({ n }),
       new Date(firstDue + Math.floor((n * 4000) / TASKS)),
     ]);
-    await db.execute('INSERT INTO tasks (type, payload, run_at) VALUES ?', [rows]);
-    const [inserted] = await db.query<({ n: number } & RowDataPacket)[]>('SELECT COUNT(*) AS n FROM tasks WHERE type = ?', [TYPE]);
+    await db.execute('INSERT INTO punctual_tasks (type, payload, run_at) VALUES ?', [rows]);
+    const [inserted] = await db.query<({ n: number } & RowDataPacket)[]>('SELECT COUNT(*) AS n FROM punctual_tasks WHERE type = ?', [TYPE]);
     expect(Number(inserted!.n)).toBe(TASKS);
 
     /** The ledger: one entry per task received, by which process, and when. */
@@ -90,7 +90,7 @@ describe('pull workers on a Galera cluster', () => {
     const byProcess = members.map((_, by) => ledger.filter((entry) => entry.by === by).length);
     const late = ledger.map(({ task, receivedAt }) => receivedAt - Date.parse(task.runAt));
     const [done] = await db.query<({ n: number; attempts: number } & RowDataPacket)[]>(
-      "SELECT COUNT(*) AS n, SUM(attempts) AS attempts FROM tasks WHERE type = ? AND status = 'done'",
+      "SELECT COUNT(*) AS n, SUM(attempts) AS attempts FROM punctual_tasks WHERE type = ? AND status = 'done'",
       [TYPE],
     );
     console.log(

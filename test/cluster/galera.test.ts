@@ -34,7 +34,7 @@ async function createThroughBoth(list: Order[], firstInMs: number, spreadMs: num
 }
 
 async function maxAttempts(ids: number[]): Promise<number> {
-  const [row] = await db.query<mysql.RowDataPacket[]>('SELECT MAX(attempts) AS n FROM tasks WHERE id IN (?)', [ids]);
+  const [row] = await db.query<mysql.RowDataPacket[]>('SELECT MAX(attempts) AS n FROM punctual_tasks WHERE id IN (?)', [ids]);
   return Number(row?.n);
 }
 

@@ -30,7 +30,7 @@ export async function startMembers(envs: Record<string, string>[], timeoutMs?: n
 /** Shards with a valid lease, by owner. */
 export async function leaseCounts(db: TestDatabase): Promise<Map<string, number>> {
   const rows = await db.query<({ owner: string; n: number } & RowDataPacket)[]>(
-    'SELECT owner, COUNT(*) AS n FROM shard_leases WHERE owner IS NOT NULL AND lease_until > UTC_TIMESTAMP(3) GROUP BY owner',
+    'SELECT owner, COUNT(*) AS n FROM punctual_shard_leases WHERE owner IS NOT NULL AND lease_until > UTC_TIMESTAMP(3) GROUP BY owner',
   );
   return new Map(rows.map((row) => [row.owner, Number(row.n)]));
 }
@@ -38,7 +38,7 @@ export async function leaseCounts(db: TestDatabase): Promise<Map<string, number>
 /** The shards `owner` holds a valid lease of. */
 export async function shardsOf(db: TestDatabase, owner: string): Promise<Set<number>> {
   const rows = await db.query<({ shard: number } & RowDataPacket)[]>(
-    'SELECT shard FROM shard_leases WHERE owner = ? AND lease_until > UTC_TIMESTAMP(3)',
+    'SELECT shard FROM punctual_shard_leases WHERE owner = ? AND lease_until > UTC_TIMESTAMP(3)',
     [owner],
   );
   return new Set(rows.map((row) => Number(row.shard)));
@@ -115,14 +115,14 @@ export async function enqueue(
   if (ids.length !== half) throw new Error(`created ${ids.length} tasks through the API, not ${half}`);
   // A shop's own inserts, with every other column left to its default.
   const rows = orders.slice(half).map((order, i) => ['close_order', JSON.stringify({ orderSn: order.orderSn }), new Date(runAt(half + i))]);
-  await db.execute('INSERT INTO tasks (type, payload, run_at) VALUES ?', [rows]);
+  await db.execute('INSERT INTO punctual_tasks (type, payload, run_at) VALUES ?', [rows]);
   return idsOf(db, orders);
 }
 
 /** The ids of the close_order tasks of `orders`. */
 export async function idsOf(db: TestDatabase, orders: Order[]): Promise<number[]> {
   const rows = await db.query<({ id: number } & RowDataPacket)[]>(
-    "SELECT id FROM tasks WHERE JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) IN (?) ORDER BY id",
+    "SELECT id FROM punctual_tasks WHERE JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) IN (?) ORDER BY id",
     [orders.map((order) => order.orderSn)],
   );
   return rows.map((row) => Number(row.id));
@@ -130,14 +130,14 @@ export async function idsOf(db: TestDatabase, orders: Order[]): Promise<number[]
 
 /** Every task of the test's database (they are all the test's). */
 export async function allIds(db: TestDatabase): Promise<number[]> {
-  return (await db.query<({ id: number } & RowDataPacket)[]>('SELECT id FROM tasks ORDER BY id')).map((row) => Number(row.id));
+  return (await db.query<({ id: number } & RowDataPacket)[]>('SELECT id FROM punctual_tasks ORDER BY id')).map((row) => Number(row.id));
 }
 
 /** Pending tasks whose shard is in `shards`. */
 export async function pendingIn(db: TestDatabase, shards: Set<number>): Promise<number> {
   if (shards.size === 0) return 0;
   const [row] = await db.query<({ n: number } & RowDataPacket)[]>(
-    "SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending' AND id MOD 256 IN (?)",
+    "SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'pending' AND id MOD 256 IN (?)",
     [[...shards]],
   );
   return Number(row?.n ?? 0);

@@ -22,7 +22,7 @@ export async function createShop(db: TestDatabase, goodsCount = 20, initialStock
     closed_at DATETIME(3) NULL)`);
   // One row per committed completion (its own key), so two completions of one task are two rows.
   await db.execute('CREATE TABLE close_runs (id BIGINT AUTO_INCREMENT PRIMARY KEY, task_id BIGINT UNSIGNED NOT NULL, KEY (task_id))');
-  await db.execute(`CREATE TRIGGER tasks_close_runs AFTER UPDATE ON tasks FOR EACH ROW
+  await db.execute(`CREATE TRIGGER tasks_close_runs AFTER UPDATE ON punctual_tasks FOR EACH ROW
     INSERT INTO close_runs (task_id) SELECT NEW.id FROM DUAL WHERE NEW.status = 'done' AND NEW.type = 'close_order'`);
   const rows = Array.from({ length: goodsCount }, (_, i) => [i + 1, initialStock]);
   await db.execute('INSERT INTO goods (id, stock) VALUES ?', [rows]);
@@ -118,7 +118,7 @@ export interface Lateness {
 export async function closeLateness(db: TestDatabase, ids: number[]): Promise<Lateness[]> {
   const rows = await db.query<({ id: number; run_at: Date; late: string | null } & import('mysql2').RowDataPacket)[]>(
     `SELECT t.id, t.run_at, TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late
-       FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
+       FROM punctual_tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
       WHERE t.id IN (?) ORDER BY t.id`,
     [ids],
   );
@@ -128,7 +128,7 @@ export async function closeLateness(db: TestDatabase, ids: number[]): Promise<La
 /** How many of `ids` have `status`. */
 export async function countStatus(db: TestDatabase, status: string, ids: number[]): Promise<number> {
   const [row] = await db.query<({ n: number } & import('mysql2').RowDataPacket)[]>(
-    'SELECT COUNT(*) AS n FROM tasks WHERE status = ? AND id IN (?)',
+    'SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = ? AND id IN (?)',
     [status, ids],
   );
   return Number(row?.n ?? 0);

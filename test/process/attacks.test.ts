@@ -126,12 +126,12 @@ async function createTask(body: Record<string, unknown>, headers: Record<string,
 }
 
 async function statusOf(id: number): Promise<string> {
-  const [row] = await db.query<any[]>('SELECT status FROM tasks WHERE id = ?', [id]);
+  const [row] = await db.query<any[]>('SELECT status FROM punctual_tasks WHERE id = ?', [id]);
   return row.status;
 }
 
 async function taskCount(): Promise<number> {
-  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
   return Number(row.n);
 }
 

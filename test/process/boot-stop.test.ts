@@ -85,11 +85,11 @@ describe('SIGTERM while booting', () => {
     const own = await createTestDatabase('bootstop_load');
     const shop = await own.pool.getConnection();
     try {
-      const inserted = await own.execute("INSERT INTO tasks (type, payload, run_at, misfire) VALUES ('close_order', '{}', ?, 'skip')", [
+      const inserted = await own.execute("INSERT INTO punctual_tasks (type, payload, run_at, misfire) VALUES ('close_order', '{}', ?, 'skip')", [
         new Date(Date.now() - 3_600_000),
       ]);
       await shop.query('BEGIN');
-      await shop.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [inserted.insertId]);
+      await shop.query('SELECT id FROM punctual_tasks WHERE id = ? FOR UPDATE', [inserted.insertId]);
       const server = boot({ DATABASE_URL: own.url, LOCK_WAIT_TIMEOUT_S: '60' });
       try {
         await waitFor(

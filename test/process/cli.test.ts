@@ -103,8 +103,8 @@ describe('punctual migrate and doctor', () => {
       const dry = await punctual(['migrate', '--dry-run'], { DATABASE_URL: url });
       expect(dry.code).toBe(0);
       expect(dry.stdout).toContain('-- 0000_tasks.sql');
-      expect(dry.stdout).toContain('CREATE TABLE `task_runs`');
-      expect(dry.stdout).toContain('CREATE TABLE `audit_log`');
+      expect(dry.stdout).toContain('CREATE TABLE `punctual_task_runs`');
+      expect(dry.stdout).toContain('CREATE TABLE `punctual_audit_log`');
       const [schemas] = await admin.query<mysql.RowDataPacket[]>('SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [name]);
       expect(schemas).toHaveLength(0);
       const applied = await punctual(['migrate'], { DATABASE_URL: url });
@@ -112,7 +112,7 @@ describe('punctual migrate and doctor', () => {
       const [tables] = await admin.query<mysql.RowDataPacket[]>('SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [
         name,
       ]);
-      expect(tables.map((row) => row.TABLE_NAME)).toContain('task_runs');
+      expect(tables.map((row) => row.TABLE_NAME)).toContain('punctual_task_runs');
       expect((await punctual(['migrate', '--dry-run'], { DATABASE_URL: url })).stdout).toContain('is up to date: nothing to apply');
     } finally {
       await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
@@ -271,7 +271,7 @@ describe('punctual export and import', () => {
         expireAfterMs: 60_000,
         group: 'merchant-0',
       });
-      const [count] = await target.query<any>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending'");
+      const [count] = await target.query<any>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'pending'");
       expect(Number(count.n)).toBe(3);
       // A bad line is named, and the others still go in.
       writeFileSync(

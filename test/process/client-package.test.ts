@@ -146,7 +146,7 @@ console.log(JSON.stringify({ id: task.id, created, status: cancelled.status, sel
       const output = await run(process.execPath, ['close.mjs'], project, { PUNCTUAL_URL: baseUrl, PUNCTUAL_TOKEN: TOKEN });
       const answer = JSON.parse(output);
       expect(answer).toMatchObject({ created: true, status: 'cancelled', self: expect.any(String) });
-      const rows = await db.query("SELECT id, status FROM tasks WHERE task_key = 'close_order:PKG1'");
+      const rows = await db.query("SELECT id, status FROM punctual_tasks WHERE task_key = 'close_order:PKG1'");
       expect(rows).toEqual([{ id: answer.id, status: 'cancelled' }]);
     });
   });

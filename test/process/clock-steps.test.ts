@@ -63,7 +63,7 @@ async function closes(count: number, when: (i: number) => { delayMs: number } | 
     server!,
     picked.map((order, i) => ({ type: 'close_order', payload: { orderSn: order.orderSn }, ...when(i) })),
   );
-  const rows = await db.query<any[]>('SELECT id, run_at FROM tasks WHERE id IN (?) ORDER BY id', [ids]);
+  const rows = await db.query<any[]>('SELECT id, run_at FROM punctual_tasks WHERE id IN (?) ORDER BY id', [ids]);
   const runAt = new Map(rows.map((row) => [Number(row.id), (row.run_at as Date).getTime()]));
   // In id order, as runs() answers.
   return ids.map((id, i) => ({ id, runAt: runAt.get(id)!, order: picked[i]! })).sort((a, b) => a.id - b.id);
@@ -84,7 +84,7 @@ async function runs(tasks: Created[]): Promise<Run[]> {
   const rows = await db.query<any[]>(
     `SELECT t.id, t.status, t.attempts, o.closed_at, t.run_at > UTC_TIMESTAMP(3) AS future,
             (SELECT COUNT(*) FROM close_runs c WHERE c.task_id = t.id) AS closes
-       FROM tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
+       FROM punctual_tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
       WHERE t.id IN (?) ORDER BY t.id`,
     [tasks.map((task) => task.id)],
   );
@@ -122,7 +122,7 @@ describe('wall-clock steps (libfaketime)', () => {
     await start();
     clock.setOffset(3600);
     const [task] = await closes(1, () => ({ delayMs: 3 * MINUTE }));
-    const [row] = await db.query<any[]>('SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), created_at) AS ahead FROM tasks WHERE id = ?', [
+    const [row] = await db.query<any[]>('SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(3), created_at) AS ahead FROM punctual_tasks WHERE id = ?', [
       task!.id,
     ]);
     expect(Math.abs(Number(row.ahead) - 3600)).toBeLessThan(5); // the server's now is an hour ahead of the database's

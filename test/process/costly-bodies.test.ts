@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 async function taskCount(): Promise<number> {
-  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+  const [row] = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
   return Number(row.n);
 }
 

@@ -51,7 +51,7 @@ describe('kill -9', () => {
       expect(kills[2]).toBeLessThan(ids.length);
       const check = await checkShop(db, orders);
       expect(check).toMatchObject({ closed: orders.length, runs: orders.length, ranTwice: 0, stockMatches: true });
-      const [attempts] = await db.query<any[]>('SELECT MAX(attempts) AS most, MIN(attempts) AS least FROM tasks WHERE id IN (?)', [ids]);
+      const [attempts] = await db.query<any[]>('SELECT MAX(attempts) AS most, MIN(attempts) AS least FROM punctual_tasks WHERE id IN (?)', [ids]);
       expect([Number(attempts.least), Number(attempts.most)]).toEqual([1, 1]);
     } finally {
       expect(await server.stop()).toBe(0);

@@ -61,13 +61,13 @@ describe('event streams whose clients do not read', () => {
     const streams = await Promise.all(Array.from({ length: STREAMS }, () => stalledStream()));
     // A task to hang the runs on, and 20,000 runs of it with 2 KB errors, straight into the history.
     const { insertId: taskId } = await db.execute(
-      "INSERT INTO tasks (type, payload, run_at, status) VALUES ('close_order', '{}', NOW(3), 'failed')",
+      "INSERT INTO punctual_tasks (type, payload, run_at, status) VALUES ('close_order', '{}', NOW(3), 'failed')",
     );
     const error = 'x'.repeat(2000);
     for (let start = 0; start < RUNS; start += 2000) {
       const rows = Array.from({ length: 2000 }, (_, i) => [taskId, start + i + 1, 'retry', error, 'a-process']);
       await db.execute(
-        'INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, process) ' +
+        'INSERT INTO punctual_task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, process) ' +
           `VALUES ${rows.map(() => '(?, ?, ?, NOW(3), NOW(3), NOW(3), 0, 1, ?, ?)').join(', ')}`,
         rows.flat(),
       );

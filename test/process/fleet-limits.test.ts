@@ -100,7 +100,7 @@ function mostPerSecond(group: Group, windowMs = 1000): number {
 async function liveRunSlotsOf(pid: number): Promise<{ held: number; first: number; last: number }> {
   const slow = createHash('sha256').update('slow').digest('base64url').slice(0, 22);
   const [row] = await db.query<RowDataPacket[]>(
-    'SELECT COUNT(*) AS n, MIN(leased_until) AS first, MAX(leased_until) AS last FROM limit_slots ' +
+    'SELECT COUNT(*) AS n, MIN(leased_until) AS first, MAX(leased_until) AS last FROM punctual_limit_slots ' +
       "WHERE kind = 'run' AND group_digest = ? AND holder LIKE ? AND leased_until > UTC_TIMESTAMP(3)",
     [slow, `%:${pid}:%`],
   );

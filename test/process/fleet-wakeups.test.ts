@@ -54,9 +54,9 @@ afterAll(async () => {
 
 /** Three processes; `balanced`: once they share the shards out (else at once, as a deploy goes on). */
 async function startFleet(balanced: boolean): Promise<ServerProcess[]> {
-  await db.query('DELETE FROM tasks');
-  await db.query('DELETE FROM type_controls');
-  await db.query('DELETE FROM limit_slots');
+  await db.query('DELETE FROM punctual_tasks');
+  await db.query('DELETE FROM punctual_type_controls');
+  await db.query('DELETE FROM punctual_limit_slots');
   calls = [];
   mostInFlight = 0;
   const env = {
@@ -73,7 +73,7 @@ async function startFleet(balanced: boolean): Promise<ServerProcess[]> {
     await waitFor(
       async () => {
         const [row] = await db.query<any[]>(
-          'SELECT COUNT(*) AS n, COUNT(DISTINCT owner) AS owners FROM shard_leases WHERE lease_until > UTC_TIMESTAMP(3)',
+          'SELECT COUNT(*) AS n, COUNT(DISTINCT owner) AS owners FROM punctual_shard_leases WHERE lease_until > UTC_TIMESTAMP(3)',
         );
         return Number(row.n) === 256 && Number(row.owners) === 3;
       },
@@ -113,14 +113,14 @@ describe('flow control across three processes', () => {
     // 30 calls of 400 ms, two at a time: 6 s at the limit; every one of them well within 30 s.
     await waitFor(async () => delivered().size === COUNT, 30_000, 'every held task to be delivered').catch(async (error) => {
       const rows = await db.query<any[]>(
-        "SELECT id, id MOD 256 AS shard, status, attempts, lease_owner FROM tasks WHERE status = 'pending'",
+        "SELECT id, id MOD 256 AS shard, status, attempts, lease_owner FROM punctual_tasks WHERE status = 'pending'",
       );
       const states = await Promise.all(
         servers.map(async (server) =>
           ((await server.request('GET', '/types')).body.types as { type: string }[]).find((t) => t.type === 'webhook'),
         ),
       );
-      const slots = await db.query<any[]>('SELECT * FROM limit_slots');
+      const slots = await db.query<any[]>('SELECT * FROM punctual_limit_slots');
       throw new Error(
         `${(error as Error).message}: ${COUNT - delivered().size} stranded, pending rows ${JSON.stringify(rows)}, ` +
           `the processes' webhook type ${JSON.stringify(states)}, slots ${JSON.stringify(slots)}`,
@@ -137,7 +137,7 @@ describe('flow control across three processes', () => {
     expect(pausedAt).toBeLessThan(resumedAt);
     expect(mostInFlight).toBeLessThanOrEqual(2);
     await waitFor(
-      async () => Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'"))[0].n) === COUNT,
+      async () => Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'"))[0].n) === COUNT,
       5_000,
       'every task done',
     );

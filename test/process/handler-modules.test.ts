@@ -88,7 +88,7 @@ describe('a handler module', () => {
     try {
       await waitFor(
         async () =>
-          Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids]))[0].n) === count,
+          Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done' AND id IN (?)", [ids]))[0].n) === count,
         30_000,
         'every task to run',
       );
@@ -101,7 +101,7 @@ describe('a handler module', () => {
       expect([Number(ledger.low), Number(ledger.high)]).toEqual([Math.min(...ids), Math.max(...ids)]);
       // A second run would have met the primary key and used another attempt: none did.
       const [attempts] = await db.query<any[]>(
-        'SELECT MIN(attempts) AS least, MAX(attempts) AS most, COUNT(last_error) AS errors FROM tasks WHERE id IN (?)',
+        'SELECT MIN(attempts) AS least, MAX(attempts) AS most, COUNT(last_error) AS errors FROM punctual_tasks WHERE id IN (?)',
         [ids],
       );
       expect([Number(attempts.least), Number(attempts.most), Number(attempts.errors)]).toEqual([1, 1, 0]);
@@ -144,11 +144,11 @@ describe('a handler module', () => {
       );
       await waitFor(
         async () =>
-          Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids]))[0].n) === ids.length,
+          Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done' AND id IN (?)", [ids]))[0].n) === ids.length,
         20_000,
         'every outside task to be done',
       );
-      const tasks = await db.query<any[]>('SELECT id, attempts, created_at FROM tasks WHERE id IN (?) ORDER BY id', [ids]);
+      const tasks = await db.query<any[]>('SELECT id, attempts, created_at FROM punctual_tasks WHERE id IN (?) ORDER BY id', [ids]);
       for (const task of tasks) {
         const mine = calls.filter((call) => call.task === Number(task.id));
         expect(mine.map((call) => call.attempt)).toEqual([1, 2]);
@@ -160,7 +160,7 @@ describe('a handler module', () => {
     });
 
     it('validates a create by the module’s schema: a 400 naming the field, nothing written', async () => {
-      const before = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+      const before = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
       const tooLong = await server.request('POST', '/tasks', { type: 'ledger_write', payload: { note: 'x'.repeat(33) }, delayMs: 0 });
       expect(tooLong.status).toBe(400);
       expect(tooLong.body.message).toContain('payload/note');
@@ -169,7 +169,7 @@ describe('a handler module', () => {
       const batch = await server.request('POST', '/tasks/batch', { tasks: [{ type: 'ledger_write', payload: {}, delayMs: 0 }] });
       expect(batch.body.results[0].status).toBe(400);
       expect(batch.body.results[0].message).toContain('note');
-      expect(await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks')).toEqual(before);
+      expect(await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks')).toEqual(before);
     });
 
     it('lists both types in /types, OpenAPI and /metrics', async () => {

@@ -32,7 +32,7 @@ beforeAll(async () => {
       // A day away: pending, listed, never armed during the test.
       new Date(Date.now() + 86_400_000 + (first + i) * 1000),
     ]);
-    await db.execute('INSERT INTO tasks (type, payload, run_at) VALUES ?', [rows]);
+    await db.execute('INSERT INTO punctual_tasks (type, payload, run_at) VALUES ?', [rows]);
   }
 });
 

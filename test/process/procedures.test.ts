@@ -37,9 +37,9 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const statusOf = async (id: number) => (await db.query<any[]>('SELECT status, attempts, last_error FROM tasks WHERE id = ?', [id]))[0];
+const statusOf = async (id: number) => (await db.query<any[]>('SELECT status, attempts, last_error FROM punctual_tasks WHERE id = ?', [id]))[0];
 const doneCount = async (ids: number[]) =>
-  Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids]))[0].n);
+  Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done' AND id IN (?)", [ids]))[0].n);
 
 describe('a procedure as a task type', () => {
   it('closes each order exactly once through kill -9 mid-run', async () => {
@@ -69,7 +69,7 @@ describe('a procedure as a task type', () => {
       const stock = await shop.query<any[]>('SELECT id, stock FROM sku ORDER BY id');
       expect(new Map(stock.map((row) => [Number(row.id), Number(row.stock)]))).toEqual(expectedStock(orders));
       const [attempts] = await db.query<any[]>(
-        'SELECT MIN(attempts) AS least, MAX(attempts) AS most, COUNT(last_error) AS errors FROM tasks WHERE id IN (?)',
+        'SELECT MIN(attempts) AS least, MAX(attempts) AS most, COUNT(last_error) AS errors FROM punctual_tasks WHERE id IN (?)',
         [ids],
       );
       expect([Number(attempts.least), Number(attempts.most), Number(attempts.errors)]).toEqual([1, 1, 0]);
@@ -172,14 +172,14 @@ describe('a procedure as a task type', () => {
       ['a missing field', { p_sale_id: 7, p_starts: '2026-12-01 10:00:00' }, 'p_label'],
       ['an unknown field', { p_sale_id: 7, p_label: 'spring', p_starts: '2026-12-01 10:00:00', p_discount: 5 }, 'p_discount'],
     ])('refuses a create with %s against PARAMETERS: 400 naming the field, nothing written', async (_, payload, field) => {
-      const before = await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks');
+      const before = await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks');
       const single = await server.request('POST', '/tasks', { type: 'start_sale', payload, delayMs: 0 });
       expect(single.status).toBe(400);
       expect(single.body.message).toContain(field);
       const batch = await server.request('POST', '/tasks/batch', { tasks: [{ type: 'start_sale', payload, delayMs: 0 }] });
       expect(batch.body.results[0].status).toBe(400);
       expect(batch.body.results[0].message).toContain(field);
-      expect(await db.query<any[]>('SELECT COUNT(*) AS n FROM tasks')).toEqual(before);
+      expect(await db.query<any[]>('SELECT COUNT(*) AS n FROM punctual_tasks')).toEqual(before);
     });
 
     it('runs a good create, and an unqualified procedure from the schema of DATABASE_URL', async () => {

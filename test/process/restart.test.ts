@@ -43,7 +43,7 @@ describe('restart', () => {
     await waitFor(
       async () => {
         const [row] = await db.query<any[]>(
-          'SELECT MAX(run_at) < UTC_TIMESTAMP(3) - INTERVAL 600000 MICROSECOND AS past FROM tasks WHERE id IN (?)',
+          'SELECT MAX(run_at) < UTC_TIMESTAMP(3) - INTERVAL 600000 MICROSECOND AS past FROM punctual_tasks WHERE id IN (?)',
           [[runLate, skip]],
         );
         return Number(row.past) === 1;

@@ -150,7 +150,7 @@ describe('shard leases among several processes', () => {
     // Every task due at one instant, well after the paused process's leases ran out.
     const due = Date.now() + 12_000;
     const rows = orders.map((order) => ['close_order', JSON.stringify({ orderSn: order.orderSn }), new Date(due)]);
-    await db.execute('INSERT INTO tasks (type, payload, run_at) VALUES ?', [rows]);
+    await db.execute('INSERT INTO punctual_tasks (type, payload, run_at) VALUES ?', [rows]);
     const ids = await allIds(db);
     await waitFor(
       async () => (await paused.server.request('GET', '/readyz')).body.armed === (await pendingIn(db, pausedShards)),
@@ -199,7 +199,7 @@ describe('shard leases among several processes', () => {
         const rows = await db.query<({ shard: number; held: number } & RowDataPacket)[]>(
           // Held: a valid lease of a live member (a process that left is no owner, whatever its lease says).
           `SELECT s.shard, s.lease_until > UTC_TIMESTAMP(3) AND m.heartbeat_at > UTC_TIMESTAMP(3) - INTERVAL ${LEASE_MS * 1000} MICROSECOND AS held
-             FROM shard_leases s LEFT JOIN members m ON m.id = s.owner`,
+             FROM punctual_shard_leases s LEFT JOIN punctual_members m ON m.id = s.owner`,
         );
         const now = Date.now();
         for (const row of rows) {

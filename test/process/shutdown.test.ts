@@ -49,7 +49,7 @@ describe('shutdown', () => {
     // Hold the task's row, so a cancel waits on it: a request still in flight when the stop begins.
     const shop = await db.pool.getConnection();
     await shop.query('BEGIN');
-    await shop.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [body.id]);
+    await shop.query('SELECT id FROM punctual_tasks WHERE id = ? FOR UPDATE', [body.id]);
     const [[{ shopId }]] = await shop.query<any[]>('SELECT CONNECTION_ID() AS shopId');
     const cancel = request(`${server.baseUrl}/tasks/${body.id}/cancel`, { method: 'POST', dispatcher: agent });
     await waitFor(async () => (await waitingStatements(shopId)) === 1, 10_000, 'the cancel to wait for the row');

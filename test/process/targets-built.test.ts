@@ -54,7 +54,7 @@ describe('the built service', () => {
       ids.push(created.body.id);
     }
     await waitFor(
-      async () => Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done' AND id IN (?)", [ids]))[0].n) === 3,
+      async () => Number((await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done' AND id IN (?)", [ids]))[0].n) === 3,
       15_000,
       'the three published',
     );

@@ -74,8 +74,8 @@ async function main(): Promise<void> {
         const minute = Math.round((Date.now() - started) / 60_000);
         const { rssMb } = memoryOf(server.child.pid!);
         const heapMb = (metrics.get('nodejs_heap_size_used_bytes') ?? 0) / 2 ** 20;
-        const done = await db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'done'");
-        const pending = await db.count("SELECT COUNT(*) AS n FROM tasks WHERE status = 'pending'");
+        const done = await db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'");
+        const pending = await db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'pending'");
         samples.push({ minute, rssMb, heapMb });
         console.log(
           `minute ${minute}: RSS ${rssMb.toFixed(1)} MB, heap ${heapMb.toFixed(1)} MB, armed ${metrics.get('punctual_armed_timers')}, ` +

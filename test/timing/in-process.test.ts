@@ -48,7 +48,7 @@ describe('on time, in process', () => {
   it('runs a row a shop inserted by SQL within 100 ms of its time', async () => {
     await start();
     const [result] = await db.pool.query<import('mysql2').ResultSetHeader>(
-      "INSERT INTO tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) + INTERVAL 700000 MICROSECOND)",
+      "INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('close_order', JSON_OBJECT('orderSn', ?), UTC_TIMESTAMP(3) + INTERVAL 700000 MICROSECOND)",
       [orders[0]!.orderSn],
     );
     await waitFor(async () => !Number.isNaN((await lateness([result.insertId]))[0]), 5000, 'the inserted task to run');

@@ -71,7 +71,7 @@ describe('precision', () => {
         expect(status).toBe(201);
         expect(body.runAt).toBe(target.toString({ fractionalSecondDigits: 3 }));
         expect(body.runAtLocal).toBe(`${naive.padEnd(23, '0')}+08:00`.replace(/(\.\d{3})\d*/, '$1'));
-        const [row] = await db.query<any[]>('SELECT run_at, created_at FROM tasks WHERE id = ?', [body.id]);
+        const [row] = await db.query<any[]>('SELECT run_at, created_at FROM punctual_tasks WHERE id = ?', [body.id]);
         expect(row.run_at.getTime()).toBe(target.epochMilliseconds);
         expect(Math.abs(row.created_at.getTime() - Date.now())).toBeLessThan(5000);
         await waitFor(async () => !Number.isNaN((await lateness([body.id]))[0]), 5000, 'the task to run');

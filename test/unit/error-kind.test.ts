@@ -6,7 +6,7 @@ import { TimeoutError } from '../../src/util/async.js';
 import { aTask } from '../helpers/tasks.js';
 
 /** As drizzle wraps a driver error: the driver's error as `cause`. */
-const wrapped = (cause: object) => Object.assign(new Error('Failed query: UPDATE tasks …'), { cause });
+const wrapped = (cause: object) => Object.assign(new Error('Failed query: UPDATE punctual_tasks …'), { cause });
 const deadlock = wrapped({ errno: 1213, code: 'ER_LOCK_DEADLOCK', message: 'Deadlock found' });
 const lockWait = wrapped({ errno: 1205, code: 'ER_LOCK_WAIT_TIMEOUT', message: 'Lock wait timeout exceeded' });
 const lost = wrapped({ code: 'PROTOCOL_CONNECTION_LOST', fatal: true, message: 'Connection lost: The server closed the connection.' });

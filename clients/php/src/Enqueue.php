@@ -44,7 +44,7 @@ final class Enqueue
      * the task's id. Give exactly one of `runAt` (ISO-8601 with an offset, naive local with
      * `timezone`, epoch milliseconds, or a DateTimeInterface) and `delayMs`.
      *
-     * @param string $table punctual's table, e.g. "punctual.tasks" when it lives in another schema
+     * @param string $table punctual's table, punctual_tasks, or e.g. "punctual.punctual_tasks" when it lives in another schema
      * @param int|null $nowMs the clock, in epoch ms (tests); default the system clock
      * @throws InvalidTaskException what the API would refuse with a 400; nothing was written
      * @throws KeyConflictException the key names a task with other content; nothing was written
@@ -60,14 +60,14 @@ final class Enqueue
         ?string $key = null,
         ?int $maxAttempts = null,
         ?string $misfire = null,
-        string $table = 'tasks',
+        string $table = 'punctual_tasks',
         ?int $nowMs = null,
     ): int {
         if (!$pdo->inTransaction()) {
             throw new \LogicException('Enqueue::inTransaction needs the transaction of the order: call $pdo->beginTransaction() first');
         }
         if (!preg_match('/^[A-Za-z0-9_$]{1,64}(\.[A-Za-z0-9_$]{1,64})?$/', $table)) {
-            throw new \InvalidArgumentException("table must be a table name such as tasks or punctual.tasks, got {$table}");
+            throw new \InvalidArgumentException("table must be a table name such as punctual_tasks or punctual.punctual_tasks, got {$table}");
         }
         $row = self::validate($type, $payload, $runAt, $delayMs, $timezone, $key, $maxAttempts, $misfire, $nowMs ?? (int) floor(microtime(true) * 1000));
         $quoted = implode('.', array_map(static fn (string $part) => "`{$part}`", explode('.', $table)));

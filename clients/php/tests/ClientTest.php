@@ -398,7 +398,7 @@ final class ClientTest extends ServiceTestCase
         $created = $client->create('close_order', ['orderSn' => $key], runAt: '2027-03-01T00:00:00Z', key: $key);
         self::assertSame([true], $retries);
         self::assertFalse($created->created, 'the second send finds the task the first one made');
-        self::assertSame(1, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM tasks WHERE task_key = ?', [$key]));
+        self::assertSame(1, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM punctual_tasks WHERE task_key = ?', [$key]));
         self::assertSame([201, 200], array_column(self::$receiver->requests($name), 'forwardedStatus'));
     }
 
@@ -419,7 +419,7 @@ final class ClientTest extends ServiceTestCase
             self::assertSame(1, $error->attempts);
         }
         self::assertSame(0, $retries);
-        self::assertSame(1, (int) self::scalar($pdo, "SELECT COUNT(*) FROM tasks WHERE JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) = ?", [$sn]));
+        self::assertSame(1, (int) self::scalar($pdo, "SELECT COUNT(*) FROM punctual_tasks WHERE JSON_UNQUOTE(JSON_EXTRACT(payload, '$.orderSn')) = ?", [$sn]));
         self::assertCount(1, self::$receiver->requests($name));
     }
 }

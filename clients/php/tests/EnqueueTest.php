@@ -62,7 +62,7 @@ final class EnqueueTest extends ServiceTestCase
         $refill = (int) getenv('PUNCTUAL_REFILL_INTERVAL_MS');
         usleep(2 * $refill * 1000); // and one more refill period on top
 
-        self::assertSame(0, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM tasks WHERE id = ? OR task_key = ?', [$id, "close_order:{$sn}"]));
+        self::assertSame(0, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM punctual_tasks WHERE id = ? OR task_key = ?', [$id, "close_order:{$sn}"]));
         self::assertSame(0, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM close_runs WHERE task_id = ?', [$id]));
         $this->expectException(NotFoundException::class);
         $client->getByKey("close_order:{$sn}");
@@ -124,7 +124,7 @@ final class EnqueueTest extends ServiceTestCase
             'misfire' => [['delayMs' => 0, 'misfire' => 'later']],
             'payload' => [['delayMs' => 0, 'payload' => ['orderSn' => 'x', 'extra' => 1]], ['delayMs' => 0, 'payload' => []], ['delayMs' => 0, 'payload' => ['orderSn' => str_repeat('x', 65)]], ['delayMs' => 0, 'payload' => ['orderSn' => 'x', 'deep' => $deep]]],
         ];
-        $rowsBefore = (int) self::scalar($pdo, 'SELECT COUNT(*) FROM tasks');
+        $rowsBefore = (int) self::scalar($pdo, 'SELECT COUNT(*) FROM punctual_tasks');
         foreach ($bad as $field => $cases) {
             foreach ($cases as $case) {
                 $args = $case + ['payload' => ['orderSn' => self::unique('BAD')]];
@@ -146,7 +146,7 @@ final class EnqueueTest extends ServiceTestCase
                 }
             }
         }
-        self::assertSame($rowsBefore, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM tasks'));
+        self::assertSame($rowsBefore, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM punctual_tasks'));
     }
 
     public function testAKeyRepeatedWithTheSameTaskAnswersItAndWithAnotherConflicts(): void
@@ -167,7 +167,7 @@ final class EnqueueTest extends ServiceTestCase
         $pdo->prepare("INSERT INTO orders (order_sn, status, items) VALUES (?, 'paid', '[]')")->execute(["{$sn}-after"]);
         $pdo->commit();
         self::assertSame('paid', self::scalar($pdo, 'SELECT status FROM orders WHERE order_sn = ?', ["{$sn}-after"]));
-        self::assertSame(1, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM tasks WHERE task_key = ?', ["close_order:{$sn}"]));
+        self::assertSame(1, (int) self::scalar($pdo, 'SELECT COUNT(*) FROM punctual_tasks WHERE task_key = ?', ["close_order:{$sn}"]));
 
         // delayMs again: "the same" is the same delay after the task's creation, as in the API.
         $delayed = self::unique('DLY');
@@ -195,7 +195,7 @@ final class EnqueueTest extends ServiceTestCase
         $pdo->beginTransaction();
         try {
             $id = Enqueue::inTransaction($pdo, 'deep_payload', $nested(31), delayMs: 3_600_000);
-            self::assertSame(31, (int) self::scalar($pdo, "SELECT JSON_DEPTH(payload) - 1 FROM tasks WHERE id = {$id}"));
+            self::assertSame(31, (int) self::scalar($pdo, "SELECT JSON_DEPTH(payload) - 1 FROM punctual_tasks WHERE id = {$id}"));
         } finally {
             $pdo->rollBack();
         }

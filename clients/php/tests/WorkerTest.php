@@ -23,7 +23,7 @@ final class WorkerTest extends ServiceTestCase
 
     private static function row(int $id): array
     {
-        $statement = self::pdo()->prepare('SELECT status, attempts, last_error FROM tasks WHERE id = ?');
+        $statement = self::pdo()->prepare('SELECT status, attempts, last_error FROM punctual_tasks WHERE id = ?');
         $statement->execute([$id]);
         return $statement->fetch(\PDO::FETCH_ASSOC);
     }
@@ -48,7 +48,7 @@ final class WorkerTest extends ServiceTestCase
         self::assertSame(['status' => 'done', 'attempts' => 1, 'last_error' => null], self::row($ok));
         // lastError describes the latest run (done): the first attempt's error is in its run history.
         self::assertSame(['status' => 'done', 'attempts' => 2, 'last_error' => null], self::row($retry));
-        $runs = self::pdo()->prepare('SELECT attempt, outcome, error FROM task_runs WHERE task_id = ? ORDER BY attempt');
+        $runs = self::pdo()->prepare('SELECT attempt, outcome, error FROM punctual_task_runs WHERE task_id = ? ORDER BY attempt');
         $runs->execute([$retry]);
         self::assertSame(
             [['attempt' => 1, 'outcome' => 'retry', 'error' => 'member locked, try later'], ['attempt' => 2, 'outcome' => 'done', 'error' => null]],
