@@ -312,7 +312,7 @@ export const SQL = {
   expiredIds: `SELECT id FROM punctual_tasks
     WHERE status = ? AND finished_at < ?
       AND NOT (cron IS NOT NULL AND series_id IS NULL
-        AND EXISTS (SELECT 1 FROM punctual_tasks occurrence WHERE occurrence.series_id = tasks.id AND occurrence.status IN ('pending', 'running')))
+        AND EXISTS (SELECT 1 FROM punctual_tasks occurrence WHERE occurrence.series_id = punctual_tasks.id AND occurrence.status IN ('pending', 'running')))
     LIMIT ?`,
   /**
    * Those among ? still in status ? and finished before ?, by primary key, locked, as [id]: a
