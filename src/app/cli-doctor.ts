@@ -18,8 +18,11 @@ export interface Check {
   says: string;
 }
 
-/** The privileges punctual's migrations and runs use on its database. */
-export const NEEDED_GRANTS = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'ALTER', 'INDEX', 'REFERENCES'] as const;
+/**
+ * The privileges punctual's migrations and runs use on its database. CREATE VIEW: migration 0020
+ * makes the `punctual_*` views over the tables of a database 0.1.0 migrated.
+ */
+export const NEEDED_GRANTS = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'ALTER', 'INDEX', 'REFERENCES', 'CREATE VIEW'] as const;
 
 /** Which of NEEDED_GRANTS the `SHOW GRANTS` lines give on `database` (or everywhere). */
 export function grantedOf(lines: readonly string[], database: string): Set<string> {

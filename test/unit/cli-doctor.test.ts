@@ -15,7 +15,7 @@ describe('doctor', () => {
       ],
       'punctual',
     );
-    expect(NEEDED_GRANTS.filter((grant) => !some.has(grant))).toEqual(['CREATE', 'ALTER', 'INDEX', 'REFERENCES']);
+    expect(NEEDED_GRANTS.filter((grant) => !some.has(grant))).toEqual(['CREATE', 'ALTER', 'INDEX', 'REFERENCES', 'CREATE VIEW']);
   });
 
   it("says the clock offset's size and its side, never a negative number of ms behind", () => {
