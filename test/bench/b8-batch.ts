@@ -50,8 +50,8 @@ async function emptyTasks(db: BenchDb): Promise<void> {
   const conn = await db.pool.getConnection();
   try {
     await conn.query('SET FOREIGN_KEY_CHECKS = 0');
-    await conn.query('TRUNCATE task_tags');
-    await conn.query('TRUNCATE tasks');
+    await conn.query('TRUNCATE punctual_task_tags');
+    await conn.query('TRUNCATE punctual_tasks');
     await conn.query('SET FOREIGN_KEY_CHECKS = 1');
     await conn.query(`ALTER TABLE punctual_tasks AUTO_INCREMENT = ${Number(row?.id) + 1}`);
   } finally {
