@@ -604,7 +604,7 @@ describe('rows a shop inserts itself', () => {
     await start({ WEBHOOK_SECRET: SECRET, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}` });
     // The documented enqueue: a plain INSERT in the shop's own transaction, any type text.
     await db.execute(
-      `INSERT INTO tasks (type, payload, run_at) VALUES
+      `INSERT INTO punctual_tasks (type, payload, run_at) VALUES
         ('__proto__', '{}', UTC_TIMESTAMP(3) + INTERVAL 30 MINUTE),
         ('constructor', '{}', UTC_TIMESTAMP(3) + INTERVAL 40 MINUTE)`,
     );
@@ -630,7 +630,7 @@ describe('rows a shop inserts itself', () => {
         'a webhook after the charts',
       );
     } finally {
-      await db.execute("DELETE FROM tasks WHERE type IN ('__proto__', 'constructor')");
+      await db.execute("DELETE FROM punctual_tasks WHERE type IN ('__proto__', 'constructor')");
     }
   });
 });

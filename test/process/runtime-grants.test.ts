@@ -46,7 +46,9 @@ describe('a runtime user without DDL grants', () => {
     expect(leased.id).toBe(created.body.id);
     const acked = await server.request('POST', '/workers/ack', { acks: [{ id: leased.id, leaseToken: leased.leaseToken }] });
     expect(acked.status).toBe(200);
-    const [rows] = await root.query<mysql.RowDataPacket[]>(`SELECT status FROM \`${db.name}\`.punctual_tasks WHERE id = ?`, [created.body.id]);
+    const [rows] = await root.query<mysql.RowDataPacket[]>(`SELECT status FROM \`${db.name}\`.punctual_tasks WHERE id = ?`, [
+      created.body.id,
+    ]);
     expect(rows[0]?.status).toBe('done');
   });
 });
