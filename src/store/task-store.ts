@@ -258,6 +258,11 @@ export class TaskStore {
     return toEntries(await this.#arrays<[number, number, number]>(SQL.pendingAmong, [ids]));
   }
 
+  /** Clears the finished_at of open tasks that carry one (SQL.mendOpenFinished); answers how many. */
+  async mendOpenFinished(): Promise<number> {
+    return (await this.#query<Result>(SQL.mendOpenFinished, [])).affectedRows;
+  }
+
   async maxId(): Promise<number> {
     const [row] = await this.#arrays<[number]>(SQL.maxId, []);
     return Number(row?.[0] ?? 0);

@@ -95,6 +95,7 @@ export class Scheduler {
     const started = clock.now();
     // Sharded, it owns no shard yet: the repairs wait for the shards it acquires (armShards).
     const shards = this.#options.shards?.();
+    await this.#mendOpenFinished();
     // Skip before recovering: a task that was mid-run when the process died did not misfire.
     const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs, shards);
     const leases = await lifecycle.recoverExpiredLeases(shards);
@@ -131,11 +132,23 @@ export class Scheduler {
     await this.#armLateCommits(now);
   }
 
+  /**
+   * Open tasks written with a finished_at (by hand or a tool: punctual never writes one) are
+   * invisible to the reads of open tasks, which range over finished_at IS NULL: clear it, at boot
+   * and at every reconcile, so such a task is still armed and run (invariant 3).
+   */
+  async #mendOpenFinished(): Promise<void> {
+    const mended = await this.#options.store.mendOpenFinished();
+    if (mended > 0)
+      this.#options.log.warn({ tasks: mended }, 'open tasks carried a finished_at, written outside punctual: cleared, so they run');
+  }
+
   /** The safety net: recover expired leases and arm every pending task within the horizon (of the shards owned). */
   async reconcile(): Promise<void> {
     const { lifecycle, clock, log } = this.#options;
     const started = clock.now();
     const shards = this.#options.shards?.();
+    await this.#mendOpenFinished();
     const leases = await lifecycle.recoverExpiredLeases(shards);
     if (leases.recovered + leases.failed > 0) log.warn(leases, 'recovered tasks whose lease ran out');
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);

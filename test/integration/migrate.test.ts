@@ -46,7 +46,7 @@ describe('migrations', () => {
       `INSERT INTO punctual_tasks (type, payload, run_at, task_key) VALUES ('close_order', '{}', UTC_TIMESTAMP(3), 'SN1'), ('close_order', '{}', UTC_TIMESTAMP(3), 'sn1')`,
     );
     const indexes = await db.query<any[]>("SHOW INDEX FROM punctual_tasks WHERE Key_name = 'tasks_status_run_at'");
-    expect(indexes.map((row) => row.Column_name)).toEqual(['status', 'run_at', 'id', 'priority']);
+    expect(indexes.map((row) => row.Column_name)).toEqual(['status', 'finished_at', 'run_at', 'id', 'priority']);
   });
 
   it('leave a database that recorded the newest migration after one look: no lock waited for, nothing run again', async () => {

@@ -14,6 +14,18 @@ import { LOST_ERROR } from './task-runs.js';
 /** Only the tasks of the listed shards (`id MOD 256`, src/cluster/shards.ts): the id is in every
  * secondary index entry, so the filter is read from the index too. */
 const IN_SHARDS = ' AND id MOD 256 IN (?)';
+/**
+ * An open task (pending or running) has no finished_at. Reads of open tasks name it, so that the
+ * (status, finished_at, run_at, id, priority) index serves them as (status, run_at): finished_at is
+ * NULL there, an equality. One index for open and finished tasks, not one each: every index that
+ * holds status is rewritten at every firing (bench BW).
+ */
+const OPEN = 'finished_at IS NULL';
+/** Finished tasks newest first, in the same index's order (ties on finished_at by run_at, then id).
+ * Qualified: unqualified, `finished_at` is the select list's epoch-ms alias, and sorting by it
+ * reads every row of the status. */
+const NEWEST_FIRST = 'punctual_tasks.finished_at DESC, punctual_tasks.run_at DESC, punctual_tasks.id DESC';
+
 /** Whether a row wants a timer: pending, and with `untimed`, not of the types ? (the statement's first value). */
 const timed = (untimed: boolean) => (untimed ? "status = 'pending' AND type NOT IN (?)" : "status = 'pending'");
 
@@ -43,7 +55,7 @@ export interface PendingFilter {
  * AFTER_TYPED_CURSOR; left to itself the optimizer may read the type's range from its start).
  */
 const pendingWhere = (f: PendingFilter) =>
-  `${f.type ? byType() : ''} WHERE status = 'pending'${f.type ? ' AND type = ?' : ''}` +
+  `${f.type ? byType() : ''} WHERE status = 'pending' AND ${OPEN}${f.type ? ' AND type = ?' : ''}` +
   `${f.tag ? ' AND id IN (SELECT task_id FROM punctual_task_tags WHERE tag = ?)' : ''}` +
   `${f.keyPrefix ? " AND task_key LIKE ? ESCAPE '!'" : ''}` +
   `${f.cursor ? (f.type ? AFTER_TYPED_CURSOR : AFTER_CURSOR) : ''} ORDER BY ${f.type ? 'run_minute, ' : ''}run_at, id LIMIT ?`;
@@ -65,8 +77,8 @@ const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') =
   ];
   return parts.length === 0 ? '' : `${first} ${parts.join(' AND ')}`;
 };
-const listWhere = (f: ListFilter) => `WHERE status = ? ${filtersWhere(f, 'AND')}`;
-const listOrder = (finished: boolean) => (finished ? 'finished_at DESC, id DESC' : 'run_at, id');
+const listWhere = (f: ListFilter) => `WHERE status = ?${f.finished ? '' : ` AND ${OPEN}`} ${filtersWhere(f, 'AND')}`;
+const listOrder = (finished: boolean) => (finished ? NEWEST_FIRST : 'run_at, id');
 /** An open status's page of one type: on the type's index, in its order (the same as run_at, id). */
 const listSizesOrder = (f: ListFilter) => (!f.finished && f.type ? 'run_minute, run_at, id' : listOrder(f.finished));
 
@@ -83,7 +95,7 @@ export const SQL = {
   byKeys: select('WHERE task_key IN (?)'),
   /** The pending occurrence of the series whose first task is ? (given twice). */
   pendingOccurrence: select("WHERE status = 'pending' AND (id = ? OR series_id = ?) ORDER BY run_at LIMIT 1"),
-  finished: select('WHERE status = ? ORDER BY finished_at DESC, id DESC LIMIT ?'),
+  finished: select(`WHERE status = ? ORDER BY ${NEWEST_FIRST} LIMIT ?`),
   /** What each row of a pending page weighs, read without bringing its payload over: pages are bounded in bytes on it. */
   pendingSizes: (filter: PendingFilter) =>
     `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM punctual_tasks ${pendingWhere(filter)}`,
@@ -104,7 +116,7 @@ export const SQL = {
    * Pending tasks due in (from, until] after a cursor, as [id, runAt]: the (status, run_at) index
    * alone. With `shards`, only those of the listed shards (IN_SHARDS). */
   duePage: (lower: boolean, cursor: boolean, shards = false) =>
-    `SELECT id, ${ms('run_at')}, priority FROM punctual_tasks WHERE status = 'pending'${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
+    `SELECT id, ${ms('run_at')}, priority FROM punctual_tasks WHERE status = 'pending' AND ${OPEN}${lower ? ' AND run_at > ?' : ''} AND run_at <= ?` +
     `${shards ? IN_SHARDS : ''}${cursor ? AFTER_CURSOR : ''} ORDER BY run_at, id LIMIT ?`,
   /**
    * Rows above an id, any status, as [id, runAt, timed, priority]: the refill's view of new
@@ -127,6 +139,11 @@ export const SQL = {
   },
   pendingAmong: `SELECT id, ${ms('run_at')}, priority FROM punctual_tasks WHERE id IN (?) AND status = 'pending'`,
   maxId: 'SELECT COALESCE(MAX(id), 0) FROM punctual_tasks',
+  /**
+   * Open tasks that carry a finished_at clear it, as the reads of open tasks expect (OPEN). punctual
+   * never writes one; a row written by hand or by a tool might. The index's own range.
+   */
+  mendOpenFinished: "UPDATE punctual_tasks SET finished_at = NULL WHERE status IN ('pending', 'running') AND finished_at IS NOT NULL",
   countOpen: "SELECT status, COUNT(*) AS n FROM punctual_tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
   countPendingByType: "SELECT type, COUNT(*) FROM punctual_tasks WHERE status = 'pending' GROUP BY type",
   /** The types that have pending tasks: one look into the (type, status, …) index per type. */
@@ -147,7 +164,7 @@ export const SQL = {
   /** Pending tasks due before ?, stopped at ? entries: a count over the (status, run_at) index alone. */
   get countDueBefore() {
     return `SELECT COUNT(*) AS n FROM (
-    SELECT 1 FROM punctual_tasks ${forceIndex('tasks_status_run_at')} WHERE status = 'pending' AND run_at < ? LIMIT ?
+    SELECT 1 FROM punctual_tasks ${forceIndex('tasks_status_run_at')} WHERE status = 'pending' AND ${OPEN} AND run_at < ? LIMIT ?
   ) AS due`;
   },
   /**
@@ -155,7 +172,7 @@ export const SQL = {
    * hand falls back to finished_at − run_at), as [lateness, waited].
    */
   recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000), COALESCE(waited_ms, 0) FROM punctual_tasks
-    WHERE status = 'done' ORDER BY finished_at DESC LIMIT ?`,
+    WHERE status = 'done' ORDER BY ${NEWEST_FIRST} LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
@@ -274,14 +291,14 @@ export const SQL = {
   // a locking range read would lock every row it walks past, other shards' too, and wait for them.
   /** Overdue tasks that asked to be skipped, as [id]. */
   misfiredIds: (shards: boolean) =>
-    `SELECT id FROM punctual_tasks WHERE status = 'pending' AND run_at < ? AND misfire = 'skip'${shards ? IN_SHARDS : ''}`,
+    `SELECT id FROM punctual_tasks WHERE status = 'pending' AND ${OPEN} AND run_at < ? AND misfire = 'skip'${shards ? IN_SHARDS : ''}`,
   lockMisfired: select("WHERE id IN (?) AND status = 'pending' AND run_at < ? FOR UPDATE"),
   /** The locked pending ones skipped (misfired, or waited for their type too long). */
   markSkipped:
     "UPDATE punctual_tasks SET status = 'skipped', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?) AND status = 'pending'",
   /** Running tasks whose lease ran out (their process died mid-run), as [id]. */
   expiredLeaseIds: (shards: boolean) =>
-    `SELECT id FROM punctual_tasks WHERE status = 'running' AND lease_until < ?${shards ? IN_SHARDS : ''}`,
+    `SELECT id FROM punctual_tasks WHERE status = 'running' AND ${OPEN} AND lease_until < ?${shards ? IN_SHARDS : ''}`,
   lockExpiredLeases: select("WHERE id IN (?) AND status = 'running' AND lease_until < ? FOR UPDATE"),
   /** A lease ran out on the task's last attempt: failed for good. */
   failExpiredLeases: `UPDATE punctual_tasks SET status = 'failed', lease_owner = NULL, lease_until = NULL, finished_at = ?, updated_at = ?,
