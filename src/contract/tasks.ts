@@ -210,6 +210,12 @@ export const CreateTaskBody = Type.Object(
 );
 export type CreateTaskBody = Static<typeof CreateTaskBody>;
 
+export const PayloadBody = Type.Object(
+  { payload: Type.Unknown({ description: "the task's new payload, checked against its type's schema as a create's is" }) },
+  { additionalProperties: false, examples: [{ payload: { orderSn: 'SN123' } }] },
+);
+export type PayloadBody = Static<typeof PayloadBody>;
+
 export const RescheduleBody = Type.Object(
   { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone) },
   { additionalProperties: false, examples: [{ delayMs: 600_000 }, { runAt: '2026-12-24 20:00:00', timezone: 'Europe/Berlin' }] },

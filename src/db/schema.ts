@@ -218,7 +218,8 @@ export const taskRuns = mysqlTable(
     /** The process that ran it (lease_owner's form: host, pid, a random tag). */
     process: varchar('process', { length: 64 }).notNull(),
   },
-  (table) => [index('task_runs_task').on(table.taskId, table.id)],
+  // finished_at: the last hour's runs of the whole fleet (GET /runs/last-hour) are counted from it.
+  (table) => [index('task_runs_task').on(table.taskId, table.id), index('task_runs_finished').on(table.finishedAt)],
 );
 
 /**

@@ -295,7 +295,7 @@ export class TaskStore {
    */
   async pick(
     selector: Selector,
-    status: 'pending' | 'failed',
+    status: Status,
     cursor: number | string | undefined,
     limit: number,
   ): Promise<{ id: number; cursor: number | string }[]> {
@@ -440,6 +440,27 @@ export class TaskStore {
       const [result] = await conn.query<Result>(SQL.deleteByIds, [gone]);
       return result.affectedRows;
     });
+  }
+
+  /**
+   * Deletes those of `ids` still in one of `statuses`, and their runs, in one transaction (their
+   * tags go by the foreign key's cascade); answers the ids that went.
+   */
+  async deleteIn(ids: number[], statuses: readonly Status[]): Promise<number[]> {
+    if (ids.length === 0) return [];
+    return this.transaction(async (conn) => {
+      const [rows] = await conn.query<Rows<[number][]>>({ sql: SQL.lockToDelete, rowsAsArray: true }, [ids, statuses]);
+      const gone = rows.map(([id]) => Number(id));
+      if (gone.length === 0) return [];
+      await conn.query(TASK_RUNS.deleteOfTasks, [gone]);
+      await conn.query(SQL.deleteByIds, [gone]);
+      return gone;
+    });
+  }
+
+  /** Replaces a pending task's payload; answers whether it was still pending. */
+  async updatePayload(id: number, payload: unknown, now: number): Promise<boolean> {
+    return (await this.#query<Result>(SQL.updatePayload, [JSON.stringify(payload), new Date(now), id])).affectedRows === 1;
   }
 
   // ── inside the caller's transaction ─────────────────────────────────────────────────────────

@@ -44,6 +44,13 @@ export const TASK_RUNS = {
   /** A task's runs, newest first, before the run id ? (the (task_id, id) index). */
   ofTask: `SELECT ${RUN_COLUMNS} FROM task_runs WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
   /**
+   * The runs that finished at or after ? (the (finished_at) index), by outcome, with how many
+   * waited for a pause or a limit, as [outcome, runs, waited]: the whole fleet's, from the table.
+   */
+  finishedSince: 'SELECT outcome, COUNT(*), SUM(waited_ms > 0) FROM task_runs WHERE finished_at >= ? GROUP BY outcome',
+  /** The lateness at rank ? (from 0) among the runs that started and finished at or after ? (lost runs never started). */
+  latenessAtRank: "SELECT lateness_ms FROM task_runs WHERE finished_at >= ? AND outcome <> 'lost' ORDER BY lateness_ms LIMIT 1 OFFSET ?",
+  /**
    * A lease that ran out is a run that never reported (its process died mid-run): recorded from
    * the locked task before its repair writes it, its start read from the lateness the claim
    * stored (and its wait, lateness_ms + waited_ms after run_at). Among ? (ids), running with a

@@ -307,4 +307,17 @@ export const SQL = {
   lockExpired: 'SELECT id FROM tasks WHERE id IN (?) AND status = ? AND finished_at < ? FOR UPDATE',
   /** The tasks ?, locked by lockExpired in this transaction. */
   deleteByIds: 'DELETE FROM tasks WHERE id IN (?)',
+
+  // ── the operator's deletes and edits (the console, any client) ───────────────────────────
+  /**
+   * Those among ? in one of the statuses ?, locked, as [id]: a delete takes only tasks in the
+   * state it expects. The first task of a recurring series stays while the series goes on (its id
+   * is the series').
+   */
+  lockToDelete: `SELECT id FROM tasks WHERE id IN (?) AND status IN (?)
+      AND NOT (cron IS NOT NULL AND series_id IS NULL
+        AND EXISTS (SELECT 1 FROM tasks occurrence WHERE occurrence.series_id = tasks.id AND occurrence.status IN ('pending', 'running')))
+    ORDER BY id FOR UPDATE`,
+  /** A pending task's payload replaced (a fix before it runs); its instant, key and tags stay. */
+  updatePayload: "UPDATE tasks SET payload = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
 } as const;

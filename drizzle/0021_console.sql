@@ -1,0 +1,1 @@
+CREATE INDEX `task_runs_finished` ON `task_runs` (`finished_at`);
