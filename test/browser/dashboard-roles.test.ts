@@ -55,7 +55,10 @@ async function open(token: string): Promise<Page> {
 
 /** The Failed view, with its rows in. */
 async function failedView(page: Page): Promise<void> {
-  await page.locator('#views').getByRole('link', { name: /^Failed/ }).click();
+  await page
+    .locator('#views')
+    .getByRole('link', { name: /^Failed/ })
+    .click();
   await page.locator('#tasks tbody tr[data-id] td.error').first().waitFor();
 }
 

@@ -43,6 +43,42 @@ function Reschedule({ task, refresh }) {
   </form>`;
 }
 
+/** A pending task's payload, edited as JSON and sent whole (PUT /tasks/:id/payload checks it against its type). */
+function EditPayload({ task, refresh }) {
+  const [open, setOpen] = useState(false);
+  const [text, setText] = useState('');
+  const [problem, setProblem] = useState('');
+  if (!open)
+    return html`<button type="button" onClick=${() => (setText(JSON.stringify(task.payload, null, 2)), setProblem(''), setOpen(true))}>
+      Edit payload
+    </button>`;
+  const submit = (event) => {
+    event.preventDefault();
+    let payload;
+    try {
+      payload = JSON.parse(text);
+    } catch (error) {
+      return setProblem(`not JSON: ${error.message}`);
+    }
+    void change({
+      question: `Replace the payload of task ${task.id}? It runs with the new one.`,
+      yes: 'Replace the payload',
+      method: 'PUT',
+      path: `/tasks/${task.id}/payload`,
+      body: { payload },
+      done: `task ${task.id}: payload replaced`,
+      after: () => (setOpen(false), refresh()),
+    });
+  };
+  return html`<form id="payload-form" onSubmit=${submit}>
+    <label for="payload-edit">New payload (JSON)</label>
+    <textarea id="payload-edit" spellcheck="false" value=${text} onInput=${(e) => setText(e.currentTarget.value)}></textarea>
+    <p role="alert" class="error">${problem}</p>
+    <button type="submit">Save payload</button>
+    <button type="button" onClick=${() => setOpen(false)}>Close</button>
+  </form>`;
+}
+
 function Actions({ task, refresh }) {
   if (!may('write')) return null;
   const what = `task ${task.id} (${task.type}${task.key ? `, ${task.key}` : ''})`;
@@ -79,8 +115,25 @@ function Actions({ task, refresh }) {
       </button>`,
     );
   }
-  if (task.status === 'failed')
+  if (task.status !== 'running')
     buttons.push(
+      html`<button
+        type="button"
+        onClick=${() =>
+          change({
+            question: `Delete ${what} and its runs? This cannot be undone.`,
+            yes: 'Delete the task',
+            method: 'DELETE',
+            path: `/tasks/${task.id}`,
+            done: `task ${task.id} deleted`,
+            after: () => navigate(`/console/tasks/${task.status}`),
+          })}
+      >
+        Delete
+      </button>`,
+    );
+  if (task.status === 'failed')
+    buttons.unshift(
       html`<button
         type="button"
         onClick=${() =>
@@ -189,6 +242,7 @@ export function TaskPage({ id }) {
         : null}
       <h3>Payload <small id="payload-note">${may('write') ? '' : 'header values are masked for a read token'}</small></h3>
       <pre id="task-payload">${JSON.stringify(task.payload, null, 2)}</pre>
+      ${task.status === 'pending' && may('write') && html`<${EditPayload} key=${task.id} task=${task} refresh=${refresh} />`}
       <h3>Runs</h3>
       <${Runs} runs=${data.runs} />
       ${data.audit !== undefined && html`<${TaskAudit} entries=${data.audit} />`}`}

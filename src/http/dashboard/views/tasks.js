@@ -113,8 +113,9 @@ const COLUMNS = {
   ],
 };
 
-/** What the bulk routes do to a status's tasks: pending ones are cancelled (or run now), failed ones retried. */
-const BULK = { pending: 'cancel', failed: 'retry' };
+/** What the bulk routes do to a status's tasks: pending ones are cancelled (or run now), failed ones retried; finished ones deleted. */
+const BULK = { pending: 'cancel', failed: 'retry', done: 'delete', cancelled: 'delete', skipped: 'delete' };
+const DELETABLE = new Set(['failed', 'done', 'cancelled', 'skipped']);
 
 function Filters({ status, filters, types }) {
   const [form, setForm] = useState(filters);
@@ -203,6 +204,40 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
         })}
     >
       Retry selected (${n})
+    </button>`}
+    ${DELETABLE.has(status) &&
+    html`<button
+      type="button"
+      id="bulk-delete"
+      disabled=${n === 0}
+      onClick=${() =>
+        change({
+          question: `Delete the ${n} selected ${status} tasks (${ids.join(', ')}) and their runs? This cannot be undone.`,
+          yes: `Delete ${n} tasks`,
+          path: '/tasks/bulk/delete',
+          body: { ids, status },
+          done: counted('deleted'),
+          after,
+        })}
+    >
+      Delete selected (${n})
+    </button>`}
+    ${selector !== undefined &&
+    DELETABLE.has(status) &&
+    html`<button
+      type="button"
+      id="all-delete"
+      onClick=${() =>
+        change({
+          question: `Delete every ${status} task with the ${named} (${total} now) and their runs, on every page? This cannot be undone.`,
+          yes: 'Delete them all',
+          path: '/tasks/bulk/delete',
+          body: { ...selector, status },
+          done: counted('deleted'),
+          after,
+        })}
+    >
+      Delete all ${status} with ${named}
     </button>`}
     ${selector !== undefined &&
     kind === 'cancel' &&

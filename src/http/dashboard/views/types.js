@@ -119,6 +119,23 @@ export function TypePage({ type: name }) {
         >
           Retry all ${failed} failed
         </button>`}
+        ${may('admin') &&
+        failed > 0 &&
+        html`<button
+          type="button"
+          id="type-delete-failed"
+          onClick=${() =>
+            change({
+              question: `Delete all ${failed} failed tasks of ${name} and their runs? This cannot be undone.`,
+              yes: 'Delete them all',
+              path: '/tasks/bulk/delete',
+              body: { type: name, status: 'failed' },
+              done: (answer) => `${answer.changed} of ${answer.matched} tasks deleted`,
+              after: refresh,
+            })}
+        >
+          Delete all ${failed} failed
+        </button>`}
       </p>
       <h3>Its tasks</h3>
       <ul class="counts">
