@@ -27,6 +27,9 @@ export const RunJson = Type.Object({
   finishLatenessMs: Type.Integer({ description: 'how late it finished, of what punctual controls: finishedAt − dueAt − waitedMs' }),
   durationMs: Type.Integer({ description: 'how long the handler ran (a batch: from its start to its record)' }),
   error: Nullable(Type.String()),
+  result: Nullable(
+    Type.String({ description: 'what the handler answered (e.g. `closed`, `no such order`, a webhook\'s status), at most 200 characters' }),
+  ),
   httpStatus: Nullable(Type.Integer({ description: 'an outside run: the HTTP status it got (0: no answer)' })),
   process: Type.String({ description: 'the process that ran it (host:pid:tag), or the pull lease (`pull:` and a digest of its token)' }),
 });

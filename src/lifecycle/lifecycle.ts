@@ -48,7 +48,8 @@ export interface RunTransaction {
    */
   claim(ids: number[], now: number, fence?: ClaimFence): Promise<Task[]>;
   lease(tasks: Task[], owner: string, leaseUntil: number, now: number): Promise<void>;
-  complete(tasks: Task[], now: number): Promise<void>;
+  /** `results`: what each task's handler answered (resultOf), by task id; kept on the task and its run. */
+  complete(tasks: Task[], now: number, results?: ReadonlyMap<number, string>): Promise<void>;
   fail(failed: run.Failed[], now: number): Promise<void>;
   /** Locked tasks that waited for their type past the misfire grace and asked to be skipped. */
   skip(tasks: Task[], now: number): Promise<void>;
@@ -196,11 +197,11 @@ export class Lifecycle {
             return claimable.length === 0 ? [] : run.claim(store, conn, claimable, now);
           },
           lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
-          complete: async (tasks, now) => {
-            effects.push(...(await run.complete(store, conn, tasks, now)));
+          complete: async (tasks, now, results) => {
+            effects.push(...(await run.complete(store, conn, tasks, now, results)));
             if (recorder === undefined) return;
             const times = { startedAt: now, finishedAt: Math.max(now, clock.now()) }; // run ahead: it ends when it commits, at `now` or later
-            for (const task of tasks) runs.push(runOf(recorder, task, 'done', null, times));
+            for (const task of tasks) runs.push(runOf(recorder, task, 'done', null, { ...times, result: results?.get(task.id) ?? null }));
           },
           fail: async (failed, now) => {
             effects.push(...(await run.fail(store, conn, failed, now)));

@@ -33,6 +33,8 @@ export interface TaskRun {
   latenessMs: number;
   durationMs: number;
   error: string | null;
+  /** What the handler answered (resultOf in lifecycle/history.ts); null when it said nothing or failed. */
+  result: string | null;
   httpStatus: number | null;
   /** The process that ran it. */
   process: string;
@@ -62,6 +64,7 @@ type RunRow = [
   string,
   number,
   WaitReason | null,
+  string | null,
 ];
 
 function fromRow(row: RunRow): TaskRun {
@@ -80,6 +83,7 @@ function fromRow(row: RunRow): TaskRun {
     process,
     waitedMs,
     waitReason,
+    result,
   ] = row;
   return {
     id: Number(id),
@@ -94,6 +98,7 @@ function fromRow(row: RunRow): TaskRun {
     latenessMs: Number(latenessMs),
     durationMs: Number(durationMs),
     error,
+    result,
     httpStatus: httpStatus === null ? null : Number(httpStatus),
     process,
   };
@@ -141,6 +146,7 @@ export class RunHistory {
         run.process.slice(0, 64),
         Math.min(Math.max(0, Math.round(run.waitedMs)), MAX_DURATION_MS),
         run.waitReason,
+        run.result,
       );
     }
     const pipeline = pipelineOf(conn);

@@ -37,6 +37,7 @@ const handlers = () => [
     if (!recovered) throw new Error('partner answered 503');
   }),
   testHandler('quiet', async () => {}),
+  testHandler('closes', async () => 'closed'),
 ];
 const auth = { authorization: `Bearer ${ADMIN}` };
 
@@ -170,7 +171,7 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
 
   it("finds an order's task by its key in one search and runs it now", async () => {
     const key = `close_order:SN-${layout.name}-4711`;
-    const id = await create({ type: 'quiet', payload: { orderSn: 'SN4711' }, delayMs: HOUR, key });
+    const id = await create({ type: 'closes', payload: { orderSn: 'SN4711' }, delayMs: HOUR, key });
     const page = await open(layout, '/console');
     await page.getByLabel('Search tasks').fill(key);
     await page.getByRole('button', { name: 'Find' }).click();
@@ -181,6 +182,9 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE id = ? AND status = 'done'", [id])) === 1);
     await page.locator('#task-fields [data-field="status"] dd', { hasText: 'done' }).waitFor();
     await page.locator('#task-runs tbody tr[data-run] td', { hasText: 'done' }).first().waitFor();
+    // What the handler answered, on the task and on its run.
+    expect(await page.locator('#task-fields [data-field="result"] dd').textContent()).toBe('closed');
+    expect(await page.locator('#task-runs tbody tr[data-run] td.result').first().textContent()).toBe('closed');
     await page.context().close();
   });
 

@@ -26,6 +26,7 @@ const handlers = () => [
     throw new Error('partner answered 503');
   }),
   testHandler('quiet', async () => {}),
+  testHandler('answers', async ({ task }) => String((task.payload as { answer: string }).answer)),
 ];
 const call = (method: string, url: string, body?: unknown, token = ADMIN) => service.call(method, url, body, as(token));
 
@@ -136,6 +137,35 @@ describe('POST /tasks/bulk/delete', () => {
     expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE id = ? AND status = 'pending'", [pending])).toBe(1);
     const trail = await call('GET', '/audit?action=bulk-delete');
     expect(trail.body.entries[0]).toMatchObject({ actor: 'ops-alice', target: 'type:flaky', status: 200 });
+  });
+});
+
+describe("a handler's result", () => {
+  it('is kept on the task and on its run, without control characters and cut to 200 characters', async () => {
+    const closed = await create({ type: 'answers', payload: { answer: 'closed' }, delayMs: 0 });
+    const noisy = await create({
+      type: 'answers',
+      payload: { answer: `no such order\r\nfake: line\u0007 ${'x'.repeat(300)}` },
+      delayMs: 0,
+    });
+    const silent = await create({ type: 'quiet', payload: {}, delayMs: 0 });
+    const failedId = await failedTask();
+    await waitFor(
+      async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND status = 'done'", [[closed, noisy, silent]])) === 3,
+    );
+
+    const task = (await call('GET', `/tasks/${closed}`, undefined, READ)).body;
+    expect(task.lastResult).toBe('closed');
+    const runs = (await call('GET', `/tasks/${closed}/runs`, undefined, READ)).body.runs;
+    expect(runs.map((run: { outcome: string; result: string }) => [run.outcome, run.result])).toEqual([['done', 'closed']]);
+
+    const cleaned = (await call('GET', `/tasks/${noisy}`, undefined, READ)).body.lastResult as string;
+    expect(cleaned).toMatch(/^no such order fake: line +x+…$/);
+    expect(cleaned).toHaveLength(200);
+    expect((await call('GET', `/tasks/${noisy}/runs`, undefined, READ)).body.runs[0].result).toBe(cleaned);
+
+    expect((await call('GET', `/tasks/${silent}`, undefined, READ)).body.lastResult).toBeNull();
+    expect((await call('GET', `/tasks/${failedId}/runs`, undefined, READ)).body.runs[0].result).toBeNull();
   });
 });
 

@@ -40,6 +40,7 @@ export function presentRun(run: TaskRun): RunJson {
     finishLatenessMs: run.finishedAt - run.dueAt - run.waitedMs,
     durationMs: run.durationMs,
     error: run.error,
+    result: run.result,
     httpStatus: run.httpStatus,
     process: run.process,
   };

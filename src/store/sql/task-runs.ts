@@ -23,6 +23,7 @@ export const RUN_COLUMNS = [
   'process',
   'waited_ms',
   'wait_reason',
+  'result',
 ].join(', ');
 
 /**
@@ -37,8 +38,8 @@ export const TASK_RUNS = {
    * their outcomes on the tasks.
    */
   insert: (rows: number) =>
-    'INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process, waited_ms, wait_reason) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', '),
+    'INSERT INTO task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process, waited_ms, wait_reason, result) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', '),
   /** The runs of the tasks ? (the (task_id, id) index): retention deletes them with their tasks. */
   deleteOfTasks: 'DELETE FROM task_runs WHERE task_id IN (?)',
   /** A task's runs, newest first, before the run id ? (the (task_id, id) index). */

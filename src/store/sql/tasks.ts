@@ -226,8 +226,8 @@ export const SQL = {
    * and its wait for its type kept in the same statement: the hot path adds no query. `waited`:
    * how many of the tasks waited, each an (id, ms) pair after the first ?, twice.
    */
-  markDone: (waited: number) => `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
-    waited_ms = ${waitOf(waited)}, status = 'done',
+  markDone: (waited: number, results = 0) => `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+    waited_ms = ${waitOf(waited)}, last_result = ${results === 0 ? 'NULL' : `CASE id ${'WHEN ? THEN ? '.repeat(results)}ELSE NULL END`}, status = 'done',
     attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL WHERE id IN (?) AND status = 'pending'`,
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait with it. */
   markRunning: (waited: number) => `UPDATE tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
@@ -238,7 +238,7 @@ export const SQL = {
    * attempt its claim counted); its call (status, duration, size) kept.
    */
   completeLeased: `UPDATE tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
-    last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
+    last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?, last_result = ?
     WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
   /**
    * A failed run of a task claimed pending (a database handler's, in its batch or after it lost

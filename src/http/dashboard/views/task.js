@@ -161,6 +161,7 @@ function Fields({ task }) {
     ['group', task.group ?? '–'],
     ['runAt', `${utc(task.runAt)} · ${local(task)}`],
     ['attempts', `${task.attempts}/${task.maxAttempts}`],
+    ['result', task.lastResult ?? '–'],
     ['last error', task.lastError ?? '–'],
     ['created', utc(task.createdAt)],
     ['finished', task.finishedAt === null ? '–' : utc(task.finishedAt)],
@@ -176,7 +177,7 @@ function Runs({ runs }) {
     <table id="task-runs">
       <thead>
         <tr>
-          <th>attempt</th><th>outcome</th><th>due (UTC)</th><th>started (UTC)</th><th>late</th><th>took</th><th>error</th><th>process</th>
+          <th>attempt</th><th>outcome</th><th>result</th><th>due (UTC)</th><th>started (UTC)</th><th>late</th><th>took</th><th>error</th><th>process</th>
         </tr>
       </thead>
       <tbody>
@@ -184,6 +185,7 @@ function Runs({ runs }) {
           (run) => html`<tr data-run=${run.id} key=${run.id}>
             <td class="num">${run.attempt}</td>
             <td class=${run.outcome === 'done' ? '' : 'bad'}>${run.outcome}</td>
+            <td class="result">${run.result}</td>
             <td>${utc(run.dueAt)}</td>
             <td>${utc(run.startedAt)}</td>
             <td class="num">${run.startLatenessMs} ms</td>
@@ -192,7 +194,7 @@ function Runs({ runs }) {
             <td>${run.process}</td>
           </tr>`,
         )}
-        ${runs.length === 0 && html`<${Empty} span="8" text="no run yet" />`}
+        ${runs.length === 0 && html`<${Empty} span="9" text="no run yet" />`}
       </tbody>
     </table>
   </${Scroll}>`;

@@ -92,6 +92,7 @@ const COLUMNS = {
     ['tags', (task) => html`<td>${tags(task)}</td>`],
   ],
   done: [
+    ['result', (task) => html`<td class="result">${task.lastResult ?? ''}</td>`],
     ['due (UTC)', (task) => html`<td>${utc(task.runAt)}</td>`],
     ['late', (task) => html`<td class="num">${late(task)}</td>`],
     ['attempts', (task) => html`<td class="num">${task.attempts}</td>`],
