@@ -313,7 +313,7 @@ export class Service {
           config.roles.named.length > 0 ||
           (['read', 'write', 'admin', 'worker'] as const).some((role) => config.roles[role].length > 0),
       },
-      runs: { store: this.store, history: this.runHistory },
+      runs: { store: this.store, history: this.runHistory, clock },
       audit: { store: this.audit, clock },
       events: {
         store: new EventStore(this.database),

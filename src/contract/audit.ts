@@ -10,7 +10,10 @@ export const AUDIT_ACTIONS = [
   'reschedule',
   'retry',
   'replace',
+  'delete',
+  'edit-payload',
   'bulk-cancel',
+  'bulk-delete',
   'bulk-reschedule',
   'bulk-retry',
   'pause',
@@ -27,7 +30,10 @@ export const AuditEntryJson = Type.Object({
     description: "the request's id: its X-Request-Id when it sent one, else the one punctual gave it (in the log too)",
   }),
   action: Type.Enum([...AUDIT_ACTIONS]),
-  target: Type.String({ description: '`task:<id>`, `key:<key>`, `type:<type>`, `tag:<tag>`, `key-prefix:<prefix>` or `ids:<id>,<id>,…` (cut to 255 characters, `…+N` the rest)' }),
+  target: Type.String({
+    description:
+      '`task:<id>`, `key:<key>`, `type:<type>`, `tag:<tag>`, `key-prefix:<prefix>` or `ids:<id>,<id>,…` (cut to 255 characters, `…+N` the rest)',
+  }),
   status: Type.Integer({ description: "the answer's status: 2xx done, 409 refused (the task was not in the state the change needs)" }),
   detail: Type.Unknown({ description: 'what was asked and what came of it' }),
 });

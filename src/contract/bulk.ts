@@ -55,6 +55,28 @@ export const BulkRetryBody = Type.Object(
 );
 export type BulkRetryBody = Static<typeof BulkRetryBody>;
 
+export const BulkDeleteBody = Type.Object(
+  {
+    status: Type.Enum(['failed', 'done', 'cancelled', 'skipped'], { description: 'the finished tasks to delete: those in this status' }),
+    tag: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN, description: 'the tasks with this tag' }),
+    ),
+    keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'the tasks whose key starts with this' })),
+    type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'the tasks of this type' })),
+    ids: Type.Optional(Ids),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'a status and exactly one of tag, keyPrefix, type, ids: each task among them still in that status is deleted, with its runs',
+    examples: [
+      { status: 'failed', type: 'close_order' },
+      { status: 'done', ids: [1204, 1205] },
+    ],
+  },
+);
+export type BulkDeleteBody = Static<typeof BulkDeleteBody>;
+
 export const BulkRescheduleBody = Type.Object(
   {
     ...SelectorFields,

@@ -27,10 +27,29 @@ export const RunJson = Type.Object({
   finishLatenessMs: Type.Integer({ description: 'how late it finished, of what punctual controls: finishedAt − dueAt − waitedMs' }),
   durationMs: Type.Integer({ description: 'how long the handler ran (a batch: from its start to its record)' }),
   error: Nullable(Type.String()),
+  result: Nullable(
+    Type.String({ description: 'what the handler answered (e.g. `closed`, `no such order`, a webhook\'s status), at most 200 characters' }),
+  ),
   httpStatus: Nullable(Type.Integer({ description: 'an outside run: the HTTP status it got (0: no answer)' })),
   process: Type.String({ description: 'the process that ran it (host:pid:tag), or the pull lease (`pull:` and a digest of its token)' }),
 });
 export type RunJson = Static<typeof RunJson>;
+
+export const LastHourJson = Type.Object({
+  since: Type.String({ format: 'date-time', description: 'the start of the hour counted' }),
+  until: Type.String({ format: 'date-time', description: 'when it was counted' }),
+  runs: Type.Integer({
+    description: 'runs that finished in the hour, in every process (from the run history, so a restart changes nothing)',
+  }),
+  done: Type.Integer(),
+  retries: Type.Integer({ description: 'runs that failed and will be tried again' }),
+  failed: Type.Integer({ description: 'runs that failed for good' }),
+  lost: Type.Integer({ description: 'runs whose lease ran out (their process stopped mid-run)' }),
+  waited: Type.Integer({ description: "runs that waited for their type's pause or limits before they started" }),
+  latenessP50Ms: Nullable(Type.Integer({ description: 'start lateness p50 of the runs that started (startedAt − dueAt − waitedMs)' })),
+  latenessP99Ms: Nullable(Type.Integer({ description: 'start lateness p99 of the runs that started' })),
+});
+export type LastHourJson = Static<typeof LastHourJson>;
 
 export const RunsQuery = Type.Object(
   {

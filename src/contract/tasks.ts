@@ -53,6 +53,11 @@ export const TaskJson = Type.Object(
     lastHttpStatus: Nullable(Type.Integer({ description: "an outside (webhook) run: the latest run's HTTP status (0: no answer)" })),
     lastDurationMs: Nullable(Type.Integer({ description: "an outside run: the latest run's duration in ms" })),
     lastResponseBytes: Nullable(Type.Integer({ description: "an outside run: the latest response's body size in bytes" })),
+    lastResult: Nullable(
+      Type.String({
+        description: "what the latest successful run's handler answered (e.g. `closed`, `no such order`), at most 200 characters; null when it said nothing",
+      }),
+    ),
     priority: Type.Integer({
       description: `${MIN_PRIORITY} to ${MAX_PRIORITY}: among tasks due now or overdue, a higher one is claimed first`,
     }),
@@ -87,6 +92,7 @@ export const TaskJson = Type.Object(
         lastHttpStatus: null,
         lastDurationMs: null,
         lastResponseBytes: null,
+        lastResult: null,
         priority: 0,
         expireAfterMs: null,
         group: null,
@@ -209,6 +215,12 @@ export const CreateTaskBody = Type.Object(
   },
 );
 export type CreateTaskBody = Static<typeof CreateTaskBody>;
+
+export const PayloadBody = Type.Object(
+  { payload: Type.Unknown({ description: "the task's new payload, checked against its type's schema as a create's is" }) },
+  { additionalProperties: false, examples: [{ payload: { orderSn: 'SN123' } }] },
+);
+export type PayloadBody = Static<typeof PayloadBody>;
 
 export const RescheduleBody = Type.Object(
   { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone) },

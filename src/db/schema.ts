@@ -94,6 +94,8 @@ export const tasks = mysqlTable(
     lastHttpStatus: smallint('last_http_status', { unsigned: true }),
     lastDurationMs: int('last_duration_ms', { unsigned: true }),
     lastResponseBytes: int('last_response_bytes', { unsigned: true }),
+    /** What the latest successful run's handler answered (`closed`, `already paid`, a webhook's status), cut to 200 characters. */
+    lastResult: varchar('last_result', { length: 200 }),
     /** The requestId of the latest bulk shift that moved this task: a repeat of it moves it no further. */
     bulkRequestId: varchar('bulk_request_id', { length: 64 }),
     /** Whole minutes from 1970-01-01 to run_at, computed by the server: the upcoming-load chart's bucket. */
@@ -217,11 +219,14 @@ export const taskRuns = mysqlTable(
     waitReason: mysqlEnum('wait_reason', ['pause', 'limit']),
     durationMs: int('duration_ms', { unsigned: true }).notNull(),
     error: text('error'),
+    /** What the handler answered (`closed`, `no such order`, …), cut to 200 characters, without control characters. */
+    result: varchar('result', { length: 200 }),
     httpStatus: smallint('http_status', { unsigned: true }),
     /** The process that ran it (lease_owner's form: host, pid, a random tag). */
     process: varchar('process', { length: 64 }).notNull(),
   },
-  (table) => [index('task_runs_task').on(table.taskId, table.id)],
+  // finished_at: the last hour's runs of the whole fleet (GET /runs/last-hour) are counted from it.
+  (table) => [index('task_runs_task').on(table.taskId, table.id), index('task_runs_finished').on(table.finishedAt)],
 );
 
 /**

@@ -15,6 +15,7 @@
 import { pipelineOf } from '../db/pipeline.js';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
+import { resultOf } from '../lifecycle/history.js';
 import type { DispatchMetrics } from './outcomes.js';
 import type { Task } from '../store/task-store.js';
 import type { ClaimFence } from '../store/leases.js';
@@ -146,9 +147,15 @@ async function runLocked(
   }
   if (mode === 'careful') await databaseExecutor.runCarefully(tx.conn, runnable, now, result);
   else await databaseExecutor.runFast(tx.conn, runnable, now, result);
+  const results = new Map<number, string>();
+  for (const { task, outcome } of result.done) {
+    const answered = resultOf(outcome);
+    if (answered !== null) results.set(task.id, answered);
+  }
   await tx.complete(
     result.done.map(({ task }) => task),
     now,
+    results,
   );
   await tx.fail(result.failures, now);
   await tx.skip(result.skipped, now);

@@ -12,6 +12,7 @@ import type { RepeatedWarnings } from '../observability/repeated-warnings.js';
 import { untilStopped } from '../db/retry.js';
 import type { CallAnswer, OutsideHandler } from '../handlers/handler.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
+import { resultOf } from '../lifecycle/history.js';
 import type { CallRecord, Failure, Task } from '../store/task-store.js';
 import { withTimeout } from '../util/async.js';
 import type { Outcomes } from './outcomes.js';
@@ -72,6 +73,7 @@ export class OutsideExecutor {
       httpStatus: answer?.httpStatus ?? null,
       durationMs: Math.round(performance.now() - startedMono),
       responseBytes: answer?.responseBytes ?? null,
+      result: failure === undefined ? resultOf(outcome) : null,
     };
     const persist = untilStopped(this.abort, (error, _round, delay) =>
       this.warnings.warn(RECORD_FAILED, { err: loggable(error), retryInMs: delay }, RECORD_FAILED),

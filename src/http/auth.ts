@@ -41,7 +41,14 @@ export const OPEN_NAME = 'open';
 const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/openapi.json', '/', '/favicon.ico']);
 
 export function isPublic(path: string): boolean {
-  return PUBLIC_PATHS.has(path) || path === '/docs' || path.startsWith('/docs/') || path.startsWith('/ui/');
+  return (
+    PUBLIC_PATHS.has(path) ||
+    path === '/docs' ||
+    path.startsWith('/docs/') ||
+    path.startsWith('/ui/') ||
+    path === '/console' ||
+    path.startsWith('/console/')
+  );
 }
 
 /** The credential of `Authorization: Bearer <credential>`, any case of "Bearer", or undefined. */

@@ -73,6 +73,18 @@ function checkedCron(cron: string | undefined, zone: string, now: number): strin
 }
 
 /** A body the schema already accepted, read into a create; throws a 400 HttpError. */
+/** A payload as a create checks it (depth, the type's schema, size), for a task of `type`; `field` names it in a 400. */
+export function checkedPayload(registry: HandlerRegistry, type: string, payload: unknown, field: string): unknown {
+  const unfit = jsonProblem(payload, MAX_PAYLOAD_DEPTH);
+  if (unfit !== undefined) throw badRequest(field, unfit);
+  const problem = registry.payloadProblem(type, payload, field);
+  if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
+  if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
+    throw badRequest(field, `must not be larger than ${MAX_PAYLOAD_BYTES} bytes as JSON`);
+  }
+  return payload;
+}
+
 export function createRequest(body: CreateTaskBody, input: CreateInput, now: number): CreateRequest {
   const { registry } = input;
   if (registry.get(body.type) === undefined) {

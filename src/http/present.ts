@@ -51,6 +51,7 @@ export function present(task: Task, role: Role | undefined): TaskJson {
     lastHttpStatus: task.lastHttpStatus,
     lastDurationMs: task.lastDurationMs,
     lastResponseBytes: task.lastResponseBytes,
+    lastResult: task.lastResult ?? null,
     priority: task.priority,
     expireAfterMs: task.expireAfterMs,
     group: task.group,

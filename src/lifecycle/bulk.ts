@@ -7,7 +7,7 @@
  * each task it moves, so a repeat or a resume moves nothing twice.
  * See docs/architecture.md#the-lifecycle.
  */
-import type { Selector, TaskStore } from '../store/task-store.js';
+import type { FinishedStatus, Selector, Status, TaskStore } from '../store/task-store.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 
@@ -27,7 +27,7 @@ async function chunked(
   change: (ids: number[]) => Promise<{ changed: number; effects: TimerEffect[] }>,
   apply: (effects: TimerEffect[]) => void,
   chunk: number,
-  status: 'pending' | 'failed' = 'pending',
+  status: Status = 'pending',
 ): Promise<BulkCounts> {
   const counts = { matched: 0, changed: 0 };
   let cursor: number | string | undefined;
@@ -41,6 +41,27 @@ async function chunked(
     cursor = picked[picked.length - 1]!.cursor;
     if (picked.length < chunk) return counts;
   }
+}
+
+/**
+ * Deletes every task in `status` (a finished one: failed, done, cancelled, skipped) that
+ * `selector` picks, with its runs, a chunk at a time; a task that left the status meanwhile stays.
+ */
+export function bulkDelete(
+  store: TaskStore,
+  selector: Selector,
+  status: FinishedStatus,
+  apply: (effects: TimerEffect[]) => void,
+  chunk = BULK_CHUNK,
+): Promise<BulkCounts> {
+  return chunked(
+    store,
+    selector,
+    async (ids) => ({ changed: (await store.deleteIn(ids, [status])).length, effects: [] }),
+    apply,
+    chunk,
+    status,
+  );
 }
 
 export function bulkCancel(

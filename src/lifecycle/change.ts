@@ -42,6 +42,28 @@ export async function reschedule(store: TaskStore, task: Task, place: Placement,
   return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority, task.type)]);
 }
 
+/** What a delete came to: gone (the task as it was), refused (as it is now: running, or a series going on), or missing. */
+export type DeleteResult =
+  | { outcome: 'deleted'; task: Task; effects: TimerEffect[] }
+  | { outcome: 'refused'; task: Task; effects: TimerEffect[] }
+  | { outcome: 'missing'; effects: TimerEffect[] };
+
+/** The statuses a task may be deleted in: any but running (its run would settle a row that is gone). */
+export const DELETABLE = ['pending', 'done', 'failed', 'cancelled', 'skipped'] as const;
+
+/** Deletes a task that is not running, with its runs; a pending one's timer goes with it. */
+export async function deleteTask(store: TaskStore, task: Task): Promise<DeleteResult> {
+  const gone = await store.deleteIn([task.id], DELETABLE);
+  if (gone.length === 1) return { outcome: 'deleted', task, effects: [disarm(task.id)] };
+  const now = await store.get(task.id);
+  return now === undefined ? { outcome: 'missing', effects: [] } : { outcome: 'refused', task: now, effects: [] };
+}
+
+/** A pending task's payload replaced. Refused when it is not pending. */
+export async function editPayload(store: TaskStore, task: Task, payload: unknown, now: number): Promise<ChangeResult> {
+  return after(store, task.id, await store.updatePayload(task.id, payload, now), []);
+}
+
 /** failed → pending at `place`, its attempts reset. Refused when it is not failed. */
 export async function retry(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
   const moved = (await store.retry([task.id], place.runAt, place.timezone, now)) === 1;

@@ -24,6 +24,24 @@ export interface RunTimes {
   /** Null: finishedAt − startedAt. */
   durationMs?: number | null;
   httpStatus?: number | null;
+  /** What the handler answered, as resultOf made it. */
+  result?: string | null;
+}
+
+/** The longest answer of a handler kept on record (the columns' size). */
+export const MAX_RESULT_LENGTH = 200;
+
+/**
+ * What a handler answered, as the record keeps it: text without control characters (a shop's
+ * handler or a partner's answer may hold anything; a log line or a page must not be forged by
+ * it), trimmed, cut to MAX_RESULT_LENGTH; null when it said nothing (or only "done").
+ */
+export function resultOf(answer: unknown): string | null {
+  if (typeof answer !== 'string') return null;
+  // eslint-disable-next-line no-control-regex
+  const text = answer.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').trim();
+  if (text === '' || text === 'done') return null;
+  return text.length > MAX_RESULT_LENGTH ? `${text.slice(0, MAX_RESULT_LENGTH - 1)}…` : text;
 }
 
 /** The outcome a failure records: retried, or failed for good. */
@@ -45,6 +63,7 @@ export function runOf(recorder: RunRecorder, task: Task, outcome: RunOutcome, er
     latenessMs: times.startedAt - task.runAt - waitedMs(task),
     durationMs: times.durationMs ?? Math.max(0, times.finishedAt - times.startedAt),
     error,
+    result: times.result ?? null,
     httpStatus: times.httpStatus ?? null,
     process: recorder.process,
   };
@@ -77,6 +96,7 @@ export function pullRunOf(task: Task, outcome: RunOutcome, error: string | null,
     latenessMs: startedAt - task.runAt,
     durationMs: Math.max(0, now - startedAt),
     error,
+    result: null,
     httpStatus: null,
     process: leaseHolder(token),
   };

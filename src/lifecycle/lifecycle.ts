@@ -12,10 +12,10 @@ import type { Connection, Database } from '../db/connection.js';
 import { retrying, type RetryPolicy } from '../db/retry.js';
 import { ONCE, transaction } from '../db/transaction.js';
 import { heldAt, type ClaimFence } from '../store/leases.js';
-import type { CallRecord, Failure, Selector, Task, TaskStore } from '../store/task-store.js';
+import type { CallRecord, Failure, FinishedStatus, Selector, Task, TaskStore } from '../store/task-store.js';
 import type { BackoffPolicy } from './backoff.js';
-import { bulkCancel, bulkReschedule, bulkRetry, type BulkCounts, type BulkMove } from './bulk.js';
-import { cancel, reschedule, retry, type ChangeResult, type Placement } from './change.js';
+import { bulkCancel, bulkDelete, bulkReschedule, bulkRetry, type BulkCounts, type BulkMove } from './bulk.js';
+import { cancel, deleteTask, editPayload, reschedule, retry, type ChangeResult, type DeleteResult, type Placement } from './change.js';
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
 import { EXPIRED_REASON, recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
@@ -48,7 +48,8 @@ export interface RunTransaction {
    */
   claim(ids: number[], now: number, fence?: ClaimFence): Promise<Task[]>;
   lease(tasks: Task[], owner: string, leaseUntil: number, now: number): Promise<void>;
-  complete(tasks: Task[], now: number): Promise<void>;
+  /** `results`: what each task's handler answered (resultOf), by task id; kept on the task and its run. */
+  complete(tasks: Task[], now: number, results?: ReadonlyMap<number, string>): Promise<void>;
   fail(failed: run.Failed[], now: number): Promise<void>;
   /** Locked tasks that waited for their type past the misfire grace and asked to be skipped. */
   skip(tasks: Task[], now: number): Promise<void>;
@@ -103,6 +104,21 @@ export class Lifecycle {
   async retry(task: Task, place: (task: Task, now: number) => Placement): Promise<ChangeResult> {
     const now = this.#options.clock.now();
     return this.#apply(await retry(this.#options.store, task, place(task, now), now));
+  }
+
+  /** Deletes a task that is not running, with its runs (change.ts). */
+  async delete(task: Task): Promise<DeleteResult> {
+    return this.#apply(await deleteTask(this.#options.store, task));
+  }
+
+  /** Replaces a pending task's payload (already checked against its type's schema). */
+  async editPayload(task: Task, payload: unknown): Promise<ChangeResult> {
+    return editPayload(this.#options.store, task, payload, this.#options.clock.now());
+  }
+
+  /** Deletes every task in a finished `status` that `selector` picks, a chunk at a time (bulk.ts). */
+  bulkDelete(selector: Selector, status: FinishedStatus): Promise<BulkCounts> {
+    return bulkDelete(this.#options.store, selector, status, (effects) => this.#apply({ effects }));
   }
 
   /** Cancels every pending task `selector` picks, a chunk at a time (bulk.ts). */
@@ -181,11 +197,11 @@ export class Lifecycle {
             return claimable.length === 0 ? [] : run.claim(store, conn, claimable, now);
           },
           lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
-          complete: async (tasks, now) => {
-            effects.push(...(await run.complete(store, conn, tasks, now)));
+          complete: async (tasks, now, results) => {
+            effects.push(...(await run.complete(store, conn, tasks, now, results)));
             if (recorder === undefined) return;
             const times = { startedAt: now, finishedAt: Math.max(now, clock.now()) }; // run ahead: it ends when it commits, at `now` or later
-            for (const task of tasks) runs.push(runOf(recorder, task, 'done', null, times));
+            for (const task of tasks) runs.push(runOf(recorder, task, 'done', null, { ...times, result: results?.get(task.id) ?? null }));
           },
           fail: async (failed, now) => {
             effects.push(...(await run.fail(store, conn, failed, now)));

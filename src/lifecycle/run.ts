@@ -69,9 +69,15 @@ export function waitsOf(tasks: readonly Task[]): Map<number, number> {
 }
 
 /** Tasks run in this transaction are done; recurring ones get their next occurrence. */
-export async function complete(store: TaskStore, conn: Connection, tasks: Task[], now: number): Promise<TimerEffect[]> {
+export async function complete(
+  store: TaskStore,
+  conn: Connection,
+  tasks: Task[],
+  now: number,
+  results?: ReadonlyMap<number, string>,
+): Promise<TimerEffect[]> {
   const ids = tasks.map((task) => task.id);
-  expectAll('complete', await store.markDone(conn, ids, now, waitsOf(tasks)), ids.length);
+  expectAll('complete', await store.markDone(conn, ids, now, waitsOf(tasks), results), ids.length);
   return nextOccurrences(store, conn, tasks, now);
 }
 
@@ -94,7 +100,7 @@ function leasedRun(task: Task, owner: string): LeasedRun {
 
 /** An outside run's times: it started at `startedAt` (its claim), ran `call.durationMs`, ended `now`. */
 function leasedTimes(startedAt: number, call: CallRecord, now: number): RunTimes {
-  return { startedAt, finishedAt: now, durationMs: call.durationMs, httpStatus: call.httpStatus };
+  return { startedAt, finishedAt: now, durationMs: call.durationMs, httpStatus: call.httpStatus, result: call.result ?? null };
 }
 
 /**

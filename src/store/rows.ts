@@ -42,6 +42,8 @@ export interface Task {
   lastHttpStatus: number | null;
   lastDurationMs: number | null;
   lastResponseBytes: number | null;
+  /** What the latest successful run's handler answered (history.ts resultOf); null when it said nothing. */
+  lastResult?: string | null;
   /** Among tasks due now or overdue, a higher one is claimed first. */
   priority: number;
   /** No attempt starts later than this many ms after requestedRunAt: it is skipped as expired. */
@@ -152,6 +154,7 @@ export const TASK_COLUMNS = [
   'last_http_status',
   'last_duration_ms',
   'last_response_bytes',
+  'last_result',
   'priority',
   'expire_after_ms',
   'group_key',
@@ -182,6 +185,7 @@ export interface TaskRow extends mysql.RowDataPacket {
   last_http_status: number | null;
   last_duration_ms: number | null;
   last_response_bytes: number | null;
+  last_result: string | null;
   priority: number;
   expire_after_ms: number | null;
   group_key: string | null;
@@ -215,6 +219,7 @@ export function fromRow(row: TaskRow): Task {
     lastHttpStatus: orNull(row.last_http_status),
     lastDurationMs: orNull(row.last_duration_ms),
     lastResponseBytes: orNull(row.last_response_bytes),
+    lastResult: row.last_result,
     priority: Number(row.priority),
     expireAfterMs: orNull(row.expire_after_ms),
     group: row.group_key,

@@ -33,6 +33,8 @@ export interface TaskRun {
   latenessMs: number;
   durationMs: number;
   error: string | null;
+  /** What the handler answered (resultOf in lifecycle/history.ts); null when it said nothing or failed. */
+  result: string | null;
   httpStatus: number | null;
   /** The process that ran it. */
   process: string;
@@ -62,6 +64,7 @@ type RunRow = [
   string,
   number,
   WaitReason | null,
+  string | null,
 ];
 
 function fromRow(row: RunRow): TaskRun {
@@ -80,6 +83,7 @@ function fromRow(row: RunRow): TaskRun {
     process,
     waitedMs,
     waitReason,
+    result,
   ] = row;
   return {
     id: Number(id),
@@ -94,12 +98,28 @@ function fromRow(row: RunRow): TaskRun {
     latenessMs: Number(latenessMs),
     durationMs: Number(durationMs),
     error,
+    result,
     httpStatus: httpStatus === null ? null : Number(httpStatus),
     process,
   };
 }
 
 const MAX_DURATION_MS = 4_294_967_295;
+
+/** The runs that finished in a window, from the table: every process's, and the same after a restart. */
+export interface RunFigures {
+  done: number;
+  retries: number;
+  failed: number;
+  lost: number;
+  /** Runs that waited for a pause or a limit before they started. */
+  waited: number;
+  latenessP50Ms: number | null;
+  latenessP99Ms: number | null;
+}
+
+/** The rank of the `p` quantile among `n` sorted values (nearest rank). */
+const rank = (p: number, n: number) => Math.max(0, Math.ceil(p * n) - 1);
 
 export class RunHistory {
   constructor(private readonly database: Database) {}
@@ -126,6 +146,7 @@ export class RunHistory {
         run.process.slice(0, 64),
         Math.min(Math.max(0, Math.round(run.waitedMs)), MAX_DURATION_MS),
         run.waitReason,
+        run.result,
       );
     }
     const pipeline = pipelineOf(conn);
@@ -138,6 +159,42 @@ export class RunHistory {
     if (ids.length === 0) return 0;
     const [result] = await conn.query<mysql.ResultSetHeader>(TASK_RUNS.insertLost, [new Date(now), ids, new Date(before)]);
     return result.affectedRows;
+  }
+
+  /** The runs that finished at or after `since`, counted from the table (every process's). */
+  async finishedSince(since: number): Promise<RunFigures> {
+    return autocommit(this.database, async (conn) => {
+      const at = new Date(since);
+      const [rows] = await conn.query<[string, number, number | null][] & mysql.RowDataPacket[]>(
+        { sql: TASK_RUNS.finishedSince, rowsAsArray: true },
+        [at],
+      );
+      const of = (outcome: RunOutcome) => Number(rows.find(([name]) => name === outcome)?.[1] ?? 0);
+      const figures: RunFigures = {
+        done: of('done'),
+        retries: of('retry'),
+        failed: of('failed'),
+        lost: of('lost'),
+        waited: rows.reduce((sum, [, , waited]) => sum + Number(waited ?? 0), 0),
+        latenessP50Ms: null,
+        latenessP99Ms: null,
+      };
+      const started = figures.done + figures.retries + figures.failed;
+      if (started > 0) {
+        const at50 = rank(0.5, started);
+        const at99 = rank(0.99, started);
+        const read = async (offset: number) => {
+          const [found] = await conn.query<[number][] & mysql.RowDataPacket[]>({ sql: TASK_RUNS.latenessAtRank, rowsAsArray: true }, [
+            at,
+            offset,
+          ]);
+          return found[0] === undefined ? null : Number(found[0][0]);
+        };
+        figures.latenessP50Ms = await read(at50);
+        figures.latenessP99Ms = await read(at99);
+      }
+      return figures;
+    });
   }
 
   /** A task's runs, newest first, those before run id `before` (a previous page's last). */

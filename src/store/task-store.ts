@@ -26,6 +26,7 @@ import { tagPairs } from './tags.js';
 export type { InsertResult } from './intake.js';
 /** No task waited for its type. */
 const NO_WAITS: ReadonlyMap<number, number> = new Map();
+const NO_RESULTS: ReadonlyMap<number, string> = new Map();
 
 export type { NewTask, RunAtCursor, Task, TimerEntry } from './rows.js';
 
@@ -53,6 +54,8 @@ export interface CallRecord {
   httpStatus: number | null;
   durationMs: number;
   responseBytes: number | null;
+  /** What the handler answered (lifecycle/history.ts resultOf), kept on a completed task. */
+  result?: string | null;
 }
 
 /** A run of a task claimed pending, as the claim read it: what its failure expects to find. */
@@ -300,7 +303,7 @@ export class TaskStore {
    */
   async pick(
     selector: Selector,
-    status: 'pending' | 'failed',
+    status: Status,
     cursor: number | string | undefined,
     limit: number,
   ): Promise<{ id: number; cursor: number | string }[]> {
@@ -447,6 +450,27 @@ export class TaskStore {
     });
   }
 
+  /**
+   * Deletes those of `ids` still in one of `statuses`, and their runs, in one transaction (their
+   * tags go by the foreign key's cascade); answers the ids that went.
+   */
+  async deleteIn(ids: number[], statuses: readonly Status[]): Promise<number[]> {
+    if (ids.length === 0) return [];
+    return this.transaction(async (conn) => {
+      const [rows] = await conn.query<Rows<[number][]>>({ sql: SQL.lockToDelete, rowsAsArray: true }, [ids, statuses]);
+      const gone = rows.map(([id]) => Number(id));
+      if (gone.length === 0) return [];
+      await conn.query(TASK_RUNS.deleteOfTasks, [gone]);
+      await conn.query(SQL.deleteByIds, [gone]);
+      return gone;
+    });
+  }
+
+  /** Replaces a pending task's payload; answers whether it was still pending. */
+  async updatePayload(id: number, payload: unknown, now: number): Promise<boolean> {
+    return (await this.#query<Result>(SQL.updatePayload, [JSON.stringify(payload), new Date(now), id])).affectedRows === 1;
+  }
+
   // ── inside the caller's transaction ─────────────────────────────────────────────────────────
 
   /** Locks the pending, due tasks among `ids` in id order, skipping rows another transaction holds. */
@@ -459,12 +483,18 @@ export class TaskStore {
    * The pending ones among `ids` (locked by the caller) done; answers how many. `waited`: the ms
    * those that waited for their type waited, by id (kept apart from their lateness).
    */
-  async markDone(conn: Connection, ids: number[], now: number, waited: ReadonlyMap<number, number> = NO_WAITS): Promise<number> {
+  async markDone(
+    conn: Connection,
+    ids: number[],
+    now: number,
+    waited: ReadonlyMap<number, number> = NO_WAITS,
+    results: ReadonlyMap<number, string> = NO_RESULTS,
+  ): Promise<number> {
     if (ids.length === 0) return 0;
     const at = new Date(now);
     const pairs = [...waited].flat();
-    const sql = SQL.markDone(waited.size);
-    const values = [at, ...pairs, ...pairs, at, at, ids];
+    const sql = SQL.markDone(waited.size, results.size);
+    const values = [at, ...pairs, ...pairs, ...[...results].flat(), at, at, ids];
     const pipeline = pipelineOf(conn);
     if (pipeline !== undefined) {
       // Held back to travel with COMMIT; the server checks the count before it commits, so a
@@ -497,7 +527,7 @@ export class TaskStore {
    */
   async completeLeased(conn: Connection, run: LeasedRun, call: CallRecord, now: number): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, ...callValues(call), run.id, run.owner, run.attempts]);
+    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, ...callValues(call), call.result ?? null, run.id, run.owner, run.attempts]);
     return result.affectedRows === 1;
   }
 

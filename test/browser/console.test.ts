@@ -103,14 +103,14 @@ async function open(token: string): Promise<Page> {
     throw error;
   });
   page.setDefaultTimeout(10_000);
-  await page.goto(`${baseUrl}/`);
+  await page.goto(`${baseUrl}/console/tasks/pending`);
   await page.getByLabel('API token').fill(token);
   await page.getByRole('button', { name: 'Use' }).click();
   await page.locator('#tasks tbody tr[data-id]').first().waitFor();
   return page;
 }
 
-const view = (page: Page, name: string) => page.locator('#views').getByRole('button', { name: new RegExp(`^${name} `) });
+const view = (page: Page, name: string) => page.locator('#views').getByRole('link', { name: new RegExp(`^${name} `) });
 const rows = (page: Page) => page.locator('#tasks tbody tr[data-id]');
 const ids = async (page: Page): Promise<number[]> =>
   rows(page).evaluateAll((trs) => trs.map((tr) => Number((tr as unknown as { dataset: Record<string, string> }).dataset.id)));
@@ -123,10 +123,15 @@ async function filterBy(page: Page, fields: { type?: string; tag?: string; key?:
   await page.getByRole('button', { name: 'Filter', exact: true }).click();
 }
 
-async function search(page: Page, by: 'id' | 'key' | 'tag', text: string) {
-  await page.getByLabel('Search by').selectOption(by);
-  await page.getByLabel('Search', { exact: true }).fill(text);
+/** The one search box: an id, a key or the start of keys, without saying which. */
+async function search(page: Page, text: string) {
+  await page.getByLabel('Search tasks', { exact: true }).fill(text);
   await page.getByRole('button', { name: 'Find' }).click();
+}
+
+/** A view of the console by its link in the header. */
+async function go(page: Page, name: string) {
+  await page.locator('#nav').getByRole('link', { name, exact: true }).click();
 }
 
 /** Presses Tab until `target` has the focus (at most 400 times: a page of rows is 150 stops): the keyboard alone reaches it. */
@@ -160,7 +165,7 @@ describe('the console', { timeout: 90_000 }, () => {
 
     // Without the filter, every view counts the whole table; cancelled and skipped have views too.
     await page.getByRole('button', { name: 'Clear filters' }).click();
-    await page.locator('#views button', { hasText: 'Pending 121' }).waitFor();
+    await page.locator('#views a', { hasText: 'Pending 121' }).waitFor();
     expect(await view(page, 'Failed').textContent()).toBe('Failed 4');
     expect(await view(page, 'Cancelled').textContent()).toBe('Cancelled 0');
     expect(await view(page, 'Skipped').textContent()).toBe('Skipped 0');
@@ -169,25 +174,38 @@ describe('the console', { timeout: 90_000 }, () => {
     await page.context().close();
   });
 
-  it('searches by id, key and tag, and filters by type and status', async () => {
+  it('finds by id, key or key prefix in one box, says when nothing matches, and filters by tag, type and status', async () => {
     const page = await open(ADMIN);
-    await search(page, 'id', String(wall[7]));
+    await search(page, String(wall[7]));
     await page.locator('#task-title', { hasText: `Task ${wall[7]}` }).waitFor();
     await page.locator('#task-fields [data-field="key"] dd', { hasText: 'wall:7' }).waitFor();
-    await search(page, 'key', 'hook:1');
+    expect(new URL(page.url()).pathname).toBe(`/console/task/${wall[7]}`);
+    await search(page, 'hook:1');
     await page.locator('#task-title', { hasText: `Task ${hook}` }).waitFor();
+    // The back button goes back a view: the task found before.
+    await page.goBack();
+    await page.locator('#task-title', { hasText: `Task ${wall[7]}` }).waitFor();
     await page.getByRole('button', { name: 'Back to the list' }).click();
-    // A key that names no task lists the tasks whose keys start with it.
-    await search(page, 'key', 'wall:');
-    await page.locator('#status', { hasText: 'no task has the key wall:' }).waitFor();
+    // A key that names no task lists the tasks whose keys start with it, and says so; the next reading does not wipe it.
+    await search(page, 'wall:');
+    await page.locator('#search-message', { hasText: 'no task has the key wall: (120 tasks’ keys start with it)' }).waitFor();
+    await page.locator('#status', { hasText: /^updated / }).waitFor();
+    expect(await page.locator('#search-message').textContent()).toContain('no task has the key wall:');
     await page.locator('#page-info', { hasText: '1–50 of 120' }).waitFor();
     expect(await page.locator('#view-note').textContent()).toBe('only key starts with wall:');
     await filterBy(page, { key: 'wall:11' });
     await page.locator('#page-info', { hasText: 'of 11 ' }).waitFor();
     expect(await ids(page)).toEqual([wall[11], ...wall.slice(110, 120)]);
 
-    await search(page, 'tag', 'retry:me');
-    await page.locator('#views button', { hasText: 'Failed 3' }).waitFor();
+    // Nothing matches: said, and it stays.
+    await search(page, 'no-such-order-SN999');
+    await page.locator('#search-message', { hasText: 'nothing matches no-such-order-SN999' }).waitFor();
+    await page.locator('#status', { hasText: /^updated / }).waitFor();
+    expect(await page.locator('#search-message').textContent()).toContain('nothing matches');
+
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await filterBy(page, { tag: 'retry:me' });
+    await page.locator('#views a', { hasText: 'Failed 3' }).waitFor();
     expect(await view(page, 'Pending').textContent()).toBe('Pending 0');
     await view(page, 'Failed').click();
     await page.locator('#page-info', { hasText: '1–3 of 3' }).waitFor();
@@ -197,7 +215,7 @@ describe('the console', { timeout: 90_000 }, () => {
     await filterBy(page, { type: 'flaky', status: 'failed' });
     await page.locator('#page-info', { hasText: '1–4 of 4' }).waitFor();
     expect((await ids(page)).sort()).toEqual([...failedTagged, failedAlone].sort());
-    expect(await view(page, 'Failed').getAttribute('aria-pressed')).toBe('true');
+    expect(await view(page, 'Failed').getAttribute('aria-current')).toBe('page');
     await filterBy(page, { type: 'quiet', status: 'pending' });
     await page.locator('#page-info', { hasText: 'of 121' }).waitFor();
     await page.context().close();
@@ -206,7 +224,7 @@ describe('the console', { timeout: 90_000 }, () => {
   it('shows a task page: its payload masked for a read token and whole for write and admin, its runs, its next run', async () => {
     const reader = await open(READ);
     expect(await reader.locator('#whoami').textContent()).toBe('signed in as wallboard (read)');
-    await search(reader, 'id', String(hook));
+    await search(reader, String(hook));
     await reader.locator('#task-payload', { hasText: 'authorization' }).waitFor();
     const masked = JSON.parse((await reader.locator('#task-payload').textContent())!);
     expect(masked.headers).toEqual({ authorization: '***' });
@@ -220,7 +238,8 @@ describe('the console', { timeout: 90_000 }, () => {
 
     for (const token of [WRITE, ADMIN]) {
       const page = await open(token);
-      await page.goto(`${baseUrl}/#task/${hook}`);
+      // A task's address can be shared: it opens in a new tab (same session) straight on the task.
+      await page.goto(`${baseUrl}/console/task/${hook}`);
       await page.locator('#task-payload', { hasText: 'authorization' }).waitFor();
       expect(JSON.parse((await page.locator('#task-payload').textContent())!).headers).toEqual({ authorization: SECRET });
       expect(await page.locator('#task-actions').getByRole('button', { name: 'Cancel' }).count()).toBe(1);
@@ -228,14 +247,14 @@ describe('the console', { timeout: 90_000 }, () => {
     }
 
     const page = await open(ADMIN);
-    await search(page, 'id', String(failedAlone));
+    await search(page, String(failedAlone));
     const run = page.locator('#task-runs tbody tr[data-run]');
     await run.first().waitFor();
     expect(await run.count()).toBe(1);
     expect(await run.locator('td').nth(1).textContent()).toBe('failed');
     expect(await run.locator('td.error').textContent()).toBe('partner answered 503');
     expect(await page.locator('#task-fields [data-field="next run"] dd').textContent()).toMatch(/^none: it failed for good/);
-    await search(page, 'id', '999999');
+    await page.goto(`${baseUrl}/console/task/999999`);
     await page.locator('#task-message', { hasText: 'there is no task 999999' }).waitFor();
     await page.context().close();
   });
@@ -243,7 +262,7 @@ describe('the console', { timeout: 90_000 }, () => {
   it('is all reachable by keyboard, with a label on every control', async () => {
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
     page.setDefaultTimeout(10_000);
-    await page.goto(`${baseUrl}/`);
+    await page.goto(`${baseUrl}/console/tasks/pending`);
     await tabTo(page, page.getByLabel('API token'));
     await page.keyboard.type(ADMIN);
     await page.keyboard.press('Enter');
@@ -262,7 +281,7 @@ describe('the console', { timeout: 90_000 }, () => {
 
     await tabTo(page, view(page, 'Failed'));
     await page.keyboard.press('Enter');
-    await page.locator('#views button[aria-pressed="true"]', { hasText: 'Failed' }).waitFor();
+    await page.locator('#views a[aria-current="page"]', { hasText: 'Failed' }).waitFor();
     await tabTo(page, view(page, 'Pending'));
     await page.keyboard.press('Enter');
     await tabTo(page, page.getByLabel('Tag', { exact: true }));
@@ -313,9 +332,10 @@ describe('the console', { timeout: 90_000 }, () => {
     await page.locator('#status', { hasText: '3 of 3 tasks cancelled' }).waitFor();
     expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'")).toBe(3);
     expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled' AND id IN (?)", [chosen])).toBe(3);
-    await page.locator('#views button', { hasText: 'Cancelled 3' }).waitFor();
+    await page.locator('#views a', { hasText: 'Cancelled 3' }).waitFor();
     await page.locator('#page-info', { hasText: 'of 117' }).waitFor();
 
+    await go(page, 'Audit');
     const entry = page.locator('#audit-entries tbody tr', { hasText: 'bulk-cancel' });
     await entry.waitFor();
     expect(await entry.locator('td').allTextContents()).toEqual([
@@ -326,6 +346,8 @@ describe('the console', { timeout: 90_000 }, () => {
       `ids:${chosen.join(',')}`,
       '200',
     ]);
+    await page.goBack();
+    await page.locator('#page-info', { hasText: '1–50 of 117' }).waitFor();
 
     // A whole page ticked at once; when its tasks are gone, the last page there is shows.
     await page.getByRole('button', { name: 'Next page' }).click();
@@ -344,14 +366,16 @@ describe('the console', { timeout: 90_000 }, () => {
   it('retries every failed task of a tag after a confirmation, and no other', async () => {
     recovered = true;
     const page = await open(ADMIN);
-    await search(page, 'tag', 'retry:me');
+    await filterBy(page, { tag: 'retry:me' });
     await view(page, 'Failed').click();
     await page.locator('#page-info', { hasText: '1–3 of 3' }).waitFor();
     await page.getByRole('button', { name: 'Retry all failed with tag retry:me' }).click();
     expect(await page.locator('#confirm-text').textContent()).toContain('retry:me');
+    expect(await page.locator('#confirm-text').textContent()).toContain('(3 now)');
     await page.getByRole('button', { name: 'Retry them all' }).click();
     await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [failedTagged])) === 3);
     expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'failed'", [failedAlone])).toBe(1);
+    await go(page, 'Audit');
     await page.locator('#audit-entries tbody tr', { hasText: 'tag:retry:me' }).waitFor();
     await page.context().close();
   });
@@ -360,13 +384,15 @@ describe('the console', { timeout: 90_000 }, () => {
     const page = await open(WRITE);
     expect(await page.locator('#whoami').textContent()).toBe('signed in as desk (write)');
     await page.locator('#paused-note', { hasText: 'paused: sleepy' }).waitFor();
+    expect(await page.locator('#bulk').isVisible()).toBe(false);
+    await go(page, 'Types');
+    await page.locator('#task-types tr.paused').waitFor();
     expect(
       await page
         .locator('#task-types tr.paused')
         .evaluateAll((trs) => trs.map((tr) => (tr as unknown as { dataset: Record<string, string> }).dataset.type)),
     ).toEqual(['sleepy']);
-    expect(await page.locator('#bulk').isVisible()).toBe(false);
-    expect(await page.locator('#audit').isVisible()).toBe(false);
+    expect(await page.locator('#nav').getByRole('link', { name: 'Audit' }).count()).toBe(0);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.locator('#token-form').waitFor({ state: 'visible' });
     await page.context().close();

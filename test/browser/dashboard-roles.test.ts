@@ -45,7 +45,7 @@ afterAll(async () => {
 /** The dashboard in a fresh browser context (its own localStorage), signed in with `token`. */
 async function open(token: string): Promise<Page> {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  await page.goto(`${baseUrl}/`);
+  await page.goto(`${baseUrl}/console/tasks/pending`);
   await page.locator('#token-form').waitFor({ state: 'visible' });
   await page.fill('#token', token);
   await page.click('#token-form button');
@@ -55,15 +55,18 @@ async function open(token: string): Promise<Page> {
 
 /** The Failed view, with its rows in. */
 async function failedView(page: Page): Promise<void> {
-  await page.getByRole('button', { name: /^Failed/ }).click();
+  await page
+    .locator('#views')
+    .getByRole('link', { name: /^Failed/ })
+    .click();
   await page.locator('#tasks tbody tr[data-id] td.error').first().waitFor();
 }
 
 describe('the dashboard with a scoped token', () => {
   it('is read-only with a read token: the queue shows, the buttons it may not use do not', async () => {
     const page = await open(READ);
-    expect(await page.locator('#pending').textContent()).toBe('3');
-    expect(await page.locator('#failed').textContent()).toBe('1');
+    await page.locator('#views a', { hasText: 'Failed 1' }).waitFor();
+    expect(await page.locator('#views a', { hasText: 'Pending' }).textContent()).toBe('Pending 3');
     expect(await page.locator('#tasks button', { hasText: 'Cancel' }).count()).toBe(0);
     await failedView(page);
     expect(await page.locator('#tasks td.error').first().textContent()).toBe('partner answered 503');

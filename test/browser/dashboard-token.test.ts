@@ -35,7 +35,7 @@ async function start(env: Record<string, string> = {}) {
 
 async function open(): Promise<Page> {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  await page.goto(`${baseUrl}/`);
+  await page.goto(`${baseUrl}/console/tasks/pending`);
   await page.locator('#token-form').waitFor({ state: 'visible' });
   return page;
 }

@@ -93,12 +93,13 @@ describe('the dashboard', () => {
     await page.locator('#token-form').waitFor({ state: 'visible' });
     await page.fill('#token', TOKEN);
     await page.click('#token-form button');
+    // The overview first: the backlog at a glance.
+    await page.locator('#pending', { hasText: '7' }).waitFor();
+    expect(await page.locator('#failed').textContent()).toBe('1');
+    await page.locator('#nav').getByRole('link', { name: 'Tasks', exact: true }).click();
     const rows = page.locator('#tasks tbody tr[data-id]');
     await rows.first().waitFor();
-    const view = (name: string) => page.locator('#views').getByRole('button', { name: new RegExp(`^${name} `) });
-
-    expect(await page.locator('#pending').textContent()).toBe('7');
-    expect(await page.locator('#failed').textContent()).toBe('1');
+    const view = (name: string) => page.locator('#views').getByRole('link', { name: new RegExp(`^${name} `) });
     expect(await view('Pending').textContent()).toBe('Pending 7');
     expect(await view('Failed').textContent()).toBe('Failed 1');
     expect(await page.locator('#page-info').textContent()).toBe('1–7 of 7 · page 1 of 1');
@@ -133,7 +134,9 @@ describe('the dashboard', () => {
 
     await view('Done').click();
     await page.locator('#tasks tbody tr[data-id]').nth(5).waitFor();
-    expect(await page.locator('#p99').textContent()).toMatch(/^\d+ ms$/);
+    await page.locator('#nav').getByRole('link', { name: 'Overview', exact: true }).click();
+    await page.locator('#p99', { hasText: /^\d+ ms$/ }).waitFor();
+    await page.goBack();
     await view('Failed').click();
     await page.locator(`#tasks tbody tr[data-id="${failing}"]`).waitFor();
     expect(await page.locator('#tasks td.error').first().textContent()).toBe('inventory service answered 503');

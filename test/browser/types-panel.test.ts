@@ -46,7 +46,7 @@ afterAll(async () => {
 
 async function open(token: string): Promise<Page> {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  await page.goto(`${baseUrl}/`);
+  await page.goto(`${baseUrl}/console/types`);
   await page.locator('#token-form').waitFor({ state: 'visible' });
   await page.fill('#token', token);
   await page.click('#token-form button');

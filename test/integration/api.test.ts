@@ -398,13 +398,23 @@ describe("the dashboard's views", () => {
   it('serves the dashboard page without the token', async () => {
     for (const [path, type] of [
       ['/', 'text/html'],
-      ['/ui/dashboard.js', 'text/javascript'],
+      ['/console/tasks/failed', 'text/html'],
+      ['/console/task/42', 'text/html'],
+      ['/ui/app.js', 'text/javascript'],
+      ['/ui/views/tasks.js', 'text/javascript'],
+      ['/ui/vendor/preact.js', 'text/javascript'],
+      ['/ui/vendor/hooks.js', 'text/javascript'],
+      ['/ui/vendor/htm.js', 'text/javascript'],
       ['/ui/dashboard.css', 'text/css'],
     ]) {
       const page = await service.app.inject({ url: path! });
       expect(page.statusCode, path).toBe(200);
       expect(page.headers['content-type']).toContain(type);
     }
+    // The hooks import Preact by its address: a browser has no import map under this CSP.
+    const hooks = await service.app.inject({ url: '/ui/vendor/hooks.js' });
+    expect(hooks.body).toContain('from"/ui/vendor/preact.js"');
+    expect(hooks.body).not.toMatch(/from\s*"preact"/);
   });
 });
 

@@ -204,7 +204,7 @@ describe('the audit trail', () => {
     expect(rest.body.entries.map((e: any) => e.target)).toEqual([`task:${ids[0]}`]);
     expect(rest.body.nextCursor).toBeNull();
 
-    for (const bad of ['?since=yesterday', '?since=2026-12-01%2010:00:00', '?action=delete', '?limit=0', '?cursor=x']) {
+    for (const bad of ['?since=yesterday', '?since=2026-12-01%2010:00:00', '?action=destroy', '?limit=0', '?cursor=x']) {
       expect((await service.call('GET', `/audit${bad}`, undefined, as(ALICE))).status).toBe(400);
     }
   });

@@ -36,7 +36,9 @@ function request(route: string, id: number, key: string): [string, string, unkno
   const url = pattern.replace(':id', String(id)).replace(':key', encodeURIComponent(key)).replace(':type', 'close_order');
   const body =
     method === 'PUT'
-      ? { maxConcurrency: 8 }
+      ? pattern.endsWith('/payload')
+        ? { payload: { orderSn: 'SN-EDITED' } }
+        : { maxConcurrency: 8 }
       : method !== 'POST'
         ? undefined
         : pattern === '/tasks'
@@ -55,11 +57,13 @@ function request(route: string, id: number, key: string): [string, string, unkno
                       ? { leaseToken: 'pull:not-a-lease', leaseMs: 5000 }
                       : pattern === '/tasks/bulk/cancel' || pattern === '/tasks/bulk/retry'
                         ? { tag: 'none:1' }
-                        : pattern === '/tasks/bulk/reschedule'
-                          ? { tag: 'none:1', shiftMs: 1000, requestId: 'r1' }
-                          : pattern.endsWith('/reschedule')
-                            ? { delayMs: 7_200_000 }
-                            : {};
+                        : pattern === '/tasks/bulk/delete'
+                          ? { tag: 'none:1', status: 'failed' }
+                          : pattern === '/tasks/bulk/reschedule'
+                            ? { tag: 'none:1', shiftMs: 1000, requestId: 'r1' }
+                            : pattern.endsWith('/reschedule')
+                              ? { delayMs: 7_200_000 }
+                              : {};
   return [method, url, body];
 }
 
@@ -169,7 +173,7 @@ describe('scoped tokens', () => {
   });
 
   it('leave the probes and the dashboard page open', async () => {
-    for (const url of ['/healthz', '/readyz', '/', '/ui/dashboard.js', '/openapi.json']) {
+    for (const url of ['/healthz', '/readyz', '/', '/ui/app.js', '/console/task/1', '/ui/vendor/preact.js', '/openapi.json']) {
       expect((await service.app.inject({ url })).statusCode, url).toBe(200);
     }
   });

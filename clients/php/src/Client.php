@@ -150,6 +150,16 @@ final class Client
     }
 
     /**
+     * Deletes every task in a finished `status` (failed, done, cancelled, skipped) selected by
+     * exactly one of `tag`, `keyPrefix`, `type` or `ids` (admin role), with their runs. Answers
+     * `{matched, changed}`; repeating it is harmless.
+     */
+    public function bulkDelete(array $selector): array
+    {
+        return $this->call('POST', '/tasks/bulk/delete', $selector, true)[1];
+    }
+
+    /**
      * The tasks in one status (`status`, default pending), filtered by `type`, `tag`, `keyPrefix`,
      * a page by `offset` and `limit`: ['tasks' => Task[], 'total' => int, 'offset' => int, 'nextOffset' => ?int].
      */
@@ -212,6 +222,27 @@ final class Client
     {
         $body = self::withoutNulls(['runAt' => self::runAtValue($runAt), 'delayMs' => $delayMs, 'timezone' => $timezone]);
         return Task::fromArray($this->call('POST', "/tasks/{$id}/reschedule", $body)[1]);
+    }
+
+    /** Replaces a pending task's payload (a 409 PunctualException when it is not pending any more). */
+    public function editPayload(int $id, array $payload): Task
+    {
+        return Task::fromArray($this->call('PUT', "/tasks/{$id}/payload", ['payload' => $payload])[1]);
+    }
+
+    /** Deletes a task that is not running, with its runs; answers it as it was. */
+    public function delete(int $id): Task
+    {
+        return Task::fromArray($this->call('DELETE', "/tasks/{$id}")[1]);
+    }
+
+    /**
+     * The last hour's runs of the whole fleet, from the run history: since, until, runs, done,
+     * retries, failed, lost, waited, latenessP50Ms, latenessP99Ms.
+     */
+    public function lastHour(): array
+    {
+        return $this->call('GET', '/runs/last-hour')[1];
     }
 
     /** Runs a failed task again: now, or at `runAt` / `delayMs` from now; its attempts start over. */

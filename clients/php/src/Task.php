@@ -36,6 +36,8 @@ final class Task
         public readonly ?int $expireAfterMs = null,
         /** Its group: a type whose limits say groupBy "group" limits each group on its own. */
         public readonly ?string $group = null,
+        /** What the latest successful run's handler answered (`closed`, `no such order`), at most 200 characters; null when it said nothing. */
+        public readonly ?string $lastResult = null,
     ) {
     }
 
@@ -62,6 +64,7 @@ final class Task
             (int) ($task['priority'] ?? 0),
             isset($task['expireAfterMs']) ? (int) $task['expireAfterMs'] : null,
             $task['group'] ?? null,
+            $task['lastResult'] ?? null,
         );
     }
 

@@ -253,6 +253,24 @@ final class ClientTest extends ServiceTestCase
         self::assertSame(2, $client->bulkRetry(['tag' => $failing])['matched'], 'failed again, they can be retried again');
     }
 
+    public function testEditsDeletesAndReadsWhatAHandlerAnswered(): void
+    {
+        $client = self::client();
+        // No such order in the shop's table: close_order answers so, and the task keeps it.
+        $answered = $client->create('close_order', ['orderSn' => self::unique('NONE')], delayMs: 0)->task;
+        $done = self::waitFor(fn () => ($now = $client->get($answered->id))->status === 'done' ? $now : null, 15_000, 'the close to run');
+        self::assertSame('no such order', $done->lastResult);
+        self::assertSame('no such order', $client->runs($answered->id)['runs'][0]['result']);
+
+        $pending = $client->create('close_order', ['orderSn' => self::unique('OLD')], delayMs: 3_600_000)->task;
+        $edited = $client->editPayload($pending->id, ['orderSn' => 'EDITED']);
+        self::assertSame(['orderSn' => 'EDITED'], $edited->payload);
+        $gone = $client->delete($pending->id);
+        self::assertSame($pending->id, $gone->id);
+        self::assertSame(['matched' => 0, 'changed' => 0], $client->bulkDelete(['ids' => [$pending->id], 'status' => 'failed']));
+        self::assertGreaterThanOrEqual(1, $client->lastHour()['done']);
+    }
+
     public function testIteratesPendingTasksPageByPage(): void
     {
         $client = self::client();

@@ -18,6 +18,7 @@ import type {
   AuditQuery,
   BatchResult,
   BulkCancelBody,
+  BulkDeleteBody,
   BulkRescheduleBody,
   BulkResult,
   BulkRetryBody,
@@ -36,6 +37,7 @@ import type {
   RescheduleBody,
   Role,
   RunsPage,
+  LastHourJson,
   StatusCounts,
   CountsQuery,
   Summary,
@@ -96,6 +98,10 @@ export type UpcomingLoad = UpcomingLoadJson;
 export type RecentRuns = RecentRunsJson;
 /** A page of a task's runs, newest first. */
 export type TaskRuns = RunsPage;
+/** The last hour's runs of the whole fleet, from the run history. */
+export type LastHour = LastHourJson;
+/** Which finished tasks a bulk delete takes: a status, and exactly one of tag, keyPrefix, type, ids. */
+export type BulkDeleteSelector = BulkDeleteBody;
 /** A page of the audit trail, newest first. */
 export type AuditTrail = AuditPage;
 /** What ackAll answers: one result per task, and how many were done. */
@@ -190,6 +196,11 @@ export class PunctualClient {
     return this.#body('POST', '/tasks/bulk/retry', selector);
   }
 
+  /** Deletes every task in a finished status with a tag, a key prefix, a type, or among ids, with their runs (admin role). */
+  bulkDelete(selector: BulkDeleteSelector): Promise<BulkCounts> {
+    return this.#body('POST', '/tasks/bulk/delete', selector);
+  }
+
   /** The tasks in one status (default pending), filtered, a page by offset, with the view's total. */
   list(query: ListSelection = {}): Promise<TaskListPage> {
     return this.#body('GET', `/tasks${queryOf(query)}`);
@@ -228,6 +239,21 @@ export class PunctualClient {
 
   reschedule(id: number, to: Reschedule): Promise<Task> {
     return this.#body('POST', `/tasks/${id}/reschedule`, to);
+  }
+
+  /** Replaces a pending task's payload (409 if it is not pending any more). */
+  editPayload(id: number, payload: unknown): Promise<Task> {
+    return this.#body('PUT', `/tasks/${id}/payload`, { payload });
+  }
+
+  /** Deletes a task that is not running, with its runs; answers it as it was. */
+  delete(id: number): Promise<Task> {
+    return this.#body('DELETE', `/tasks/${id}`);
+  }
+
+  /** The last hour's runs of the whole fleet by outcome, with lateness p50 and p99, from the run history. */
+  lastHour(): Promise<LastHour> {
+    return this.#body('GET', '/runs/last-hour');
   }
 
   /** Runs a failed task again, now or at the time given. */

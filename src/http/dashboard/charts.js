@@ -2,7 +2,7 @@
 // uPlot, which punctual serves from its own installed package (no CDN, no build step). Every
 // chart's data stays readable at window.punctualCharts, as drawn, for tests and the curious.
 import uPlot from '/ui/vendor/uPlot.esm.js';
-import { api } from '/ui/dashboard.js';
+import { api } from './api.js';
 
 const REFRESH_MS = 2000;
 const HEIGHT = 190;
@@ -137,18 +137,28 @@ async function refresh() {
   await Promise.all([refreshUpcoming().catch(failed('#upcoming-note')), refreshRecent().catch(failed('#recent-note'))]);
 }
 
-addEventListener('resize', () => {
+function resize() {
   for (const [name, box] of [
     ['minutes', '#chart-minutes'],
     ['hours', '#chart-hours'],
     ['runs', '#chart-runs'],
     ['lateness', '#chart-lateness'],
   ]) {
-    charts[name]?.plot.setSize({ width: $(box).clientWidth, height: HEIGHT });
+    if ($(box) !== null) charts[name]?.plot.setSize({ width: $(box).clientWidth, height: HEIGHT });
   }
-});
+}
 
-void refresh();
-setInterval(refresh, REFRESH_MS);
-// Drawn at once when a token is entered, not at the next tick.
-addEventListener('punctual:signed-in', () => void refresh());
+/** Draws the charts into the overview's boxes now and every 2 s; answers the stop. */
+export function startCharts() {
+  for (const name of ['minutes', 'hours', 'runs', 'lateness']) {
+    charts[name]?.plot.destroy();
+    delete charts[name];
+  }
+  void refresh();
+  const timer = setInterval(refresh, REFRESH_MS);
+  addEventListener('resize', resize);
+  return () => {
+    clearInterval(timer);
+    removeEventListener('resize', resize);
+  };
+}

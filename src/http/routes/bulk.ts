@@ -12,7 +12,7 @@ import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { Selector } from '../../store/task-store.js';
 import { instantOf, zoneOf } from '../create-input.js';
 import { badRequest } from '../errors.js';
-import { BulkCancelBody, BulkRescheduleBody, BulkResult, BulkRetryBody } from '../../contract/bulk.js';
+import { BulkCancelBody, BulkDeleteBody, BulkRescheduleBody, BulkResult, BulkRetryBody } from '../../contract/bulk.js';
 import { ErrorJson } from '../../contract/errors.js';
 
 export interface BulkRoutesOptions {
@@ -65,6 +65,21 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
       },
     },
     async (request) => lifecycle.bulkRetry(selectorOf(request.body, WITH_IDS)),
+  );
+
+  app.post(
+    '/tasks/bulk/delete',
+    {
+      schema: {
+        summary: 'Delete every finished task in a status with a tag, a key prefix, a type, or an id among a list',
+        description:
+          'With its runs, in chunks of short transactions; a task that left the status meanwhile (a retried one) stays, and so does the first task of a recurring series that goes on. Repeating it is harmless.',
+        tags: ['bulk'],
+        body: BulkDeleteBody,
+        response: responses,
+      },
+    },
+    async (request) => lifecycle.bulkDelete(selectorOf(request.body, WITH_IDS), request.body.status),
   );
 
   app.post(

@@ -15,7 +15,7 @@ import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
 import type { SummaryReader } from '../../store/summary.js';
 import { StatusCountsReader } from '../../store/status-counts.js';
 import { toIsoUtc } from '../../time/zones.js';
-import { conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
+import { checkedPayload, conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';
 import type { Role } from '../../contract/auth.js';
@@ -28,6 +28,7 @@ import {
   IdParams,
   KeyParams,
   ListPage,
+  PayloadBody,
   ListQuery,
   PendingPage,
   PendingQuery,
@@ -185,7 +186,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       schema: {
         summary: 'List the tasks in one status, a page at a time, with their count',
         description:
-          'pending and running soonest first, finished ones newest first; filtered by type, tag and key prefix. Paged by offset (a console\'s page numbers) up to an offset of ' +
+          "pending and running soonest first, finished ones newest first; filtered by type, tag and key prefix. Paged by offset (a console's page numbers) up to an offset of " +
           `${MAX_LIST_OFFSET}; a page also stops at about 256 KiB, so follow nextOffset.`,
         tags: ['tasks'],
         querystring: ListQuery,
@@ -297,6 +298,54 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       },
     },
     async (request) => present(await move(request.params.id, request.body, 'retry', request.role), request.role),
+  );
+
+  app.put(
+    '/tasks/:id/payload',
+    {
+      schema: {
+        summary: "Replace a pending task's payload",
+        description:
+          "Checked against the task type's schema as a create's is; its time, key and tags stay. 409 when the task is no longer pending.",
+        tags: ['tasks'],
+        params: IdParams,
+        body: PayloadBody,
+        response: taskResponses,
+      },
+    },
+    async (request) => {
+      const task = await byId(request.params.id);
+      const payload = checkedPayload(options.registry, task.type, request.body.payload, 'body/payload');
+      const result = await lifecycle.editPayload(task, payload);
+      return present(
+        changed(result, task.id, (now) => `task ${task.id} is ${now.status}; only a pending task's payload can be changed`, request.role),
+        request.role,
+      );
+    },
+  );
+
+  app.delete(
+    '/tasks/:id',
+    {
+      schema: {
+        summary: 'Delete a task that is not running, with its runs',
+        description:
+          'Answers the task as it was. 409 while it runs, and for the first task of a recurring series that goes on (cancel the series first).',
+        tags: ['tasks'],
+        params: IdParams,
+        response: taskResponses,
+      },
+    },
+    async (request) => {
+      const task = await byId(request.params.id);
+      const result = await lifecycle.delete(task);
+      if (result.outcome === 'missing') throw notFound(`task ${task.id}`);
+      if (result.outcome === 'refused') {
+        const why = result.task.status === 'running' ? 'it is running' : 'it is the first task of a recurring series that goes on';
+        throw conflict(`task ${task.id} cannot be deleted: ${why}`, present(result.task, request.role));
+      }
+      return present(result.task, request.role);
+    },
   );
 
   app.get(

@@ -23,6 +23,7 @@ export const RUN_COLUMNS = [
   'process',
   'waited_ms',
   'wait_reason',
+  'result',
 ].join(', ');
 
 /**
@@ -37,12 +38,19 @@ export const TASK_RUNS = {
    * their outcomes on the tasks.
    */
   insert: (rows: number) =>
-    'INSERT INTO punctual_task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process, waited_ms, wait_reason) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', '),
+    'INSERT INTO punctual_task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process, waited_ms, wait_reason, result) VALUES ' +
+    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', '),
   /** The runs of the tasks ? (the (task_id, id) index): retention deletes them with their tasks. */
   deleteOfTasks: 'DELETE FROM punctual_task_runs WHERE task_id IN (?)',
   /** A task's runs, newest first, before the run id ? (the (task_id, id) index). */
   ofTask: `SELECT ${RUN_COLUMNS} FROM punctual_task_runs WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+  /**
+   * The runs that finished at or after ? (the (finished_at) index), by outcome, with how many
+   * waited for a pause or a limit, as [outcome, runs, waited]: the whole fleet's, from the table.
+   */
+  finishedSince: 'SELECT outcome, COUNT(*), SUM(waited_ms > 0) FROM punctual_task_runs WHERE finished_at >= ? GROUP BY outcome',
+  /** The lateness at rank ? (from 0) among the runs that started and finished at or after ? (lost runs never started). */
+  latenessAtRank: "SELECT lateness_ms FROM punctual_task_runs WHERE finished_at >= ? AND outcome <> 'lost' ORDER BY lateness_ms LIMIT 1 OFFSET ?",
   /**
    * A lease that ran out is a run that never reported (its process died mid-run): recorded from
    * the locked task before its repair writes it, its start read from the lateness the claim

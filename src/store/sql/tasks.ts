@@ -253,8 +253,8 @@ export const SQL = {
    * and its wait for its type kept in the same statement: the hot path adds no query. `waited`:
    * how many of the tasks waited, each an (id, ms) pair after the first ?, twice.
    */
-  markDone: (waited: number) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
-    waited_ms = ${waitOf(waited)}, status = 'done',
+  markDone: (waited: number, results = 0) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+    waited_ms = ${waitOf(waited)}, last_result = ${results === 0 ? 'NULL' : `CASE id ${'WHEN ? THEN ? '.repeat(results)}ELSE NULL END`}, status = 'done',
     attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL WHERE id IN (?) AND status = 'pending'`,
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait with it. */
   markRunning: (
@@ -267,7 +267,7 @@ export const SQL = {
    * attempt its claim counted); its call (status, duration, size) kept.
    */
   completeLeased: `UPDATE punctual_tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
-    last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?
+    last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?, last_result = ?
     WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
   /**
    * A failed run of a task claimed pending (a database handler's, in its batch or after it lost
@@ -339,4 +339,17 @@ export const SQL = {
   lockExpired: 'SELECT id FROM punctual_tasks WHERE id IN (?) AND status = ? AND finished_at < ? FOR UPDATE',
   /** The tasks ?, locked by lockExpired in this transaction. */
   deleteByIds: 'DELETE FROM punctual_tasks WHERE id IN (?)',
+
+  // ── the operator's deletes and edits (the console, any client) ───────────────────────────
+  /**
+   * Those among ? in one of the statuses ?, locked, as [id]: a delete takes only tasks in the
+   * state it expects. The first task of a recurring series stays while the series goes on (its id
+   * is the series').
+   */
+  lockToDelete: `SELECT id FROM punctual_tasks WHERE id IN (?) AND status IN (?)
+      AND NOT (cron IS NOT NULL AND series_id IS NULL
+        AND EXISTS (SELECT 1 FROM punctual_tasks occurrence WHERE occurrence.series_id = punctual_tasks.id AND occurrence.status IN ('pending', 'running')))
+    ORDER BY id FOR UPDATE`,
+  /** A pending task's payload replaced (a fix before it runs); its instant, key and tags stay. */
+  updatePayload: "UPDATE punctual_tasks SET payload = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
 } as const;

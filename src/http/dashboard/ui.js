@@ -1,0 +1,110 @@
+// What every view shares: the status line, the confirmation dialog, polling, and the call that
+// makes a change (after a confirmation, saying what came of it).
+import { html, useEffect, useRef, useState } from './lib.js';
+import { api, Held, session, subscribe } from './api.js';
+
+export const REFRESH_MS = 2000;
+
+// The status line: what the last change did (kept in view 5 s), else when the data was read.
+const status = { text: '', error: false, until: 0 };
+const statusListeners = new Set();
+
+export function setStatus(text, error = false, holdMs = 0) {
+  if (holdMs === 0 && Date.now() < status.until) return;
+  Object.assign(status, { text, error, until: holdMs === 0 ? 0 : Date.now() + holdMs });
+  for (const listener of statusListeners) listener();
+}
+
+export function StatusLine() {
+  const [, redraw] = useState(0);
+  useEffect(() => {
+    const listener = () => redraw((n) => n + 1);
+    statusListeners.add(listener);
+    return () => statusListeners.delete(listener);
+  }, []);
+  return html`<p id="status" role="status" class=${status.error ? 'error' : ''}>${status.text}</p>`;
+}
+
+/** Redraws on every session change (sign in, sign out, a refused token). */
+export function useSession() {
+  const [, redraw] = useState(0);
+  useEffect(() => subscribe(() => redraw((n) => n + 1)), []);
+  return session;
+}
+
+/**
+ * Calls `load` now and every 2 s (while a token works), and whenever `deps` change; a reading
+ * that comes back after the view moved on is dropped. Answers [data, error, reload].
+ */
+export function usePoll(load, deps) {
+  const [data, setData] = useState(undefined);
+  const [error, setError] = useState(undefined);
+  const generation = useRef(0);
+  const reload = useRef(() => {});
+  useEffect(() => {
+    const mine = ++generation.current;
+    let stopped = false;
+    const read = async () => {
+      if (session.held || Date.now() < session.heldUntil) return;
+      try {
+        const value = await load();
+        if (stopped || generation.current !== mine) return;
+        setData(value);
+        setError(undefined);
+        setStatus(`updated ${new Date().toLocaleTimeString()}`);
+      } catch (problem) {
+        if (stopped || generation.current !== mine || problem instanceof Held) return;
+        setError(problem);
+        setStatus(problem.message, true);
+      }
+    };
+    reload.current = read;
+    void read();
+    const timer = setInterval(read, REFRESH_MS);
+    const unsubscribe = subscribe(() => void read());
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+      unsubscribe();
+    };
+  }, deps);
+  return [data, error, () => reload.current()];
+}
+
+/** Asks before a change: a modal dialog (Escape or Go back: nothing is sent). Answers whether it was confirmed. */
+export function confirmed(text, yes) {
+  const dialog = document.querySelector('#confirm');
+  document.querySelector('#confirm-text').textContent = text;
+  document.querySelector('#confirm-yes').textContent = yes;
+  dialog.returnValue = '';
+  dialog.showModal();
+  document.querySelector('#confirm-no').focus();
+  return new Promise((resolve) => dialog.addEventListener('close', () => resolve(dialog.returnValue === 'yes'), { once: true }));
+}
+
+/**
+ * A change through the API: asks `question` first (when given), sends it, says what came of it
+ * (`done`, a text or a function of the answer) and calls `after`. A refusal (403 for the role,
+ * 409 for the task's state) is said in the status line. Answers the API's answer, or undefined.
+ */
+export async function change({ question, yes, method = 'POST', path, body, done, after }) {
+  if (question !== undefined && !(await confirmed(question, yes))) {
+    setStatus('nothing was changed', false, 5000);
+    return undefined;
+  }
+  try {
+    const answer = await api(method, path, body);
+    setStatus(typeof done === 'function' ? done(answer) : done, false, 5000);
+    after?.(answer);
+    return answer;
+  } catch (error) {
+    if (!(error instanceof Held)) setStatus(error.message, true, 8000);
+    return undefined;
+  }
+}
+
+/** A table that scrolls sideways on a narrow screen instead of widening the page. */
+export const Scroll = ({ children }) => html`<div class="scroll">${children}</div>`;
+
+/** An empty table's one row. */
+export const Empty = ({ span, text }) => html`<tr><td class="empty" colspan=${span}>${text}</td></tr>`;

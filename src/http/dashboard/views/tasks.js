@@ -1,0 +1,401 @@
+// Tasks by state: one view per status with its count, filtered by type, tag and key prefix (all
+// in the address, so a filtered view can be shared), a page of 50 at a time. Actions on a row, on
+// the ticked rows, and on every task the filter matches, each after a confirmation that says how
+// many; what a token's role may not do has no control at all.
+import { html, useEffect, useState } from '../lib.js';
+import { api, may } from '../api.js';
+import { href, navigate } from '../router.js';
+import { change, Empty, Scroll, usePoll } from '../ui.js';
+import { countdown, late, local, utc } from '../format.js';
+
+const PAGE_SIZE = 50;
+const STATUSES = ['pending', 'running', 'failed', 'done', 'cancelled', 'skipped'];
+const NAMES = { pending: 'Pending', running: 'Running', failed: 'Failed', done: 'Done', cancelled: 'Cancelled', skipped: 'Skipped' };
+const FILTERS = [
+  ['type', 'type'],
+  ['tag', 'tag'],
+  ['keyPrefix', 'key prefix'],
+];
+
+const tags = (task) => (task.tags ?? []).join(' ');
+
+/** A row's own actions: run now and cancel a pending task, retry a failed one. */
+function RowActions({ task, refresh }) {
+  if (!may('write')) return html`<td></td>`;
+  const what = `task ${task.id} (${task.type}${task.key ? `, ${task.key}` : ''})`;
+  if (task.status === 'pending')
+    return html`<td class="actions">
+      <button
+        type="button"
+        onClick=${() =>
+          change({
+            question: `Run ${what} now?`,
+            yes: 'Run it now',
+            path: `/tasks/${task.id}/reschedule`,
+            body: { delayMs: 0 },
+            done: `task ${task.id} runs now`,
+            after: refresh,
+          })}
+      >
+        Run now
+      </button>
+      <button
+        type="button"
+        onClick=${() =>
+          change({
+            question: `Cancel ${what}? It will not run.`,
+            yes: 'Cancel the task',
+            path: `/tasks/${task.id}/cancel`,
+            done: `task ${task.id} cancelled`,
+            after: refresh,
+          })}
+      >
+        Cancel
+      </button>
+    </td>`;
+  if (task.status === 'failed')
+    return html`<td class="actions">
+      <button
+        type="button"
+        onClick=${() =>
+          change({
+            question: `Run task ${task.id} (${task.type}) again now, its attempts reset?`,
+            yes: 'Retry the task',
+            path: `/tasks/${task.id}/retry`,
+            done: `task ${task.id} will run again now`,
+            after: refresh,
+          })}
+      >
+        Retry
+      </button>
+    </td>`;
+  return html`<td></td>`;
+}
+
+/** Each view's columns after the id, type and key: [heading, the cell of a task]. */
+const COLUMNS = {
+  pending: [
+    ['runs in', (task) => html`<td class=${`countdown${countdown(task.runAt) === 'due' ? ' due' : ''}`}>${countdown(task.runAt)}</td>`],
+    ['local time', (task) => html`<td>${local(task)}</td>`],
+    ['UTC', (task) => html`<td>${utc(task.runAt)}</td>`],
+    ['tags', (task) => html`<td>${tags(task)}</td>`],
+  ],
+  running: [
+    ['due (UTC)', (task) => html`<td>${utc(task.runAt)}</td>`],
+    ['attempt', (task) => html`<td class="num">${task.attempts + 1}/${task.maxAttempts}</td>`],
+    ['tags', (task) => html`<td>${tags(task)}</td>`],
+  ],
+  failed: [
+    ['attempts', (task) => html`<td class="num">${task.attempts}/${task.maxAttempts}</td>`],
+    ['error', (task) => html`<td class="error">${task.lastError}</td>`],
+    ['failed at (UTC)', (task) => html`<td>${utc(task.finishedAt)}</td>`],
+    ['tags', (task) => html`<td>${tags(task)}</td>`],
+  ],
+  done: [
+    ['result', (task) => html`<td class="result">${task.lastResult ?? ''}</td>`],
+    ['due (UTC)', (task) => html`<td>${utc(task.runAt)}</td>`],
+    ['late', (task) => html`<td class="num">${late(task)}</td>`],
+    ['attempts', (task) => html`<td class="num">${task.attempts}</td>`],
+    ['finished at (UTC)', (task) => html`<td>${utc(task.finishedAt)}</td>`],
+  ],
+  cancelled: [
+    ['was due (UTC)', (task) => html`<td>${utc(task.runAt)}</td>`],
+    ['cancelled at (UTC)', (task) => html`<td>${utc(task.finishedAt)}</td>`],
+    ['tags', (task) => html`<td>${tags(task)}</td>`],
+  ],
+  // An expired task (expireAfterMs) is a skipped one whose reason says so: marked apart from a misfire.
+  skipped: [
+    [
+      'why',
+      (task) => ((task.lastError ?? '').startsWith('expired') ? html`<td class="bad">expired</td>` : html`<td>misfire</td>`),
+    ],
+    ['reason', (task) => html`<td class="error">${task.lastError}</td>`],
+    ['ended at (UTC)', (task) => html`<td>${utc(task.finishedAt)}</td>`],
+  ],
+};
+
+/** What the bulk routes do to a status's tasks: pending ones are cancelled (or run now), failed ones retried; finished ones deleted. */
+const BULK = { pending: 'cancel', failed: 'retry', done: 'delete', cancelled: 'delete', skipped: 'delete' };
+const DELETABLE = new Set(['failed', 'done', 'cancelled', 'skipped']);
+
+function Filters({ status, filters, types }) {
+  const [form, setForm] = useState(filters);
+  useEffect(() => setForm(filters), [filters.type, filters.tag, filters.keyPrefix]);
+  const field = (name) => (event) => setForm({ ...form, [name]: event.currentTarget.value });
+  const submit = (event) => {
+    event.preventDefault();
+    const next = event.currentTarget.elements['filter-status'].value;
+    navigate(href(`/console/tasks/${next}`, { type: form.type, tag: form.tag.trim(), keyPrefix: form.keyPrefix.trim() }));
+  };
+  return html`<form id="filters" onSubmit=${submit}>
+    <label for="filter-status">Status</label>
+    <select id="filter-status" key=${status} defaultValue=${status}>
+      ${STATUSES.map((s) => html`<option value=${s} selected=${s === status}>${s}</option>`)}
+    </select>
+    <label for="filter-type">Type</label>
+    <select id="filter-type" value=${form.type} onChange=${field('type')}>
+      <option value="">any</option>
+      ${[...new Set([...types, ...(form.type ? [form.type] : [])])].map((t) => html`<option value=${t}>${t}</option>`)}
+    </select>
+    <label for="filter-tag">Tag</label>
+    <input id="filter-tag" autocomplete="off" size="14" value=${form.tag} onInput=${field('tag')} />
+    <label for="filter-key">Key starts with</label>
+    <input id="filter-key" autocomplete="off" size="14" value=${form.keyPrefix} onInput=${field('keyPrefix')} />
+    <button type="submit">Filter</button>
+    <button type="button" id="filter-clear" onClick=${() => navigate(`/console/tasks/${status}`)}>Clear filters</button>
+  </form>`;
+}
+
+/** The bulk bar (admin): the ticked rows, or every task the filter matches (the bulk routes take one filter). */
+function Bulk({ status, selected, setSelected, page, filters, total, refresh }) {
+  const kind = BULK[status];
+  if (!may('admin') || kind === undefined) return null;
+  const ids = [...selected];
+  const n = ids.length;
+  const given = FILTERS.filter(([name]) => filters[name] !== '');
+  const one = given.length === 1 ? given[0] : undefined;
+  const selector = one === undefined ? undefined : { [one[0]]: filters[one[0]] };
+  const named = one === undefined ? '' : `${one[1]} ${filters[one[0]]}`;
+  const after = () => {
+    setSelected(new Set());
+    refresh();
+  };
+  const counted = (verb) => (answer) => `${answer.changed} of ${answer.matched} tasks ${verb}`;
+  const allOnPage = page.length > 0 && page.every((task) => selected.has(task.id));
+  return html`<div id="bulk" class="bulk">
+    <label
+      ><input
+        type="checkbox"
+        id="select-page"
+        checked=${allOnPage}
+        onChange=${(e) => setSelected(e.currentTarget.checked ? new Set(page.map((task) => task.id)) : new Set())}
+      />
+      Select all on this page</label
+    >
+    ${kind === 'cancel' &&
+    html`<button
+        type="button"
+        id="bulk-cancel"
+        disabled=${n === 0}
+        onClick=${() =>
+          change({
+            question: `Cancel the ${n} selected tasks (${ids.join(', ')})? They will not run.`,
+            yes: `Cancel ${n} tasks`,
+            path: '/tasks/bulk/cancel',
+            body: { ids },
+            done: counted('cancelled'),
+            after,
+          })}
+      >
+        Cancel selected (${n})
+      </button>`}
+    ${kind === 'retry' &&
+    html`<button
+      type="button"
+      id="bulk-retry"
+      disabled=${n === 0}
+      onClick=${() =>
+        change({
+          question: `Run the ${n} selected failed tasks (${ids.join(', ')}) again now?`,
+          yes: `Retry ${n} tasks`,
+          path: '/tasks/bulk/retry',
+          body: { ids },
+          done: counted('will run again'),
+          after,
+        })}
+    >
+      Retry selected (${n})
+    </button>`}
+    ${DELETABLE.has(status) &&
+    html`<button
+      type="button"
+      id="bulk-delete"
+      disabled=${n === 0}
+      onClick=${() =>
+        change({
+          question: `Delete the ${n} selected ${status} tasks (${ids.join(', ')}) and their runs? This cannot be undone.`,
+          yes: `Delete ${n} tasks`,
+          path: '/tasks/bulk/delete',
+          body: { ids, status },
+          done: counted('deleted'),
+          after,
+        })}
+    >
+      Delete selected (${n})
+    </button>`}
+    ${selector !== undefined &&
+    DELETABLE.has(status) &&
+    html`<button
+      type="button"
+      id="all-delete"
+      onClick=${() =>
+        change({
+          question: `Delete every ${status} task with the ${named} (${total} now) and their runs, on every page? This cannot be undone.`,
+          yes: 'Delete them all',
+          path: '/tasks/bulk/delete',
+          body: { ...selector, status },
+          done: counted('deleted'),
+          after,
+        })}
+    >
+      Delete all ${status} with ${named}
+    </button>`}
+    ${selector !== undefined &&
+    kind === 'cancel' &&
+    html`<button
+        type="button"
+        id="all-cancel"
+        onClick=${() =>
+          change({
+            question: `Cancel every pending task with the ${named} (${total} now), on every page?`,
+            yes: 'Cancel them all',
+            path: '/tasks/bulk/cancel',
+            body: selector,
+            done: counted('cancelled'),
+            after,
+          })}
+      >
+        Cancel all pending with ${named}
+      </button>
+      <button
+        type="button"
+        id="all-run"
+        onClick=${() =>
+          change({
+            question: `Run every pending task with the ${named} (${total} now) now, on every page?`,
+            yes: 'Run them all now',
+            path: '/tasks/bulk/reschedule',
+            body: { ...selector, runAt: new Date().toISOString() },
+            done: counted('run now'),
+            after,
+          })}
+      >
+        Run all pending with ${named} now
+      </button>`}
+    ${selector !== undefined &&
+    kind === 'retry' &&
+    html`<button
+      type="button"
+      id="all-retry"
+      onClick=${() =>
+        change({
+          question: `Run every failed task with the ${named} (${total} now) again now, on every page?`,
+          yes: 'Retry them all',
+          path: '/tasks/bulk/retry',
+          body: selector,
+          done: counted('will run again'),
+          after,
+        })}
+    >
+      Retry all failed with ${named}
+    </button>`}
+    ${given.length > 1 && html`<small>a change to all that match takes one filter: type, tag or key prefix</small>`}
+  </div>`;
+}
+
+export function Tasks({ status, query }) {
+  const filters = { type: query.type ?? '', tag: query.tag ?? '', keyPrefix: query.keyPrefix ?? '' };
+  const offset = Math.max(0, Number(query.offset ?? 0) || 0);
+  const [selected, setSelected] = useState(new Set());
+  const [, tick] = useState(0);
+  const filterQuery = new URLSearchParams(Object.entries(filters).filter(([, v]) => v !== '')).toString();
+  const [data, , refresh] = usePoll(async () => {
+    const [counts, page, types] = await Promise.all([
+      api('GET', `/tasks/counts?${filterQuery}`),
+      api('GET', `/tasks?${new URLSearchParams({ status, limit: String(PAGE_SIZE), offset: String(offset) })}&${filterQuery}`),
+      api('GET', '/types'),
+    ]);
+    return { counts: counts.counts, page, types: types.types.map((t) => t.type), key: `${status}?${filterQuery}&${offset}` };
+  }, [status, filterQuery, offset]);
+  useEffect(() => setSelected(new Set()), [status, filterQuery, offset]);
+  // The countdowns move between readings.
+  useEffect(() => {
+    const timer = setInterval(() => tick((n) => n + 1), 100);
+    return () => clearInterval(timer);
+  }, []);
+  const fresh = data !== undefined && data.key === `${status}?${filterQuery}&${offset}`;
+  const page = fresh ? data.page : { tasks: [], total: 0, offset, nextOffset: null };
+  useEffect(() => {
+    if (!fresh) return;
+    // A ticked row that left the page is not changed unseen.
+    const shown = new Set(page.tasks.map((task) => task.id));
+    if ([...selected].some((id) => !shown.has(id))) setSelected(new Set([...selected].filter((id) => shown.has(id))));
+    // The page emptied (its tasks ran or were cancelled): show the last page there is.
+    const last = Math.max(0, Math.ceil(page.total / PAGE_SIZE) - 1) * PAGE_SIZE;
+    if (page.tasks.length === 0 && last < offset) navigate(href(`/console/tasks/${status}`, { ...filters, offset: last || undefined }), { replace: true });
+  }, [data]);
+  const counts = data?.counts;
+  const picking = may('admin') && BULK[status] !== undefined;
+  const columns = COLUMNS[status] ?? COLUMNS.pending;
+  const heads = [...(picking ? ['select'] : []), 'id', 'type', 'key', ...columns.map(([name]) => name), ...(may('write') ? ['actions'] : [])];
+  const notes = [filters.type && `type ${filters.type}`, filters.tag && `tag ${filters.tag}`, filters.keyPrefix && `key starts with ${filters.keyPrefix}`].filter(Boolean);
+  const from = page.tasks.length === 0 ? 0 : page.offset + 1;
+  const pages = Math.max(1, Math.ceil(page.total / PAGE_SIZE));
+  const go = (to) => navigate(href(`/console/tasks/${status}`, { ...filters, offset: to || undefined }));
+  const toggle = (id) => (event) => {
+    const next = new Set(selected);
+    if (event.currentTarget.checked) next.add(id);
+    else next.delete(id);
+    setSelected(next);
+  };
+  return html`<section id="console" aria-labelledby="console-name">
+    <h2 id="console-title" tabindex="-1"><span id="console-name">Tasks</span> <small id="view-note">${notes.length === 0 ? '' : `only ${notes.join(', ')}`}</small></h2>
+    <nav id="views" aria-label="Views by state">
+      ${STATUSES.map(
+        (s) =>
+          html`<a
+            href=${href(`/console/tasks/${s}`, filters)}
+            aria-current=${s === status ? 'page' : undefined}
+            class=${s === 'failed' && (counts?.failed ?? 0) > 0 ? 'bad' : ''}
+            >${NAMES[s]} <span class="count">${counts?.[s] ?? '–'}</span></a
+          >`,
+      )}
+    </nav>
+    <div class="tools"><${Filters} status=${status} filters=${filters} types=${data?.types ?? []} /></div>
+    <${Bulk}
+      status=${status}
+      selected=${selected}
+      setSelected=${setSelected}
+      page=${page.tasks}
+      filters=${filters}
+      total=${page.total}
+      refresh=${refresh}
+    />
+    <${Scroll}>
+      <table id="tasks">
+        <caption id="tasks-caption" class="visually-hidden">${status} tasks</caption>
+        <thead>
+          <tr>
+            ${heads.map(
+              (name) =>
+                html`<th scope="col">${name === 'select' ? html`<span class="visually-hidden">select</span>` : name === 'actions' ? html`<span class="visually-hidden">actions</span>` : name}</th>`,
+            )}
+          </tr>
+        </thead>
+        <tbody>
+          ${page.tasks.map(
+            (task) => html`<tr data-id=${task.id} key=${task.id}>
+              ${picking &&
+              html`<td>
+                <input type="checkbox" class="pick" aria-label=${`select task ${task.id}`} checked=${selected.has(task.id)} onChange=${toggle(task.id)} />
+              </td>`}
+              <td class="num"><a href=${`/console/task/${task.id}`} aria-label=${`task ${task.id}`}>${task.id}</a></td>
+              <td>${task.type}</td>
+              <td class="key">${task.key}</td>
+              ${columns.map(([, make]) => make(task))}
+              ${may('write') && html`<${RowActions} task=${task} refresh=${refresh} />`}
+            </tr>`,
+          )}
+          ${fresh && page.tasks.length === 0 && html`<${Empty} span=${heads.length} text="nothing here" />`}
+        </tbody>
+      </table>
+    </${Scroll}>
+    <nav class="pager" aria-label="Pages">
+      <button type="button" id="page-prev" disabled=${page.offset === 0} onClick=${() => go(Math.max(0, offset - PAGE_SIZE))}>Previous page</button>
+      <span id="page-info" aria-live="polite"
+        >${fresh ? `${from}–${page.offset + page.tasks.length} of ${page.total} · page ${Math.floor(page.offset / PAGE_SIZE) + 1} of ${pages}` : ''}</span
+      >
+      <button type="button" id="page-next" disabled=${page.nextOffset === null} onClick=${() => go(offset + PAGE_SIZE)}>Next page</button>
+    </nav>
+  </section>`;
+}
