@@ -261,9 +261,15 @@ export class TaskStore {
     return toEntries(await this.#arrays<[number, number, number]>(SQL.pendingAmong, [ids]));
   }
 
-  /** Clears the finished_at of open tasks that carry one (SQL.mendOpenFinished); answers how many. */
+  /**
+   * Clears the finished_at of open tasks that carry one, up to 1,000 a call (the boot and every
+   * reconcile call it); answers how many. Read first, then written by id, so that nothing is locked
+   * when there are none.
+   */
   async mendOpenFinished(): Promise<number> {
-    return (await this.#query<Result>(SQL.mendOpenFinished, [])).affectedRows;
+    const ids = (await this.#arrays<[number]>(SQL.openFinishedIds, [])).map(([id]) => Number(id));
+    if (ids.length === 0) return 0;
+    return (await this.#query<Result>(SQL.clearFinishedAt, [ids])).affectedRows;
   }
 
   async maxId(): Promise<number> {

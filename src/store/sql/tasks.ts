@@ -140,10 +140,14 @@ export const SQL = {
   pendingAmong: `SELECT id, ${ms('run_at')}, priority FROM punctual_tasks WHERE id IN (?) AND status = 'pending'`,
   maxId: 'SELECT COALESCE(MAX(id), 0) FROM punctual_tasks',
   /**
-   * Open tasks that carry a finished_at clear it, as the reads of open tasks expect (OPEN). punctual
-   * never writes one; a row written by hand or by a tool might. The index's own range.
+   * Open tasks that carry a finished_at (punctual never writes one; a row written by hand or by a
+   * tool might), as [id], read without locks: the index's own range, empty as a rule. A locking
+   * range UPDATE would lock that range's edge, a row another process may hold, and wait for it.
    */
-  mendOpenFinished: "UPDATE punctual_tasks SET finished_at = NULL WHERE status IN ('pending', 'running') AND finished_at IS NOT NULL",
+  openFinishedIds: "SELECT id FROM punctual_tasks WHERE status IN ('pending', 'running') AND finished_at IS NOT NULL LIMIT 1000",
+  /** Those among ? still open with a finished_at: cleared, as the reads of open tasks expect (OPEN). */
+  clearFinishedAt:
+    "UPDATE punctual_tasks SET finished_at = NULL WHERE id IN (?) AND status IN ('pending', 'running') AND finished_at IS NOT NULL",
   countOpen: "SELECT status, COUNT(*) AS n FROM punctual_tasks WHERE status IN ('pending', 'running', 'failed') GROUP BY status",
   countPendingByType: "SELECT type, COUNT(*) FROM punctual_tasks WHERE status = 'pending' GROUP BY type",
   /** The types that have pending tasks: one look into the (type, status, …) index per type. */
