@@ -296,6 +296,23 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     await page.context().close();
   });
 
+  it('filters by group and by when the tasks are due, in the address', async () => {
+    const group = `grp-${layout.name}`;
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++)
+      ids.push(await create({ type: 'quiet', payload: { i }, runAt: Date.parse('2031-06-01T00:00:00Z') + i * 86_400_000, group }));
+    const page = await open(layout, '/console/tasks/pending');
+    await page.getByLabel('Group', { exact: true }).fill(group);
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await page.locator('#page-info', { hasText: '1–3 of 3 ' }).waitFor();
+    // The time range in the address, as a link to share would carry it.
+    await page.goto(`${baseUrl}/console/tasks/pending?group=${group}&dueFrom=2031-06-02T00:00:00Z&dueUntil=2031-06-03T00:00:00Z`);
+    await page.locator('#page-info', { hasText: '1–1 of 1 ' }).waitFor();
+    expect(await page.locator('#tasks tbody tr[data-id]').getAttribute('data-id')).toBe(String(ids[1]));
+    expect(await page.locator('#view-note').textContent()).toContain('due from 2031-06-02 00:00:00Z');
+    await page.context().close();
+  });
+
   it('shows no action to a read token', async () => {
     const id = await create({ type: 'quiet', payload: { orderSn: 'RO' }, delayMs: HOUR });
     const page = await open(layout, `/console/task/${id}`, READ);

@@ -140,6 +140,30 @@ describe('POST /tasks/bulk/delete', () => {
   });
 });
 
+describe('GET /tasks and /tasks/counts by group and time range', () => {
+  it('filter by group and by when the tasks are due; a naive instant is a 400', async () => {
+    const base = Date.parse('2030-01-01T00:00:00Z');
+    const ids: number[] = [];
+    for (let i = 0; i < 4; i++)
+      ids.push(await create({ type: 'quiet', payload: { i }, runAt: base + i * HOUR, group: i < 2 ? 'merchant:1' : 'merchant:2' }));
+    const page = await call('GET', '/tasks?status=pending&group=merchant:2', undefined, READ);
+    expect(page.body.tasks.map((t: { id: number }) => t.id)).toEqual(ids.slice(2));
+    expect(page.body.total).toBe(2);
+    const window = await call(
+      'GET',
+      `/tasks?status=pending&dueFrom=2030-01-01T01:00:00Z&dueUntil=${encodeURIComponent('2030-01-01T11:00:00+08:00')}`,
+      undefined,
+      READ,
+    );
+    expect(window.body.tasks.map((t: { id: number }) => t.id)).toEqual(ids.slice(1, 3));
+    const counted = await call('GET', '/tasks/counts?group=merchant:1&dueFrom=2030-01-01T01:00:00Z', undefined, READ);
+    expect(counted.body.counts.pending).toBe(1);
+    const naive = await call('GET', '/tasks?dueFrom=2030-01-01 01:00:00', undefined, READ);
+    expect(naive.status).toBe(400);
+    expect(naive.body.message).toContain('querystring/dueFrom');
+  });
+});
+
 describe("a handler's result", () => {
   it('is kept on the task and on its run, without control characters and cut to 200 characters', async () => {
     const closed = await create({ type: 'answers', payload: { answer: 'closed' }, delayMs: 0 });
