@@ -147,6 +147,7 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
       ['/console/types', '#task-types tbody tr[data-type="flaky"]', 'types'],
       ['/console/types/flaky', '#type-fields', 'type'],
       ['/console/audit', '#audit-entries', 'audit'],
+      ['/console/workers', '#worker-types', 'workers'],
     ] as const) {
       await page.goto(`${baseUrl}${path}`);
       await page.locator(ready).first().waitFor();
@@ -165,7 +166,7 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     await page.goBack();
     await page.locator('#views a[aria-current="page"]', { hasText: 'Pending' }).waitFor();
     await page.goBack();
-    await page.locator('#audit-entries').waitFor();
+    await page.locator('#worker-types').waitFor();
     await page.context().close();
   });
 

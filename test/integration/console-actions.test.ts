@@ -16,7 +16,11 @@ const WRITE = 'actions-write-token-0123456789';
 const READ = 'actions-read-token-0123456789';
 const as = (token: string) => ({ authorization: `Bearer ${token}` });
 const HOUR = 3_600_000;
-const ENV = { API_TOKENS: `ops-alice:admin:${ADMIN},desk:write:${WRITE},wallboard:read:${READ}` };
+const WORKER = 'actions-worker-token-0123456789';
+const ENV = {
+  API_TOKENS: `ops-alice:admin:${ADMIN},desk:write:${WRITE},wallboard:read:${READ},picker:worker:${WORKER}`,
+  WORKER_TYPES: 'pick_parcel',
+};
 
 let db: TestDatabase;
 let service: TestService;
@@ -161,6 +165,21 @@ describe('GET /tasks and /tasks/counts by group and time range', () => {
     const naive = await call('GET', '/tasks?dueFrom=2030-01-01 01:00:00', undefined, READ);
     expect(naive.status).toBe(400);
     expect(naive.body.message).toContain('querystring/dueFrom');
+  });
+});
+
+describe('GET /workers', () => {
+  it('lists the worker types with their leased and pending tasks', async () => {
+    for (let i = 0; i < 3; i++) await create({ type: 'pick_parcel', payload: { i }, delayMs: 0 });
+    const leased = await call('POST', '/workers/lease', { types: ['pick_parcel'], max: 2 }, WORKER);
+    expect(leased.body.tasks).toHaveLength(2);
+    await waitFor(async () => {
+      const { body } = await call('GET', '/workers', undefined, READ);
+      return body.types[0]?.leased === 2 && body.types[0]?.pending === 1;
+    });
+    const { status, body } = await call('GET', '/workers', undefined, READ);
+    expect(status).toBe(200);
+    expect(body).toEqual({ waitingHere: 0, types: [{ type: 'pick_parcel', leased: 2, pending: 1, failed: 0 }] });
   });
 });
 
