@@ -328,6 +328,13 @@ const ListFilterFields = {
   ),
   keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'only tasks whose key starts with this' })),
   group: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, description: 'only tasks of this group' })),
+  series: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'only the tasks of the recurring series whose first task has this id',
+    }),
+  ),
   dueFrom: Type.Optional(
     Type.String({ minLength: 1, maxLength: 64, description: 'only tasks due (runAt) at or after this instant (ISO-8601 with offset)' }),
   ),

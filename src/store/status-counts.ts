@@ -31,6 +31,7 @@ export class StatusCountsReader {
       filters.tag ?? null,
       filters.keyPrefix ?? null,
       filters.group ?? null,
+      filters.series ?? null,
       filters.from ?? null,
       filters.until ?? null,
     ]);

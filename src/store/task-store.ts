@@ -89,6 +89,8 @@ export interface ListFilters {
   tag?: string;
   keyPrefix?: string;
   group?: string;
+  /** The tasks of the recurring series whose first task has this id. */
+  series?: number;
   /** Due (run_at) at or after this instant (epoch ms). */
   from?: number;
   /** Due before this instant (epoch ms). */
@@ -362,6 +364,7 @@ export class TaskStore {
       tag: filters.tag !== undefined,
       keyPrefix: filters.keyPrefix !== undefined,
       group: filters.group !== undefined,
+      series: filters.series !== undefined,
       from: filters.from !== undefined,
       until: filters.until !== undefined,
     };
@@ -373,6 +376,7 @@ export class TaskStore {
       ...(filters.tag === undefined ? [] : [filters.tag]),
       ...(filters.keyPrefix === undefined ? [] : [prefixPattern(filters.keyPrefix)]),
       ...(filters.group === undefined ? [] : [filters.group]),
+      ...(filters.series === undefined ? [] : [filters.series, filters.series]),
       ...(filters.from === undefined ? [] : [new Date(filters.from)]),
       ...(filters.until === undefined ? [] : [new Date(filters.until)]),
     ];

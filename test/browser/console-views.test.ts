@@ -314,6 +314,20 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     await page.context().close();
   });
 
+  it("shows a recurring task's series, with links to its occurrences", async () => {
+    const first = await create({ type: 'quiet', payload: {}, cron: '0 0 * * *', timezone: 'Asia/Shanghai' });
+    await db.execute(
+      "INSERT INTO tasks (type, payload, run_at, status, cron, timezone, series_id, finished_at) VALUES ('quiet', '{}', UTC_TIMESTAMP(3) - INTERVAL 1 DAY, 'done', '0 0 * * *', 'Asia/Shanghai', ?, UTC_TIMESTAMP(3))",
+      [first],
+    );
+    const page = await open(layout, `/console/task/${first}`);
+    await page.locator('#task-series', { hasText: '0 0 * * * (Asia/Shanghai)' }).waitFor();
+    await page.locator('#task-series').getByRole('link', { name: 'done 1' }).click();
+    await page.locator('#page-info', { hasText: '1–1 of 1 ' }).waitFor();
+    expect(await page.locator('#view-note').textContent()).toContain(`the series of task ${first}`);
+    await page.context().close();
+  });
+
   it('shows no action to a read token', async () => {
     const id = await create({ type: 'quiet', payload: { orderSn: 'RO' }, delayMs: HOUR });
     const page = await open(layout, `/console/task/${id}`, READ);

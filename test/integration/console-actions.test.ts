@@ -168,6 +168,22 @@ describe('GET /tasks and /tasks/counts by group and time range', () => {
   });
 });
 
+describe('GET /tasks by series', () => {
+  it("lists a recurring series' first task and its occurrences, and no other task", async () => {
+    const first = await create({ type: 'quiet', payload: {}, cron: '0 0 * * *' });
+    await create({ type: 'quiet', payload: {}, cron: '0 0 * * *' });
+    // An earlier occurrence, done: as the series writes them, a row with the first task's id as series_id.
+    await db.execute(
+      "INSERT INTO tasks (type, payload, run_at, status, cron, series_id, finished_at) VALUES ('quiet', '{}', UTC_TIMESTAMP(3) - INTERVAL 1 DAY, 'done', '0 0 * * *', ?, UTC_TIMESTAMP(3))",
+      [first],
+    );
+    const counts = await call('GET', `/tasks/counts?series=${first}`, undefined, READ);
+    expect(counts.body.counts).toMatchObject({ pending: 1, done: 1 });
+    const done = await call('GET', `/tasks?status=done&series=${first}`, undefined, READ);
+    expect(done.body.tasks.map((t: { seriesId: number }) => t.seriesId)).toEqual([first]);
+  });
+});
+
 describe('GET /workers', () => {
   it('lists the worker types with their leased and pending tasks', async () => {
     for (let i = 0; i < 3; i++) await create({ type: 'pick_parcel', payload: { i }, delayMs: 0 });

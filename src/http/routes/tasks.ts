@@ -86,9 +86,25 @@ function filterInstant(field: string, value: string | undefined): number | undef
 }
 
 /** The list's and the counts' filters, from the query. */
-function listFilters(query: { type?: string; tag?: string; keyPrefix?: string; group?: string; dueFrom?: string; dueUntil?: string }) {
-  const { type, tag, keyPrefix, group } = query;
-  return { type, tag, keyPrefix, group, from: filterInstant('dueFrom', query.dueFrom), until: filterInstant('dueUntil', query.dueUntil) };
+function listFilters(query: {
+  type?: string;
+  tag?: string;
+  keyPrefix?: string;
+  group?: string;
+  series?: number;
+  dueFrom?: string;
+  dueUntil?: string;
+}) {
+  const { type, tag, keyPrefix, group, series } = query;
+  return {
+    type,
+    tag,
+    keyPrefix,
+    group,
+    series,
+    from: filterInstant('dueFrom', query.dueFrom),
+    until: filterInstant('dueUntil', query.dueUntil),
+  };
 }
 
 const taskResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 404: ErrorJson, 409: ConflictJson };

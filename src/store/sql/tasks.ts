@@ -53,6 +53,8 @@ export interface ListFilter {
   tag: boolean;
   keyPrefix: boolean;
   group?: boolean;
+  /** The tasks of a recurring series: its first task (id ?) and its occurrences (series_id ?). */
+  series?: boolean;
   /** run_at at or after ?, and before ?. */
   from?: boolean;
   until?: boolean;
@@ -66,6 +68,7 @@ const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') =
     ...(f.tag ? ['id IN (SELECT task_id FROM task_tags WHERE tag = ?)'] : []),
     ...(f.keyPrefix ? ["task_key LIKE ? ESCAPE '!'"] : []),
     ...(f.group ? ['group_key = ?'] : []),
+    ...(f.series ? ['(id = ? OR series_id = ?)'] : []),
     ...(f.from ? ['run_at >= ?'] : []),
     ...(f.until ? ['run_at < ?'] : []),
   ];

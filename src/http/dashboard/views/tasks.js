@@ -17,7 +17,7 @@ const FILTERS = [
   ['tag', 'tag'],
   ['keyPrefix', 'key prefix'],
 ];
-const LIST_ONLY = ['group', 'dueFrom', 'dueUntil'];
+const LIST_ONLY = ['group', 'dueFrom', 'dueUntil', 'series'];
 
 const tags = (task) => (task.tags ?? []).join(' ');
 
@@ -135,6 +135,7 @@ function Filters({ status, filters, types }) {
         group: form.group.trim(),
         dueFrom: form.dueFrom,
         dueUntil: form.dueUntil,
+        series: form.series,
       }),
     );
   };
@@ -330,6 +331,7 @@ export function Tasks({ status, query }) {
     group: query.group ?? '',
     dueFrom: query.dueFrom ?? '',
     dueUntil: query.dueUntil ?? '',
+    series: query.series ?? '',
   };
   const offset = Math.max(0, Number(query.offset ?? 0) || 0);
   const [selected, setSelected] = useState(new Set());
@@ -371,6 +373,7 @@ export function Tasks({ status, query }) {
     filters.group && `group ${filters.group}`,
     filters.dueFrom && `due from ${utc(filters.dueFrom)}`,
     filters.dueUntil && `due before ${utc(filters.dueUntil)}`,
+    filters.series && `the series of task ${filters.series}`,
   ].filter(Boolean);
   const from = page.tasks.length === 0 ? 0 : page.offset + 1;
   const pages = Math.max(1, Math.ceil(page.total / PAGE_SIZE));
