@@ -326,6 +326,7 @@ export class Service {
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
       workers: {
         hub: this.pullHub,
+        store: this.store,
         pull,
         registry: this.registry,
         clock,

@@ -55,7 +55,8 @@ export const TaskJson = Type.Object(
     lastResponseBytes: Nullable(Type.Integer({ description: "an outside run: the latest response's body size in bytes" })),
     lastResult: Nullable(
       Type.String({
-        description: "what the latest successful run's handler answered (e.g. `closed`, `no such order`), at most 200 characters; null when it said nothing",
+        description:
+          "what the latest successful run's handler answered (e.g. `closed`, `no such order`), at most 200 characters; null when it said nothing",
       }),
     ),
     priority: Type.Integer({
@@ -326,6 +327,20 @@ const ListFilterFields = {
     Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, pattern: TAG_PATTERN, description: 'only tasks with this tag' }),
   ),
   keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'only tasks whose key starts with this' })),
+  group: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH, description: 'only tasks of this group' })),
+  series: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'only the tasks of the recurring series whose first task has this id',
+    }),
+  ),
+  dueFrom: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'only tasks due (runAt) at or after this instant (ISO-8601 with offset)' }),
+  ),
+  dueUntil: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'only tasks due (runAt) before this instant (ISO-8601 with offset)' }),
+  ),
 };
 
 export const ListQuery = Type.Object(

@@ -60,6 +60,19 @@ export const LeasedTaskJson = Type.Object({
 export type LeasedTaskJson = Static<typeof LeasedTaskJson>;
 
 export const LeaseAnswer = Type.Object({ tasks: Type.Array(LeasedTaskJson) });
+
+export const WorkersJson = Type.Object({
+  waitingHere: Type.Integer({ description: 'lease requests waiting (long poll) in the process that answered' }),
+  types: Type.Array(
+    Type.Object({
+      type: Type.String({ description: 'a worker type (WORKER_TYPES)' }),
+      leased: Type.Integer({ description: 'its tasks leased to a worker now (running), in the whole table' }),
+      pending: Type.Integer({ description: 'its tasks waiting to be leased (pending), in the whole table' }),
+      failed: Type.Integer(),
+    }),
+  ),
+});
+export type WorkersJson = Static<typeof WorkersJson>;
 export type LeaseAnswer = Static<typeof LeaseAnswer>;
 
 const LeaseToken = Type.String({ minLength: 1, maxLength: 64, description: 'the leaseToken the lease answered' });

@@ -26,7 +26,15 @@ export class StatusCountsReader {
 
   read(filters: ListFilters): Promise<CountsReading> {
     const now = this.clock.now();
-    const key = JSON.stringify([filters.type ?? null, filters.tag ?? null, filters.keyPrefix ?? null]);
+    const key = JSON.stringify([
+      filters.type ?? null,
+      filters.tag ?? null,
+      filters.keyPrefix ?? null,
+      filters.group ?? null,
+      filters.series ?? null,
+      filters.from ?? null,
+      filters.until ?? null,
+    ]);
     const held = this.#cached.get(key);
     if (held !== undefined && now - held.at <= COUNTS_TTL_MS) return held.value;
     const value = this.store.countByStatus(filters).then((counts) => ({ counts, at: now }));

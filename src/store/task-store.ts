@@ -88,6 +88,13 @@ export interface ListFilters {
   type?: string;
   tag?: string;
   keyPrefix?: string;
+  group?: string;
+  /** The tasks of the recurring series whose first task has this id. */
+  series?: number;
+  /** Due (run_at) at or after this instant (epoch ms). */
+  from?: number;
+  /** Due before this instant (epoch ms). */
+  until?: number;
 }
 
 /** A LIKE pattern for "starts with": `!` escapes the prefix's own wildcards. */
@@ -363,7 +370,15 @@ export class TaskStore {
   }
 
   #filterShape(filters: ListFilters) {
-    return { type: filters.type !== undefined, tag: filters.tag !== undefined, keyPrefix: filters.keyPrefix !== undefined };
+    return {
+      type: filters.type !== undefined,
+      tag: filters.tag !== undefined,
+      keyPrefix: filters.keyPrefix !== undefined,
+      group: filters.group !== undefined,
+      series: filters.series !== undefined,
+      from: filters.from !== undefined,
+      until: filters.until !== undefined,
+    };
   }
 
   #filterValues(filters: ListFilters): unknown[] {
@@ -371,6 +386,10 @@ export class TaskStore {
       ...(filters.type === undefined ? [] : [filters.type]),
       ...(filters.tag === undefined ? [] : [filters.tag]),
       ...(filters.keyPrefix === undefined ? [] : [prefixPattern(filters.keyPrefix)]),
+      ...(filters.group === undefined ? [] : [filters.group]),
+      ...(filters.series === undefined ? [] : [filters.series, filters.series]),
+      ...(filters.from === undefined ? [] : [new Date(filters.from)]),
+      ...(filters.until === undefined ? [] : [new Date(filters.until)]),
     ];
   }
 
@@ -533,7 +552,15 @@ export class TaskStore {
    */
   async completeLeased(conn: Connection, run: LeasedRun, call: CallRecord, now: number): Promise<boolean> {
     const at = new Date(now);
-    const [result] = await conn.query<Result>(SQL.completeLeased, [at, at, ...callValues(call), call.result ?? null, run.id, run.owner, run.attempts]);
+    const [result] = await conn.query<Result>(SQL.completeLeased, [
+      at,
+      at,
+      ...callValues(call),
+      call.result ?? null,
+      run.id,
+      run.owner,
+      run.attempts,
+    ]);
     return result.affectedRows === 1;
   }
 

@@ -147,6 +147,7 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
       ['/console/types', '#task-types tbody tr[data-type="flaky"]', 'types'],
       ['/console/types/flaky', '#type-fields', 'type'],
       ['/console/audit', '#audit-entries', 'audit'],
+      ['/console/workers', '#worker-types', 'workers'],
     ] as const) {
       await page.goto(`${baseUrl}${path}`);
       await page.locator(ready).first().waitFor();
@@ -165,7 +166,7 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     await page.goBack();
     await page.locator('#views a[aria-current="page"]', { hasText: 'Pending' }).waitFor();
     await page.goBack();
-    await page.locator('#audit-entries').waitFor();
+    await page.locator('#worker-types').waitFor();
     await page.context().close();
   });
 
@@ -293,6 +294,37 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     await page.getByRole('button', { name: 'Set limits' }).click();
     await confirm(page, 'Set the limits');
     await page.locator('#type-fields [data-field="limits"] dd', { hasText: 'none' }).waitFor();
+    await page.context().close();
+  });
+
+  it('filters by group and by when the tasks are due, in the address', async () => {
+    const group = `grp-${layout.name}`;
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++)
+      ids.push(await create({ type: 'quiet', payload: { i }, runAt: Date.parse('2031-06-01T00:00:00Z') + i * 86_400_000, group }));
+    const page = await open(layout, '/console/tasks/pending');
+    await page.getByLabel('Group', { exact: true }).fill(group);
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await page.locator('#page-info', { hasText: '1–3 of 3 ' }).waitFor();
+    // The time range in the address, as a link to share would carry it.
+    await page.goto(`${baseUrl}/console/tasks/pending?group=${group}&dueFrom=2031-06-02T00:00:00Z&dueUntil=2031-06-03T00:00:00Z`);
+    await page.locator('#page-info', { hasText: '1–1 of 1 ' }).waitFor();
+    expect(await page.locator('#tasks tbody tr[data-id]').getAttribute('data-id')).toBe(String(ids[1]));
+    expect(await page.locator('#view-note').textContent()).toContain('due from 2031-06-02 00:00:00Z');
+    await page.context().close();
+  });
+
+  it("shows a recurring task's series, with links to its occurrences", async () => {
+    const first = await create({ type: 'quiet', payload: {}, cron: '0 0 * * *', timezone: 'Asia/Shanghai' });
+    await db.execute(
+      "INSERT INTO punctual_tasks (type, payload, run_at, status, cron, timezone, series_id, finished_at) VALUES ('quiet', '{}', UTC_TIMESTAMP(3) - INTERVAL 1 DAY, 'done', '0 0 * * *', 'Asia/Shanghai', ?, UTC_TIMESTAMP(3))",
+      [first],
+    );
+    const page = await open(layout, `/console/task/${first}`);
+    await page.locator('#task-series', { hasText: '0 0 * * * (Asia/Shanghai)' }).waitFor();
+    await page.locator('#task-series').getByRole('link', { name: 'done 1' }).click();
+    await page.locator('#page-info', { hasText: '1–1 of 1 ' }).waitFor();
+    expect(await page.locator('#view-note').textContent()).toContain(`the series of task ${first}`);
     await page.context().close();
   });
 

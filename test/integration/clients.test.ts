@@ -118,6 +118,7 @@ function calls(client: PunctualClient): Record<string, () => Promise<unknown>> {
     bulkRetry: () => client.bulkRetry({ tag: 'shop:1' }),
     bulkDelete: () => client.bulkDelete({ tag: 'shop:1', status: 'cancelled' }),
     lastHour: () => client.lastHour(),
+    workers: () => client.workers(),
     list: () => client.list({ status: 'cancelled', tag: 'shop:1', limit: 10, offset: 0 }),
     counts: () => client.counts({ tag: 'shop:1' }),
     types: () => client.types(),

@@ -16,7 +16,11 @@ const WRITE = 'actions-write-token-0123456789';
 const READ = 'actions-read-token-0123456789';
 const as = (token: string) => ({ authorization: `Bearer ${token}` });
 const HOUR = 3_600_000;
-const ENV = { API_TOKENS: `ops-alice:admin:${ADMIN},desk:write:${WRITE},wallboard:read:${READ}` };
+const WORKER = 'actions-worker-token-0123456789';
+const ENV = {
+  API_TOKENS: `ops-alice:admin:${ADMIN},desk:write:${WRITE},wallboard:read:${READ},picker:worker:${WORKER}`,
+  WORKER_TYPES: 'pick_parcel',
+};
 
 let db: TestDatabase;
 let service: TestService;
@@ -137,6 +141,61 @@ describe('POST /tasks/bulk/delete', () => {
     expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'pending'", [pending])).toBe(1);
     const trail = await call('GET', '/audit?action=bulk-delete');
     expect(trail.body.entries[0]).toMatchObject({ actor: 'ops-alice', target: 'type:flaky', status: 200 });
+  });
+});
+
+describe('GET /tasks and /tasks/counts by group and time range', () => {
+  it('filter by group and by when the tasks are due; a naive instant is a 400', async () => {
+    const base = Date.parse('2030-01-01T00:00:00Z');
+    const ids: number[] = [];
+    for (let i = 0; i < 4; i++)
+      ids.push(await create({ type: 'quiet', payload: { i }, runAt: base + i * HOUR, group: i < 2 ? 'merchant:1' : 'merchant:2' }));
+    const page = await call('GET', '/tasks?status=pending&group=merchant:2', undefined, READ);
+    expect(page.body.tasks.map((t: { id: number }) => t.id)).toEqual(ids.slice(2));
+    expect(page.body.total).toBe(2);
+    const window = await call(
+      'GET',
+      `/tasks?status=pending&dueFrom=2030-01-01T01:00:00Z&dueUntil=${encodeURIComponent('2030-01-01T11:00:00+08:00')}`,
+      undefined,
+      READ,
+    );
+    expect(window.body.tasks.map((t: { id: number }) => t.id)).toEqual(ids.slice(1, 3));
+    const counted = await call('GET', '/tasks/counts?group=merchant:1&dueFrom=2030-01-01T01:00:00Z', undefined, READ);
+    expect(counted.body.counts.pending).toBe(1);
+    const naive = await call('GET', '/tasks?dueFrom=2030-01-01 01:00:00', undefined, READ);
+    expect(naive.status).toBe(400);
+    expect(naive.body.message).toContain('querystring/dueFrom');
+  });
+});
+
+describe('GET /tasks by series', () => {
+  it("lists a recurring series' first task and its occurrences, and no other task", async () => {
+    const first = await create({ type: 'quiet', payload: {}, cron: '0 0 * * *' });
+    await create({ type: 'quiet', payload: {}, cron: '0 0 * * *' });
+    // An earlier occurrence, done: as the series writes them, a row with the first task's id as series_id.
+    await db.execute(
+      "INSERT INTO punctual_tasks (type, payload, run_at, status, cron, series_id, finished_at) VALUES ('quiet', '{}', UTC_TIMESTAMP(3) - INTERVAL 1 DAY, 'done', '0 0 * * *', ?, UTC_TIMESTAMP(3))",
+      [first],
+    );
+    const counts = await call('GET', `/tasks/counts?series=${first}`, undefined, READ);
+    expect(counts.body.counts).toMatchObject({ pending: 1, done: 1 });
+    const done = await call('GET', `/tasks?status=done&series=${first}`, undefined, READ);
+    expect(done.body.tasks.map((t: { seriesId: number }) => t.seriesId)).toEqual([first]);
+  });
+});
+
+describe('GET /workers', () => {
+  it('lists the worker types with their leased and pending tasks', async () => {
+    for (let i = 0; i < 3; i++) await create({ type: 'pick_parcel', payload: { i }, delayMs: 0 });
+    const leased = await call('POST', '/workers/lease', { types: ['pick_parcel'], max: 2 }, WORKER);
+    expect(leased.body.tasks).toHaveLength(2);
+    await waitFor(async () => {
+      const { body } = await call('GET', '/workers', undefined, READ);
+      return body.types[0]?.leased === 2 && body.types[0]?.pending === 1;
+    });
+    const { status, body } = await call('GET', '/workers', undefined, READ);
+    expect(status).toBe(200);
+    expect(body).toEqual({ waitingHere: 0, types: [{ type: 'pick_parcel', leased: 2, pending: 1, failed: 0 }] });
   });
 });
 

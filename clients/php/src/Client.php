@@ -236,6 +236,12 @@ final class Client
         return Task::fromArray($this->call('DELETE', "/tasks/{$id}")[1]);
     }
 
+    /** The worker types: ['waitingHere' => int, 'types' => [['type', 'leased', 'pending', 'failed'], …]]. */
+    public function workers(): array
+    {
+        return $this->call('GET', '/workers')[1];
+    }
+
     /**
      * The last hour's runs of the whole fleet, from the run history: since, until, runs, done,
      * retries, failed, lost, waited, latenessP50Ms, latenessP99Ms.

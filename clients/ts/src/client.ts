@@ -50,6 +50,7 @@ import type {
   LeaseAnswer,
   LeasedTaskJson,
   AckManyAnswer,
+  WorkersJson,
 } from '../../../src/contract/index.js';
 
 export type Task = TaskJson;
@@ -249,6 +250,11 @@ export class PunctualClient {
   /** Deletes a task that is not running, with its runs; answers it as it was. */
   delete(id: number): Promise<Task> {
     return this.#body('DELETE', `/tasks/${id}`);
+  }
+
+  /** The worker types with their leased and pending tasks, and the lease requests waiting in the answering process. */
+  workers(): Promise<WorkersJson> {
+    return this.#body('GET', '/workers');
   }
 
   /** The last hour's runs of the whole fleet by outcome, with lateness p50 and p99, from the run history. */

@@ -10,6 +10,7 @@ import { Tasks } from './views/tasks.js';
 import { TaskPage } from './views/task.js';
 import { Types, TypePage } from './views/types.js';
 import { Audit } from './views/audit.js';
+import { Workers } from './views/workers.js';
 
 function Login() {
   const [token, setToken] = useState('');
@@ -91,6 +92,7 @@ const NAV = [
   ['overview', '/console', 'Overview'],
   ['tasks', '/console/tasks/pending', 'Tasks'],
   ['types', '/console/types', 'Types'],
+  ['workers', '/console/workers', 'Workers'],
   ['audit', '/console/audit', 'Audit', 'admin'],
 ];
 
@@ -108,6 +110,8 @@ function View({ route }) {
       return html`<${TypePage} type=${route.params.type} />`;
     case 'audit':
       return html`<${Audit} query=${route.query} />`;
+    case 'workers':
+      return html`<${Workers} />`;
     default:
       return html`<section><h2>No such view</h2><p>Nothing is at ${route.params.path}. <a href="/console">The overview</a></p></section>`;
   }

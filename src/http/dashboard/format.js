@@ -34,6 +34,22 @@ export function limitsOf(type) {
   return parts.length === 0 ? 'none' : parts.join(', ');
 }
 
+/** An instant (ISO) as a date-time input's value in the browser's zone ("2026-12-01T10:00"); '' for none. */
+export function inputValue(iso) {
+  if (!iso) return '';
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return '';
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:${pad(at.getMinutes())}`;
+}
+
+/** A date-time input's value, read in the browser's zone, as an instant (ISO, UTC); '' for none. */
+export function instantOfInput(value) {
+  if (!value) return '';
+  const at = new Date(value);
+  return Number.isNaN(at.getTime()) ? '' : at.toISOString();
+}
+
 /** The date-time input's value ("2026-12-01T10:00") as the API's naive local time. */
 export function naive(value) {
   return value.length === 16 ? `${value.replace('T', ' ')}:00` : value.replace('T', ' ');

@@ -14,6 +14,7 @@ export function parse(path = location.pathname, search = location.search) {
   if (first === 'types' && second !== undefined) return { view: 'type', params: { type: second }, query };
   if (first === 'types') return { view: 'types', params: {}, query };
   if (first === 'audit') return { view: 'audit', params: {}, query };
+  if (first === 'workers') return { view: 'workers', params: {}, query };
   return { view: 'missing', params: { path }, query };
 }
 

@@ -74,6 +74,39 @@ function decodeCursor(cursor: string): RunAtCursor {
   return { runAt: Number(match[1]), id: Number(match[2]) };
 }
 
+/** An instant with its offset (or Z): a naive time would be read in some zone nobody named. */
+const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+function filterInstant(field: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const at = ISO_WITH_OFFSET.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(at))
+    throw badRequest(`querystring/${field}`, 'must be an ISO-8601 instant with an offset, e.g. 2026-12-01T10:00:00+08:00');
+  return at;
+}
+
+/** The list's and the counts' filters, from the query. */
+function listFilters(query: {
+  type?: string;
+  tag?: string;
+  keyPrefix?: string;
+  group?: string;
+  series?: number;
+  dueFrom?: string;
+  dueUntil?: string;
+}) {
+  const { type, tag, keyPrefix, group, series } = query;
+  return {
+    type,
+    tag,
+    keyPrefix,
+    group,
+    series,
+    from: filterInstant('dueFrom', query.dueFrom),
+    until: filterInstant('dueUntil', query.dueUntil),
+  };
+}
+
 const taskResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 404: ErrorJson, 409: ConflictJson };
 
 export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify, options) => {
@@ -194,8 +227,8 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       },
     },
     async (request) => {
-      const { status = 'pending', type, tag, keyPrefix, limit = 50, offset = 0 } = request.query;
-      const filters = { type, tag, keyPrefix };
+      const { status = 'pending', limit = 50, offset = 0 } = request.query;
+      const filters = listFilters(request.query);
       const [page, reading] = await Promise.all([
         store.listByStatus(status, filters, { offset, limit, maxBytes: PAGE_MAX_BYTES, rowBytes: PAGE_ROW_BYTES }),
         counts.read(filters),
@@ -222,7 +255,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       },
     },
     async (request) => {
-      const reading = await counts.read(request.query);
+      const reading = await counts.read(listFilters(request.query));
       return { counts: reading.counts, countedAt: toIsoUtc(reading.at) };
     },
   );

@@ -26,13 +26,18 @@ import {
   LeaseAnswer,
   LeaseBody,
   NackBody,
+  WorkersJson,
   type LeasedTaskJson,
 } from '../../contract/workers.js';
+import type { TaskStore } from '../../store/task-store.js';
+import { StatusCountsReader } from '../../store/status-counts.js';
 import { badRequest, HttpError, notFound } from '../errors.js';
 import { present } from '../present.js';
 
 export interface WorkerRoutesOptions {
   hub: PullHub;
+  /** Reads the worker types' counts (GET /workers). */
+  store: TaskStore;
   pull: PullLifecycle;
   registry: HandlerRegistry;
   clock: Clock;
@@ -64,6 +69,27 @@ const settleResponses = { 200: TaskJson, 400: ErrorJson, 401: ErrorJson, 403: Er
 export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fastify, options) => {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { hub, pull, registry, clock, maxLeaseMs } = options;
+  const counts = new StatusCountsReader(options.store, clock);
+
+  app.get(
+    '/workers',
+    {
+      schema: {
+        summary: 'The worker types: their leased and pending tasks, and the lease requests waiting here',
+        tags: ['workers'],
+        response: { 200: WorkersJson, 401: ErrorJson },
+      },
+    },
+    async () => ({
+      waitingHere: hub.waiting,
+      types: await Promise.all(
+        [...registry.workerTypes].sort().map(async (type) => {
+          const { counts: of } = await counts.read({ type });
+          return { type, leased: of.running, pending: of.pending, failed: of.failed };
+        }),
+      ),
+    }),
+  );
 
   function leaseMsOf(value: number, field: string): number {
     if (value > maxLeaseMs) throw badRequest(field, `must not be more than ${maxLeaseMs} (WORKER_MAX_LEASE_MS)`);

@@ -65,6 +65,12 @@ export interface ListFilter {
   type: boolean;
   tag: boolean;
   keyPrefix: boolean;
+  group?: boolean;
+  /** The tasks of a recurring series: its first task (id ?) and its occurrences (series_id ?). */
+  series?: boolean;
+  /** run_at at or after ?, and before ?. */
+  from?: boolean;
+  until?: boolean;
   /** A finished status (done, failed, cancelled, skipped): ordered by finished_at, newest first. */
   finished: boolean;
 }
@@ -74,6 +80,10 @@ const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') =
     ...(f.type ? ['type = ?'] : []),
     ...(f.tag ? ['id IN (SELECT task_id FROM punctual_task_tags WHERE tag = ?)'] : []),
     ...(f.keyPrefix ? ["task_key LIKE ? ESCAPE '!'"] : []),
+    ...(f.group ? ['group_key = ?'] : []),
+    ...(f.series ? ['(id = ? OR series_id = ?)'] : []),
+    ...(f.from ? ['run_at >= ?'] : []),
+    ...(f.until ? ['run_at < ?'] : []),
   ];
   return parts.length === 0 ? '' : `${first} ${parts.join(' AND ')}`;
 };
@@ -257,7 +267,10 @@ export const SQL = {
    * and its wait for its type kept in the same statement: the hot path adds no query. `waited`:
    * how many of the tasks waited, each an (id, ms) pair after the first ?, twice.
    */
-  markDone: (waited: number, results = 0) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+  markDone: (
+    waited: number,
+    results = 0,
+  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
     waited_ms = ${waitOf(waited)}, last_result = ${results === 0 ? 'NULL' : `CASE id ${'WHEN ? THEN ? '.repeat(results)}ELSE NULL END`}, status = 'done',
     attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL WHERE id IN (?) AND status = 'pending'`,
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait with it. */

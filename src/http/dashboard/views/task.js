@@ -220,8 +220,11 @@ function TaskAudit({ entries }) {
 export function TaskPage({ id }) {
   const [data, error, refresh] = usePoll(async () => {
     const [task, runs] = await Promise.all([api('GET', `/tasks/${id}`), api('GET', `/tasks/${id}/runs?limit=100`)]);
+    const series = task.cron !== null || task.seriesId !== null ? (task.seriesId ?? task.id) : undefined;
+    const occurrences =
+      series === undefined ? undefined : (await api('GET', `/tasks/counts?${new URLSearchParams({ series: String(series) })}`)).counts;
     const audit = may('admin') ? (await api('GET', `/audit?${new URLSearchParams({ target: `task:${id}`, limit: '50' })}`)).entries : undefined;
-    return { id, task, runs: runs.runs, audit };
+    return { id, task, runs: runs.runs, audit, series, occurrences };
   }, [id]);
   const task = data?.id === id ? data.task : undefined;
   return html`<section id="task-page" aria-labelledby="task-title">
@@ -235,12 +238,20 @@ export function TaskPage({ id }) {
     <p id="task-message" role="alert">${error === undefined ? '' : error.status === 404 ? `there is no task ${id}` : error.message}</p>
     ${task !== undefined &&
     html`<${Fields} task=${task} />
-      ${task.seriesId !== null || task.cron !== null
-        ? html`<p>
-            A recurring task:
-            <a href=${href('/console/tasks/done', { type: task.type })}>the runs of its type</a>;
-            ${task.seriesId !== null ? html` its series began as <a href=${`/console/task/${task.seriesId}`}>task ${task.seriesId}</a>` : ' it began its series'}
-          </p>`
+      ${data.series !== undefined
+        ? html`<section id="task-series">
+            <h3>Its series <small>${task.cron} (${task.timezone})</small></h3>
+            <p>
+              ${task.seriesId !== null ? html`It began as <a href=${`/console/task/${task.seriesId}`}>task ${task.seriesId}</a>. ` : 'It began the series. '}
+              Its occurrences:
+              ${Object.entries(data.occurrences ?? {})
+                .filter(([, n]) => n > 0)
+                .map(
+                  ([status, n]) =>
+                    html` <a href=${href(`/console/tasks/${status}`, { series: String(data.series) })}>${status} ${n}</a>`,
+                )}
+            </p>
+          </section>`
         : null}
       <h3>Payload <small id="payload-note">${may('write') ? '' : 'header values are masked for a read token'}</small></h3>
       <pre id="task-payload">${JSON.stringify(task.payload, null, 2)}</pre>

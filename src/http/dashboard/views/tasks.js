@@ -6,16 +6,18 @@ import { html, useEffect, useState } from '../lib.js';
 import { api, may } from '../api.js';
 import { href, navigate } from '../router.js';
 import { change, Empty, Scroll, usePoll } from '../ui.js';
-import { countdown, late, local, utc } from '../format.js';
+import { countdown, inputValue, instantOfInput, late, local, utc } from '../format.js';
 
 const PAGE_SIZE = 50;
 const STATUSES = ['pending', 'running', 'failed', 'done', 'cancelled', 'skipped'];
 const NAMES = { pending: 'Pending', running: 'Running', failed: 'Failed', done: 'Done', cancelled: 'Cancelled', skipped: 'Skipped' };
+/** The filters a bulk change can take (one of them); group and the time range are the list's only. */
 const FILTERS = [
   ['type', 'type'],
   ['tag', 'tag'],
   ['keyPrefix', 'key prefix'],
 ];
+const LIST_ONLY = ['group', 'dueFrom', 'dueUntil', 'series'];
 
 const tags = (task) => (task.tags ?? []).join(' ');
 
@@ -120,12 +122,22 @@ const DELETABLE = new Set(['failed', 'done', 'cancelled', 'skipped']);
 
 function Filters({ status, filters, types }) {
   const [form, setForm] = useState(filters);
-  useEffect(() => setForm(filters), [filters.type, filters.tag, filters.keyPrefix]);
+  useEffect(() => setForm(filters), [filters.type, filters.tag, filters.keyPrefix, filters.group, filters.dueFrom, filters.dueUntil]);
   const field = (name) => (event) => setForm({ ...form, [name]: event.currentTarget.value });
   const submit = (event) => {
     event.preventDefault();
     const next = event.currentTarget.elements['filter-status'].value;
-    navigate(href(`/console/tasks/${next}`, { type: form.type, tag: form.tag.trim(), keyPrefix: form.keyPrefix.trim() }));
+    navigate(
+      href(`/console/tasks/${next}`, {
+        type: form.type,
+        tag: form.tag.trim(),
+        keyPrefix: form.keyPrefix.trim(),
+        group: form.group.trim(),
+        dueFrom: form.dueFrom,
+        dueUntil: form.dueUntil,
+        series: form.series,
+      }),
+    );
   };
   return html`<form id="filters" onSubmit=${submit}>
     <label for="filter-status">Status</label>
@@ -141,6 +153,22 @@ function Filters({ status, filters, types }) {
     <input id="filter-tag" autocomplete="off" size="14" value=${form.tag} onInput=${field('tag')} />
     <label for="filter-key">Key starts with</label>
     <input id="filter-key" autocomplete="off" size="14" value=${form.keyPrefix} onInput=${field('keyPrefix')} />
+    <label for="filter-group">Group</label>
+    <input id="filter-group" autocomplete="off" size="10" value=${form.group} onInput=${field('group')} />
+    <label for="filter-from">Due from</label>
+    <input
+      id="filter-from"
+      type="datetime-local"
+      value=${inputValue(form.dueFrom)}
+      onInput=${(e) => setForm({ ...form, dueFrom: instantOfInput(e.currentTarget.value) })}
+    />
+    <label for="filter-until">Due before</label>
+    <input
+      id="filter-until"
+      type="datetime-local"
+      value=${inputValue(form.dueUntil)}
+      onInput=${(e) => setForm({ ...form, dueUntil: instantOfInput(e.currentTarget.value) })}
+    />
     <button type="submit">Filter</button>
     <button type="button" id="filter-clear" onClick=${() => navigate(`/console/tasks/${status}`)}>Clear filters</button>
   </form>`;
@@ -153,7 +181,8 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
   const ids = [...selected];
   const n = ids.length;
   const given = FILTERS.filter(([name]) => filters[name] !== '');
-  const one = given.length === 1 ? given[0] : undefined;
+  const listOnly = LIST_ONLY.some((name) => filters[name] !== '');
+  const one = given.length === 1 && !listOnly ? given[0] : undefined;
   const selector = one === undefined ? undefined : { [one[0]]: filters[one[0]] };
   const named = one === undefined ? '' : `${one[1]} ${filters[one[0]]}`;
   const after = () => {
@@ -289,12 +318,21 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
     >
       Retry all failed with ${named}
     </button>`}
-    ${given.length > 1 && html`<small>a change to all that match takes one filter: type, tag or key prefix</small>`}
+    ${(given.length > 1 || (listOnly && given.length > 0)) &&
+    html`<small>a change to all that match takes one filter alone: type, tag or key prefix</small>`}
   </div>`;
 }
 
 export function Tasks({ status, query }) {
-  const filters = { type: query.type ?? '', tag: query.tag ?? '', keyPrefix: query.keyPrefix ?? '' };
+  const filters = {
+    type: query.type ?? '',
+    tag: query.tag ?? '',
+    keyPrefix: query.keyPrefix ?? '',
+    group: query.group ?? '',
+    dueFrom: query.dueFrom ?? '',
+    dueUntil: query.dueUntil ?? '',
+    series: query.series ?? '',
+  };
   const offset = Math.max(0, Number(query.offset ?? 0) || 0);
   const [selected, setSelected] = useState(new Set());
   const [, tick] = useState(0);
@@ -328,7 +366,15 @@ export function Tasks({ status, query }) {
   const picking = may('admin') && BULK[status] !== undefined;
   const columns = COLUMNS[status] ?? COLUMNS.pending;
   const heads = [...(picking ? ['select'] : []), 'id', 'type', 'key', ...columns.map(([name]) => name), ...(may('write') ? ['actions'] : [])];
-  const notes = [filters.type && `type ${filters.type}`, filters.tag && `tag ${filters.tag}`, filters.keyPrefix && `key starts with ${filters.keyPrefix}`].filter(Boolean);
+  const notes = [
+    filters.type && `type ${filters.type}`,
+    filters.tag && `tag ${filters.tag}`,
+    filters.keyPrefix && `key starts with ${filters.keyPrefix}`,
+    filters.group && `group ${filters.group}`,
+    filters.dueFrom && `due from ${utc(filters.dueFrom)}`,
+    filters.dueUntil && `due before ${utc(filters.dueUntil)}`,
+    filters.series && `the series of task ${filters.series}`,
+  ].filter(Boolean);
   const from = page.tasks.length === 0 ? 0 : page.offset + 1;
   const pages = Math.max(1, Math.ceil(page.total / PAGE_SIZE));
   const go = (to) => navigate(href(`/console/tasks/${status}`, { ...filters, offset: to || undefined }));
