@@ -279,6 +279,26 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     await page.context().close();
   });
 
+  it('moves every pending task of a tag to one time in a zone, from the list', async () => {
+    const tag = `move:${layout.name}`;
+    const ids: number[] = [];
+    for (let i = 0; i < 2; i++) ids.push(await create({ type: 'quiet', payload: { i }, delayMs: HOUR + i * 1000, tags: [tag] }));
+    const page = await open(layout, `/console/tasks/pending?tag=${tag}`);
+    await page.locator('#page-info', { hasText: '1–2 of 2 ' }).waitFor();
+    await page.getByLabel(`Move all pending with tag ${tag} to`).fill('2032-02-03T04:05:06');
+    await page.locator('#move-all').getByLabel('in zone').fill('Europe/Berlin');
+    await page.getByRole('button', { name: 'Move them' }).click();
+    expect(await page.locator('#confirm-text').textContent()).toContain('(2 now) to 2032-02-03 04:05:06 Europe/Berlin');
+    await confirm(page, 'Move them all');
+    await page.locator('#status', { hasText: '2 of 2 tasks moved' }).waitFor();
+    const rows = await db.query<any[]>("SELECT DATE_FORMAT(run_at, '%Y-%m-%d %H:%i:%s') AS at, timezone FROM tasks WHERE id IN (?)", [ids]);
+    expect(rows).toEqual([
+      { at: '2032-02-03 03:05:06', timezone: 'Europe/Berlin' },
+      { at: '2032-02-03 03:05:06', timezone: 'Europe/Berlin' },
+    ]);
+    await page.context().close();
+  });
+
   it("sets a type's limits for the whole fleet from its page", async () => {
     const page = await open(layout, '/console/types/quiet');
     await page.getByLabel('At once (empty: no limit)').fill('3');

@@ -492,7 +492,7 @@ describe('webhooks against the shop (findings 2, 3, 6, 7, 8)', () => {
 describe('browser-facing headers (finding 10)', () => {
   it('sends CSP, frame, sniffing and referrer headers on every page and answer', async () => {
     await start({ API_TOKEN: TOKEN });
-    for (const path of ['/', '/ui/dashboard.js', '/tasks/pending', '/healthz', '/docs']) {
+    for (const path of ['/', '/console/tasks/failed', '/ui/app.js', '/tasks/pending', '/healthz', '/docs']) {
       const { headers } = await raw('GET', path, { authorization: `Bearer ${TOKEN}` });
       expect(headers['content-security-policy'], path).toContain("frame-ancestors 'none'");
       expect(headers['content-security-policy'], path).toContain("script-src 'self'");

@@ -37,8 +37,14 @@ describe('the built package', () => {
   it('serves the dashboard, its charts and uPlot without src/', async () => {
     server = await startServer({ env: { DATABASE_URL: db.url }, main: join(packageDir, 'dist/app/main.js') });
     for (const [path, type, text] of [
-      ['/', 'text/html', 'id="chart-minutes"'],
-      ['/ui/dashboard.js', 'text/javascript', 'export async function api'],
+      ['/', 'text/html', 'id="app"'],
+      ['/console/task/1', 'text/html', 'src="/ui/app.js"'],
+      ['/ui/app.js', 'text/javascript', "from './views/tasks.js'"],
+      ['/ui/api.js', 'text/javascript', 'export async function api'],
+      ['/ui/views/task.js', 'text/javascript', 'export function TaskPage'],
+      ['/ui/vendor/preact.js', 'text/javascript', 'export'],
+      ['/ui/vendor/hooks.js', 'text/javascript', 'from"/ui/vendor/preact.js"'],
+      ['/ui/vendor/htm.js', 'text/javascript', 'export'],
       ['/ui/charts.js', 'text/javascript', "from '/ui/vendor/uPlot.esm.js'"],
       ['/ui/dashboard.css', 'text/css', '.chart-pair'],
       ['/ui/vendor/uPlot.esm.js', 'text/javascript', 'export { uPlot as default }'],

@@ -6,7 +6,7 @@ import { html, useEffect, useState } from '../lib.js';
 import { api, may } from '../api.js';
 import { href, navigate } from '../router.js';
 import { change, Empty, Scroll, usePoll } from '../ui.js';
-import { countdown, inputValue, instantOfInput, late, local, utc } from '../format.js';
+import { countdown, inputValue, instantOfInput, late, local, naive, utc } from '../format.js';
 
 const PAGE_SIZE = 50;
 const STATUSES = ['pending', 'running', 'failed', 'done', 'cancelled', 'skipped'];
@@ -174,6 +174,31 @@ function Filters({ status, filters, types }) {
   </form>`;
 }
 
+/** Moves every pending task a filter matches to one time, read in a zone (POST /tasks/bulk/reschedule). */
+function MoveAll({ selector, named, total, after }) {
+  const [when, setWhen] = useState('');
+  const [zone, setZone] = useState(Intl.DateTimeFormat().resolvedOptions().timeZone ?? 'UTC');
+  const submit = (event) => {
+    event.preventDefault();
+    if (when === '') return;
+    void change({
+      question: `Move every pending task with the ${named} (${total} now) to ${naive(when)} ${zone}, on every page?`,
+      yes: 'Move them all',
+      path: '/tasks/bulk/reschedule',
+      body: { ...selector, runAt: naive(when), timezone: zone },
+      done: (answer) => `${answer.changed} of ${answer.matched} tasks moved`,
+      after,
+    });
+  };
+  return html`<form id="move-all" class="inline" onSubmit=${submit}>
+    <label for="move-all-at">Move all pending with ${named} to</label>
+    <input id="move-all-at" type="datetime-local" step="1" required value=${when} onInput=${(e) => setWhen(e.currentTarget.value)} />
+    <label for="move-all-zone">in zone</label>
+    <input id="move-all-zone" size="14" required value=${zone} onInput=${(e) => setZone(e.currentTarget.value)} />
+    <button type="submit">Move them</button>
+  </form>`;
+}
+
 /** The bulk bar (admin): the ticked rows, or every task the filter matches (the bulk routes take one filter). */
 function Bulk({ status, selected, setSelected, page, filters, total, refresh }) {
   const kind = BULK[status];
@@ -300,7 +325,8 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
           })}
       >
         Run all pending with ${named} now
-      </button>`}
+      </button>
+      <${MoveAll} selector=${selector} named=${named} total=${total} after=${after} />`}
     ${selector !== undefined &&
     kind === 'retry' &&
     html`<button
