@@ -291,7 +291,7 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     expect(await page.locator('#confirm-text').textContent()).toContain('(2 now) to 2032-02-03 04:05:06 Europe/Berlin');
     await confirm(page, 'Move them all');
     await page.locator('#status', { hasText: '2 of 2 tasks moved' }).waitFor();
-    const rows = await db.query<any[]>("SELECT DATE_FORMAT(run_at, '%Y-%m-%d %H:%i:%s') AS at, timezone FROM tasks WHERE id IN (?)", [ids]);
+    const rows = await db.query<any[]>("SELECT DATE_FORMAT(run_at, '%Y-%m-%d %H:%i:%s') AS at, timezone FROM punctual_tasks WHERE id IN (?)", [ids]);
     expect(rows).toEqual([
       { at: '2032-02-03 03:05:06', timezone: 'Europe/Berlin' },
       { at: '2032-02-03 03:05:06', timezone: 'Europe/Berlin' },
