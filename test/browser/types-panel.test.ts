@@ -44,8 +44,14 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function open(token: string): Promise<Page> {
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+/** The console's two layouts: a phone's width and a desktop's. */
+const LAYOUTS = [
+  { name: 'narrow', width: 390, height: 844 },
+  { name: 'wide', width: 1440, height: 900 },
+] as const;
+
+async function open(token: string, viewport: { width: number; height: number }): Promise<Page> {
+  const page = await (await browser.newContext({ viewport })).newPage();
   await page.goto(`${baseUrl}/console/types`);
   await page.locator('#token-form').waitFor({ state: 'visible' });
   await page.fill('#token', token);
@@ -61,10 +67,10 @@ async function paused(): Promise<boolean> {
   return Number(rows[0]?.paused) === 1;
 }
 
-describe('the task types panel', () => {
+describe.each(LAYOUTS)('the task types panel, $name ($width px)', ({ width, height }) => {
   it('shows each type and its limits to a read or write token, without the admin buttons', async () => {
     for (const token of [READ, WRITE]) {
-      const page = await open(token);
+      const page = await open(token, { width, height });
       expect(await row(page).locator('td').nth(1).textContent()).toBe('running');
       expect(await row(page).locator('td').nth(2).textContent()).toBe('2 at once, 5/s, per merchant');
       expect(await page.locator('#task-types tr[data-type="close_order"]').count()).toBe(1);
@@ -74,7 +80,7 @@ describe('the task types panel', () => {
   });
 
   it('gives an admin token Pause and Resume, which pause and resume the type', async () => {
-    const page = await open(ADMIN);
+    const page = await open(ADMIN, { width, height });
     await row(page).locator('button', { hasText: 'Pause' }).click();
     await row(page).locator('button', { hasText: 'Resume' }).waitFor();
     expect(await row(page).locator('td').nth(1).textContent()).toBe('paused');
