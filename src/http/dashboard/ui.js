@@ -104,6 +104,17 @@ export async function change({ question, yes, method = 'POST', path, body, done,
 }
 
 /** A table that scrolls sideways on a narrow screen instead of widening the page. */
+/** Runs a pending task now (its reschedule to a delay of 0), after asking; `what` names it in the question. */
+export const runNow = (task, what, refresh) =>
+  change({
+    question: `Run ${what} now?`,
+    yes: 'Run it now',
+    path: `/tasks/${task.id}/reschedule`,
+    body: { delayMs: 0 },
+    done: `task ${task.id} runs now`,
+    after: refresh,
+  });
+
 export const Scroll = ({ children }) => html`<div class="scroll">${children}</div>`;
 
 /** An empty table's one row. */

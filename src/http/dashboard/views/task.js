@@ -5,7 +5,7 @@
 import { html, useState } from '../lib.js';
 import { api, may } from '../api.js';
 import { href, navigate } from '../router.js';
-import { change, Empty, Scroll, usePoll } from '../ui.js';
+import { change, Empty, runNow, Scroll, usePoll } from '../ui.js';
 import { countdown, local, naive, utc } from '../format.js';
 
 /** When the task will run next, in words. */
@@ -87,15 +87,7 @@ function Actions({ task, refresh }) {
     buttons.push(
       html`<button
         type="button"
-        onClick=${() =>
-          change({
-            question: `Run ${what} now?`,
-            yes: 'Run it now',
-            path: `/tasks/${task.id}/reschedule`,
-            body: { delayMs: 0 },
-            done: `task ${task.id} runs now`,
-            after: refresh,
-          })}
+        onClick=${() => runNow(task, what, refresh)}
       >
         Run now
       </button>`,

@@ -5,7 +5,7 @@
 import { html, useEffect, useState } from '../lib.js';
 import { api, may } from '../api.js';
 import { href, navigate } from '../router.js';
-import { change, Empty, Scroll, usePoll } from '../ui.js';
+import { change, Empty, runNow, Scroll, usePoll } from '../ui.js';
 import { countdown, inputValue, instantOfInput, late, local, naive, utc } from '../format.js';
 
 const PAGE_SIZE = 50;
@@ -29,15 +29,7 @@ function RowActions({ task, refresh }) {
     return html`<td class="actions">
       <button
         type="button"
-        onClick=${() =>
-          change({
-            question: `Run ${what} now?`,
-            yes: 'Run it now',
-            path: `/tasks/${task.id}/reschedule`,
-            body: { delayMs: 0 },
-            done: `task ${task.id} runs now`,
-            after: refresh,
-          })}
+        onClick=${() => runNow(task, what, refresh)}
       >
         Run now
       </button>
