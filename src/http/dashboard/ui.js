@@ -104,6 +104,26 @@ export async function change({ question, yes, method = 'POST', path, body, done,
 }
 
 /** A table that scrolls sideways on a narrow screen instead of widening the page. */
+/** Cancels a pending task, after asking; `what` names it in the question. */
+export const cancelTask = (task, what, refresh) =>
+  change({
+    question: `Cancel ${what}? It will not run.`,
+    yes: 'Cancel the task',
+    path: `/tasks/${task.id}/cancel`,
+    done: `task ${task.id} cancelled`,
+    after: refresh,
+  });
+
+/** Runs a failed task again now, its attempts reset, after asking; `what` names it in the question. */
+export const retryTask = (task, what, refresh) =>
+  change({
+    question: `Run ${what} again now, its attempts reset?`,
+    yes: 'Retry the task',
+    path: `/tasks/${task.id}/retry`,
+    done: `task ${task.id} will run again now`,
+    after: refresh,
+  });
+
 /** Runs a pending task now (its reschedule to a delay of 0), after asking; `what` names it in the question. */
 export const runNow = (task, what, refresh) =>
   change({

@@ -5,7 +5,7 @@
 import { html, useState } from '../lib.js';
 import { api, may } from '../api.js';
 import { href, navigate } from '../router.js';
-import { change, Empty, runNow, Scroll, usePoll } from '../ui.js';
+import { cancelTask, change, Empty, retryTask, runNow, Scroll, usePoll } from '../ui.js';
 import { countdown, local, naive, utc } from '../format.js';
 
 /** When the task will run next, in words. */
@@ -94,14 +94,7 @@ function Actions({ task, refresh }) {
       html`<${Reschedule} task=${task} refresh=${refresh} />`,
       html`<button
         type="button"
-        onClick=${() =>
-          change({
-            question: `Cancel ${what}? It will not run.`,
-            yes: 'Cancel the task',
-            path: `/tasks/${task.id}/cancel`,
-            done: `task ${task.id} cancelled`,
-            after: refresh,
-          })}
+        onClick=${() => cancelTask(task, what, refresh)}
       >
         Cancel
       </button>`,
@@ -128,14 +121,7 @@ function Actions({ task, refresh }) {
     buttons.unshift(
       html`<button
         type="button"
-        onClick=${() =>
-          change({
-            question: `Run ${what} again now, its attempts reset?`,
-            yes: 'Retry the task',
-            path: `/tasks/${task.id}/retry`,
-            done: `task ${task.id} will run again now`,
-            after: refresh,
-          })}
+        onClick=${() => retryTask(task, what, refresh)}
       >
         Retry
       </button>`,

@@ -5,7 +5,7 @@
 import { html, useEffect, useState } from '../lib.js';
 import { api, may } from '../api.js';
 import { href, navigate } from '../router.js';
-import { change, Empty, runNow, Scroll, usePoll } from '../ui.js';
+import { cancelTask, change, Empty, retryTask, runNow, Scroll, usePoll } from '../ui.js';
 import { countdown, inputValue, instantOfInput, late, local, naive, utc } from '../format.js';
 
 const PAGE_SIZE = 50;
@@ -35,14 +35,7 @@ function RowActions({ task, refresh }) {
       </button>
       <button
         type="button"
-        onClick=${() =>
-          change({
-            question: `Cancel ${what}? It will not run.`,
-            yes: 'Cancel the task',
-            path: `/tasks/${task.id}/cancel`,
-            done: `task ${task.id} cancelled`,
-            after: refresh,
-          })}
+        onClick=${() => cancelTask(task, what, refresh)}
       >
         Cancel
       </button>
@@ -51,14 +44,7 @@ function RowActions({ task, refresh }) {
     return html`<td class="actions">
       <button
         type="button"
-        onClick=${() =>
-          change({
-            question: `Run task ${task.id} (${task.type}) again now, its attempts reset?`,
-            yes: 'Retry the task',
-            path: `/tasks/${task.id}/retry`,
-            done: `task ${task.id} will run again now`,
-            after: refresh,
-          })}
+        onClick=${() => retryTask(task, what, refresh)}
       >
         Retry
       </button>
