@@ -22,6 +22,12 @@ if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 fi
 echo "installing ${missing[*]} from Debian's packages (once, about a minute)" >&2
 export DEBIAN_FRONTEND=noninteractive
+# An install cut short (a machine stopped mid-upgrade) leaves dpkg refusing every apt-get until
+# it is finished: finish it first.
+if compgen -G '/var/lib/dpkg/updates/[0-9]*' >/dev/null; then
+  echo "finishing an interrupted dpkg run first (dpkg --configure -a)" >&2
+  dpkg --configure -a >/dev/null
+fi
 apt-get -o DPkg::Lock::Timeout=600 update -qq
 # No recommends: prometheus would pull in node-exporter. Debian's policy-rc.d, where present,
 # keeps the prometheus server from starting; only promtool is used.
