@@ -1,7 +1,8 @@
 /**
  * Arming: the one place that turns timer effects into timers (the lifecycle's EffectSink), and the
  * rule for which tasks get one: those due within the horizon the scheduler has covered (the refill
- * arms the rest) and, with SHARDING=on, in a shard this process owns (invariant 9). A task read
+ * arms the rest) and, with SHARDING=on, in a shard this process owns (invariant 9), or created or
+ * moved through this process (created-here.ts). A task read
  * from the table is armed only if the dispatcher does not have it right now: the read may have
  * raced its run. A worker type's task gets no timer: the pull hub watches when such tasks fall due
  * (it reads the table itself), and is told here of the ones this process writes (`handOver`), so
@@ -49,24 +50,29 @@ export class Arming implements EffectSink {
       else if (effect.type !== undefined && this.#untimed?.has(effect.type) === true) {
         this.timers.disarm(effect.id);
         if (!this.#stopped) this.#untimed.due(effect.type, effect.runAt);
-      }
-      else if (effect.created === true && this.#strayCreate(effect.id, effect.runAt))
-        this.timers.arm(effect.id, effect.runAt, effect.priority);
-      else this.#wish(effect.id, effect.runAt, effect.priority);
+      } else this.#wish(effect.id, effect.runAt, effect.priority, effect.created === true);
     }
   }
 
-  /** A task whose time was written by this process: armed if within the horizon, else not. */
-  #wish(id: number, runAt: number, priority?: number): void {
+  /**
+   * A task whose time was written by this process (created, or moved: reschedule, replace, retry, a
+   * run's backoff): armed if within the horizon and in a shard this process owns, else not. A move
+   * in a shard another process owns is armed here too: its owner keeps the timer of the old time and would hear of the new one only at its
+   * reconcile (a later time its old timer finds and re-arms; an earlier one it would miss). A create
+   * there is armed here only when due soon: the owner's refill finds new rows by their ids.
+   */
+  #wish(id: number, runAt: number, priority: number | undefined, created: boolean): void {
     if (this.#stopped) return;
-    if (runAt <= this.coveredUntil && this.ownership.owns(id)) this.timers.arm(id, runAt, priority);
+    const here = runAt <= this.coveredUntil && (this.ownership.owns(id) || this.#stray(id, runAt, created));
+    if (here) this.timers.arm(id, runAt, priority);
     else this.timers.disarm(id);
   }
 
-  /** A create in a shard this process does not own, due soon: armed here as well as by its owner. */
-  #strayCreate(id: number, runAt: number): boolean {
-    if (this.#stopped || this.createdHere === undefined || runAt > this.coveredUntil || this.ownership.owns(id)) return false;
-    return this.createdHere.set.add(id, runAt, this.createdHere.now());
+  /** Armed here in a shard another process owns: a create due soon, or a move (created-here.ts). */
+  #stray(id: number, runAt: number, created: boolean): boolean {
+    const here = this.createdHere;
+    if (here === undefined) return false;
+    return created ? here.set.add(id, runAt, here.now()) : here.set.keep(id, runAt, here.now());
   }
 
   /** A pending task read from the table. */

@@ -8,6 +8,11 @@
  * needs no shard fence. An entry is kept until a little after its runAt (the run, or the owner's
  * timer, has taken it over by then); past MAX_ENTRIES a create is left to the owner alone.
  *
+ * The same holds for a task moved through this process (rescheduled, replaced, retried, or given a
+ * run's backoff) in a shard another owns: the owner keeps its timer of the old time and would learn
+ * of an earlier one only at its reconcile, so the process that moved it arms it too, whatever its
+ * new time within the horizon (`keep`).
+ *
  * The same holds for the tasks of a shard this process gives up to another member (rebalancing as
  * members join and leave): until the new owner's next round takes the shard and arms its tasks,
  * no one else has them armed, so those due before then stay armed and claimable here (`keep`).
@@ -37,8 +42,8 @@ export class CreatedHere {
   }
 
   /**
-   * Remembers `id` (due at `runAt`) of a shard this process just gave up, armed here until its new
-   * owner has it; false when the set is full (the new owner alone runs it then).
+   * Remembers `id` (due at `runAt`), moved through this process or of a shard it just gave up, armed
+   * here until its owner has it; false when the set is full (the owner alone runs it then).
    */
   keep(id: number, runAt: number, now: number): boolean {
     if (this.#runAt.size >= MAX_ENTRIES) this.#prune(now);
