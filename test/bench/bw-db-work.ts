@@ -40,7 +40,7 @@ interface Variant {
 async function secondaryIndexes(db: BenchDb): Promise<string[]> {
   const [rows] = await db.pool.query<mysql.RowDataPacket[]>(
     `SELECT DISTINCT index_name AS name FROM information_schema.statistics
-      WHERE table_schema = ? AND table_name = 'tasks' AND non_unique = 1 ORDER BY index_name`,
+      WHERE table_schema = ? AND table_name = 'punctual_tasks' AND non_unique = 1 ORDER BY index_name`,
     [db.name],
   );
   return rows.map((row) => String(row.name));
@@ -126,7 +126,7 @@ const FIGURES: [keyof Work, string, string][] = [
 ];
 
 export async function databaseWork(db: BenchDb, record: Record): Promise<void> {
-  const dbPid = databasePid();
+  const dbPid = await databasePid(db);
   if (dbPid === undefined) throw new Error('BW reads the database server CPU time: it needs the database on this machine');
   await db.reset();
   const variants: Variant[] = [

@@ -2,9 +2,9 @@
  * What the benchmarks share: a database of their own, the shop's tables, fast seeding, the real
  * server as a child process (only HTTP and the database between them), and small statistics.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -413,11 +413,16 @@ export function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
-/** The local MariaDB's (or MySQL's) pid, or undefined (a server elsewhere). */
-export function databasePid(): number | undefined {
+/**
+ * The pid of the MariaDB (or MySQL) the bench talks to, read from its pid file; undefined for a
+ * server elsewhere. Not `pidof`: with a second server on this machine (a private one for the
+ * counters, BENCH_MYSQL_URL) the first pid it names may be the other's.
+ */
+export async function databasePid(db: BenchDb): Promise<number | undefined> {
   try {
-    const pid = Number(execFileSync('pidof', ['mariadbd', 'mysqld'], { encoding: 'utf8' }).trim().split(/\s+/)[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    const [[row]] = await db.pool.query<mysql.RowDataPacket[]>('SELECT @@pid_file AS file');
+    const pid = Number(readFileSync(String(row?.file), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 && existsSync(`/proc/${pid}/stat`) ? pid : undefined;
   } catch {
     return undefined;
   }
