@@ -123,10 +123,10 @@ export const tasks = mysqlTable(
     index('tasks_status_run_at').on(table.status, table.finishedAt, table.runAt, table.id, table.priority),
     // One task per occurrence of a series, however many times its predecessor completes.
     uniqueIndex('tasks_series_run_at').on(table.seriesId, table.runAt),
-    // Bulk changes by type pick their ids from here, in id order.
-    index('tasks_type_status').on(table.type, table.status),
-    // A type's pending tasks in time order, by minute: pull workers lease a worker type's due tasks
-    // oldest first from here (store/sql/pulls.ts), and the upcoming-load chart counts pending
+    // A type's tasks by status in time order, by minute: pull workers lease a worker type's due tasks
+    // oldest first from here (store/sql/pulls.ts), bulk changes by type walk a status of it in
+    // run_at order (lifecycle/bulk.ts, typeWalks; it took a (type, status) index of its own until
+    // migration 0023: 8 pages touched a firing), and the upcoming-load chart counts pending
     // tasks per type and minute from it alone, in its order: grouped by (type, run_minute), the
     // groups come one after another, with no temporary table (grouped by an expression of run_at
     // they would need one, 3x the reading itself on a 5,000,000-row backlog). run_minute is a

@@ -7,7 +7,7 @@
  * each task it moves, so a repeat or a resume moves nothing twice.
  * See docs/architecture.md#the-lifecycle.
  */
-import type { FinishedStatus, Selector, Status, TaskStore } from '../store/task-store.js';
+import type { FinishedStatus, PickCursor, Selector, Status, TaskStore, TypeWalk } from '../store/task-store.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 
@@ -20,7 +20,11 @@ export interface BulkCounts {
   changed: number;
 }
 
-/** Walks the selected pending tasks a chunk at a time; `change` answers what it changed and its effects. */
+/**
+ * Walks the selected tasks in `status` a chunk at a time; `change` answers what it changed and its
+ * effects. A selector by type walks the type's tasks in run_at order (the index it has), which a
+ * move changes: `walks` are the passes that never meet a moved task again (typeWalks).
+ */
 async function chunked(
   store: TaskStore,
   selector: Selector,
@@ -28,19 +32,34 @@ async function chunked(
   apply: (effects: TimerEffect[]) => void,
   chunk: number,
   status: Status = 'pending',
+  walks: readonly TypeWalk[] = [{}],
 ): Promise<BulkCounts> {
   const counts = { matched: 0, changed: 0 };
-  let cursor: number | string | undefined;
-  for (;;) {
-    const picked = await store.pick(selector, status, cursor, chunk);
-    if (picked.length === 0) return counts;
-    counts.matched += picked.length;
-    const result = await change(picked.map((row) => row.id));
-    counts.changed += result.changed;
-    apply(result.effects);
-    cursor = picked[picked.length - 1]!.cursor;
-    if (picked.length < chunk) return counts;
+  for (const walk of 'type' in selector ? walks : [{}]) {
+    let cursor: PickCursor | undefined;
+    for (;;) {
+      const picked = await store.pick(selector, status, cursor, chunk, walk);
+      if (picked.length === 0) break;
+      counts.matched += picked.length;
+      const result = await change(picked.map((row) => row.id));
+      counts.changed += result.changed;
+      apply(result.effects);
+      cursor = picked[picked.length - 1]!.cursor;
+      if (picked.length < chunk) break;
+    }
   }
+  return counts;
+}
+
+/**
+ * The passes of a move over a type's tasks in run_at order, so that none meets a task it moved: a
+ * shift later walks from the latest back (a moved task lands behind the walk), a shift earlier
+ * from the earliest on; a move to one instant walks the tasks already at it, then those before
+ * it and those after it, each pass bounded so that the instant is outside it.
+ */
+export function typeWalks(move: BulkMove): TypeWalk[] {
+  if ('shiftMs' in move) return [{ descending: move.shiftMs > 0 }];
+  return (['=', '<', '>'] as const).map((op) => ({ runAt: { op, at: move.runAt } }));
 }
 
 /**
@@ -123,6 +142,8 @@ export function bulkReschedule(
       }),
     apply,
     chunk,
+    'pending',
+    typeWalks(move),
   );
 }
 

@@ -80,6 +80,19 @@ function callValues(call: CallRecord): unknown[] {
 /** Which tasks a bulk change selects: by a tag, a key prefix, a type, or a list of ids. */
 export type Selector = { tag: string } | { keyPrefix: string } | { type: string } | { ids: number[] };
 
+/** Where a pick stands: after an id, a key, or (a type's tasks) a (run_at, id). */
+export type PickCursor = number | string | RunAtCursor;
+
+/**
+ * How a pick by type walks the type's tasks: in (run_at, id) order or the reverse, all of them or
+ * those due before, after or at one instant (epoch ms). The other selectors walk ids or keys,
+ * which a change never moves.
+ */
+export interface TypeWalk {
+  descending?: boolean;
+  runAt?: { op: '<' | '>' | '='; at: number };
+}
+
 /** A task's status. */
 export type Status = 'pending' | 'running' | FinishedStatus;
 
@@ -317,20 +330,37 @@ export class TaskStore {
   async pick(
     selector: Selector,
     status: Status,
-    cursor: number | string | undefined,
+    cursor: PickCursor | undefined,
     limit: number,
-  ): Promise<{ id: number; cursor: number | string }[]> {
+    walk: TypeWalk = {},
+  ): Promise<{ id: number; cursor: PickCursor }[]> {
+    if ('type' in selector) return this.#pickByType(selector.type, status, cursor as RunAtCursor | undefined, limit, walk);
     const rows =
       'keyPrefix' in selector
         ? await this.#arrays<[number, string]>(SQL.pickByKeyPrefix, [prefixPattern(selector.keyPrefix), status, cursor ?? '', limit])
         : 'tag' in selector
           ? await this.#arrays<[number, number]>(SQL.pickByTag, [selector.tag, status, cursor ?? 0, limit])
-          : 'ids' in selector
-            ? selector.ids.length === 0
-              ? []
-              : await this.#arrays<[number, number]>(SQL.pickByIds, [selector.ids, status, cursor ?? 0, limit])
-            : await this.#arrays<[number, number]>(SQL.pickByType, [selector.type, status, cursor ?? 0, limit]);
+          : selector.ids.length === 0
+            ? []
+            : await this.#arrays<[number, number]>(SQL.pickByIds, [selector.ids, status, cursor ?? 0, limit]);
     return rows.map(([id, next]) => ({ id: Number(id), cursor: typeof next === 'string' ? next : Number(next) }));
+  }
+
+  async #pickByType(
+    type: string,
+    status: Status,
+    cursor: RunAtCursor | undefined,
+    limit: number,
+    walk: TypeWalk,
+  ): Promise<{ id: number; cursor: RunAtCursor }[]> {
+    const bound = walk.runAt;
+    const boundValues =
+      bound === undefined ? [] : bound.op === '=' ? [new Date(bound.at), new Date(bound.at)] : runAtValues(new Date(bound.at));
+    const rows = await this.#arrays<[number, number]>(
+      SQL.pickByType({ descending: walk.descending === true, bound: bound?.op, cursor: cursor !== undefined }),
+      [type, status, ...boundValues, ...typedCursorValues(cursor), limit],
+    );
+    return rows.map(([id, runAt]) => ({ id: Number(id), cursor: { runAt: Number(runAt), id: Number(id) } }));
   }
 
   /**

@@ -67,7 +67,10 @@ describe('bulk cancel', () => {
     await waitFor(async () => (await count('SELECT COUNT(*) AS n FROM ledger')) > 0, 10_000);
     const { status, body } = await call('POST', '/tasks/bulk/cancel', { tag: 'sale:88' });
     expect(status).toBe(200);
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status IN ('pending', 'running')")) === 1, 20_000);
+    await waitFor(
+      async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status IN ('pending', 'running')")) === 1,
+      20_000,
+    );
     const done = await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'");
     const cancelled = await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'cancelled'");
     expect(done + cancelled).toBe(N);
@@ -78,7 +81,9 @@ describe('bulk cancel', () => {
     // Each done task ran exactly once; no cancelled task ran.
     expect(await count('SELECT COUNT(*) AS n FROM ledger')).toBe(done);
     expect(await count('SELECT COUNT(DISTINCT task_id) AS n FROM ledger')).toBe(done);
-    expect(await count("SELECT COUNT(*) AS n FROM ledger l JOIN punctual_tasks t ON t.id = l.task_id WHERE t.status = 'cancelled'")).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM ledger l JOIN punctual_tasks t ON t.id = l.task_id WHERE t.status = 'cancelled'")).toBe(
+      0,
+    );
     expect(ids.length).toBe(N);
     expect((await call('GET', `/tasks/${other[0]}`)).body.status).toBe('pending');
     // The same request again changes nothing.
@@ -152,6 +157,35 @@ describe('bulk reschedule', () => {
   });
 });
 
+describe('bulk changes by type', () => {
+  // A type's tasks are walked in run_at order (the index by type has no other), which a move
+  // changes: each pass must meet every task once, or `matched` counts a task twice.
+  it('meet each task once however far a move takes it past the others', async () => {
+    const HOUR = 3_600_000;
+    const N = 1200; // three chunks
+    await batch(Array.from({ length: N }, (_, i) => ledgered(i, { delayMs: HOUR + i * 1000 })));
+    const before = new Map((await db.query<any[]>('SELECT id, run_at FROM punctual_tasks')).map((r) => [Number(r.id), r.run_at.getTime()]));
+    const runAts = async () =>
+      new Map((await db.query<any[]>('SELECT id, run_at FROM punctual_tasks')).map((r) => [Number(r.id), r.run_at.getTime()]));
+    // Later by 10 min: each task lands past 600 others.
+    const later = { type: 'ledgered', shiftMs: 600_000, requestId: 'later-10' };
+    expect((await call('POST', '/tasks/bulk/reschedule', later)).body).toEqual({ matched: N, changed: N });
+    for (const [id, runAt] of await runAts()) expect(runAt).toBe(before.get(id)! + 600_000);
+    // Earlier by 20 min.
+    const earlier = { type: 'ledgered', shiftMs: -1_200_000, requestId: 'earlier-20' };
+    expect((await call('POST', '/tasks/bulk/reschedule', earlier)).body).toEqual({ matched: N, changed: N });
+    for (const [id, runAt] of await runAts()) expect(runAt).toBe(before.get(id)! - 600_000);
+    // All to one instant amid them, then again: the second finds them all there and moves none.
+    const middle = new Date([...before.values()].sort((a, b) => a - b)[N / 2]! - 600_000 + 500).toISOString();
+    const set = { type: 'ledgered', runAt: middle, timezone: 'UTC' };
+    expect((await call('POST', '/tasks/bulk/reschedule', set)).body).toEqual({ matched: N, changed: N });
+    expect((await call('POST', '/tasks/bulk/reschedule', set)).body).toEqual({ matched: N, changed: 0 });
+    expect(new Set((await runAts()).values())).toEqual(new Set([Date.parse(middle)]));
+    expect((await call('POST', '/tasks/bulk/cancel', { type: 'ledgered' })).body).toEqual({ matched: N, changed: N });
+    expect(await count('SELECT COUNT(*) AS n FROM ledger')).toBe(0);
+  });
+});
+
 describe('GET /tasks/pending filters', () => {
   it('by tag and by key prefix', async () => {
     await batch([
@@ -177,7 +211,10 @@ describe('stored lateness', () => {
     );
     const now = await db.execute("INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('ledgered', '{}', UTC_TIMESTAMP(3))");
     const ids = [old.insertId, now.insertId];
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done' AND id IN (?)", [ids])) === 2, 20_000);
+    await waitFor(
+      async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done' AND id IN (?)", [ids])) === 2,
+      20_000,
+    );
     const shown = (await call('GET', `/tasks/${old.insertId}`)).body;
     expect(shown.latenessMs).toBeGreaterThanOrEqual(40 * DAY);
     expect(shown.latenessMs).toBeLessThan(41 * DAY);

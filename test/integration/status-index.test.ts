@@ -4,7 +4,8 @@
  * (status, run_at) index; the pages of finished tasks come newest first from it without a sort of
  * the status's rows. Counted with the session's `Handler_read_*` counters on a pool of one
  * connection. And an open task written with a finished_at (by hand: punctual never writes one) is
- * mended at the start, so it still runs.
+ * mended at the start, so it still runs. Bulk changes by type pick their chunks from the type's
+ * (type, status, run_minute, run_at) index, the same way.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../../src/db/connection.js';
@@ -67,6 +68,30 @@ describe('the (status, finished_at, run_at, id, priority) index', () => {
       [db.name],
     );
     expect(indexes.map((row) => row.index_name ?? row.INDEX_NAME).sort()).not.toContain('tasks_status_finished_at');
+    // Bulk changes by type walk the (type, status, run_minute, run_at) index instead (migration 0023).
+    expect(indexes.map((row) => row.index_name ?? row.INDEX_NAME).sort()).not.toContain('tasks_type_status');
+  });
+
+  it('a bulk change by type picks its chunks from the type index: about the rows it answers, either way, within a bound', async () => {
+    const first = await measured(() => store.pick({ type: 'close_order' }, 'pending', undefined, 100));
+    expect(first.result.map((row) => row.id)).toHaveLength(100);
+    expect(first.read).toBeLessThan(150);
+    const next = await measured(() => store.pick({ type: 'close_order' }, 'pending', first.result.at(-1)!.cursor, 100));
+    expect(next.result[0]!.id).toBeGreaterThan(first.result.at(-1)!.id);
+    expect(next.read).toBeLessThan(150);
+    // From the latest back, and the tasks due before NOW only: the 2,000 after it are not read.
+    const back = await measured(() =>
+      store.pick({ type: 'close_order' }, 'pending', undefined, 100, { descending: true, runAt: { op: '<', at: NOW } }),
+    );
+    expect(back.result).toHaveLength(100);
+    expect(back.result[0]!.cursor).toEqual({ runAt: NOW - 10, id: back.result[0]!.id });
+    expect(back.read).toBeLessThan(150);
+    // At one instant: its one task.
+    const at = await measured(() => store.pick({ type: 'close_order' }, 'pending', undefined, 100, { runAt: { op: '=', at: NOW } }));
+    expect(at.result).toHaveLength(1);
+    expect(at.read).toBeLessThan(10);
+    // The done tasks of the type, a status of their own in the same index.
+    expect(await store.pick({ type: 'close_order' }, 'done', undefined, 10)).toHaveLength(10);
   });
 
   it('a due page reads about the 100 rows it answers, not the done tasks nor the pending ones after it', async () => {

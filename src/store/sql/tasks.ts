@@ -7,7 +7,7 @@
  * To find a query, look for its name here; to see who runs it, look for the name in task-store.ts.
  * The other tables' statements are beside it (one file per table), the server's in src/db/sql.ts.
  */
-import { ms, runAtRange, TASK_COLUMNS } from '../rows.js';
+import { ms, runAtIs, runAtRange, TASK_COLUMNS } from '../rows.js';
 import { forceIndex } from './index-hints.js';
 import { LOST_ERROR } from './task-runs.js';
 
@@ -216,8 +216,21 @@ export const SQL = {
   /** Tasks with a tag and a status, as [id, id]: the (tag, task_id) index in id order. */
   pickByTag: `SELECT g.task_id, g.task_id FROM punctual_task_tags g JOIN punctual_tasks t ON t.id = g.task_id
     WHERE g.tag = ? AND t.status = ? AND g.task_id > ? ORDER BY g.task_id LIMIT ?`,
-  /** Tasks of a type with a status, as [id, id]: the (type, status) index in id order. */
-  pickByType: 'SELECT id, id FROM punctual_tasks WHERE type = ? AND status = ? AND id > ? ORDER BY id LIMIT ?',
+  /**
+   * Tasks of a type with a status, as [id, runAt ms]: the (type, status, run_minute, run_at) index
+   * in its order or the reverse, within a bound on run_at (its values first), after a cursor
+   * (run_at, id; AFTER_TYPED_CURSOR's values, or the reverse's). The walk is the caller's
+   * (lifecycle/bulk.ts): a move must not meet the tasks it has moved again.
+   */
+  pickByType: (walk: { descending: boolean; bound: '<' | '>' | '=' | undefined; cursor: boolean }) => {
+    const [after, order] = walk.descending ? (['<', ' DESC'] as const) : (['>', ''] as const);
+    const bound = walk.bound === undefined ? '' : ` AND ${walk.bound === '=' ? runAtIs : `(${runAtRange(walk.bound)})`}`;
+    const cursor = walk.cursor ? ` AND ${runAtRange(`${after}=`)} AND (run_at ${after} ? OR id ${after} ?)` : '';
+    return (
+      `SELECT id, ${ms('run_at')} FROM punctual_tasks ${byType()} WHERE type = ? AND status = ?${bound}${cursor}` +
+      ` ORDER BY run_minute${order}, run_at${order}, id${order} LIMIT ?`
+    );
+  },
   /** Tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
   pickByKeyPrefix:
     "SELECT id, task_key FROM punctual_tasks WHERE task_key LIKE ? ESCAPE '!' AND status = ? AND task_key > ? ORDER BY task_key LIMIT ?",

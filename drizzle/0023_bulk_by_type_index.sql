@@ -1,0 +1,5 @@
+SET @punctual_0023 = (SELECT IF(table_type = 'VIEW', 'tasks', 'punctual_tasks') FROM information_schema.TABLES WHERE table_schema = DATABASE() AND table_name = 'punctual_tasks');--> statement-breakpoint
+SET @punctual_0023_sql = CONCAT('ALTER TABLE `', @punctual_0023, '` DROP INDEX `tasks_type_status`');--> statement-breakpoint
+PREPARE punctual_0023 FROM @punctual_0023_sql;--> statement-breakpoint
+EXECUTE punctual_0023;--> statement-breakpoint
+DEALLOCATE PREPARE punctual_0023;
