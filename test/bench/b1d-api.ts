@@ -88,13 +88,13 @@ async function post(
  * How long creating `n` tasks will take here and now: 2 s of creates for a day ahead (never armed,
  * deleted after), at their rate with a margin. The machine's load sets the lead, not a guess.
  */
-async function leadMs(db: BenchDb, server: Server, n: number): Promise<number> {
+async function leadMs(db: BenchDb, server: Server, n: number, tasks: string): Promise<number> {
   const { created, seconds } = await post(server, { duration: 2 }, (i) => ({
     type: 'close_order',
     payload: { orderSn: `CAL${i}` },
     delayMs: 86_400_000,
   }));
-  await db.exec("DELETE FROM punctual_tasks WHERE JSON_VALUE(payload, '$.orderSn') LIKE 'CAL%'");
+  await db.exec(`DELETE FROM ${tasks} WHERE JSON_VALUE(payload, '$.orderSn') LIKE 'CAL%'`);
   return 3000 + (n / (0.6 * Math.max(1, created / seconds))) * 1000;
 }
 
@@ -161,12 +161,13 @@ export interface WindowProbe {
 }
 
 export async function once(db: BenchDb, n: number, main: string | undefined, probe: WindowProbe = {}): Promise<Figures> {
-  // The baseline's server migrates its own tables; this tree's tables would not be its.
+  // The baseline's server migrates its own tables (named without punctual_); this tree's would not be its.
   await db.reset(GOODS, main === undefined);
+  const tasks = main === undefined ? 'punctual_tasks' : 'tasks';
   await seedShop(db, n);
   const server = await startServer(db, { main, nodeArgs: probe.nodeArgs, inspect: probe.inspect ?? probe.started !== undefined });
   try {
-    const first = Date.now() + (await leadMs(db, server, n));
+    const first = Date.now() + (await leadMs(db, server, n, tasks));
     const { created } = await post(server, { amount: n }, (i) => ({
       type: 'close_order',
       payload: { orderSn: `B${i + 1}` },
@@ -184,18 +185,17 @@ export async function once(db: BenchDb, n: number, main: string | undefined, pro
     // would read more rows than the firings do, and the work counters would show the bench.
     await waitUntil(
       async () =>
-        (await db.count("SELECT COUNT(*) AS n FROM (SELECT 1 FROM punctual_tasks WHERE status IN ('pending', 'running') LIMIT 1) AS t")) ===
-        0,
+        (await db.count(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${tasks} WHERE status IN ('pending', 'running') LIMIT 1) AS t`)) === 0,
       300_000,
       `B1d tasks to run`,
     );
     const cpu = cpuMs(server.child.pid!) - cpuBefore;
     const dbCpu = dbPid === undefined ? Number.NaN : cpuMs(dbPid) - dbBefore;
     const dbWork = workPerTask(workBefore, await dbCounters(db), n);
-    const done = await db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'");
+    const done = await db.count(`SELECT COUNT(*) AS n FROM ${tasks} WHERE status = 'done'`);
     if (done !== n) throw new Error(`B1d: ${done} of ${n} tasks done, the others not pending`);
     await probe.ended?.(server);
-    const late = await db.closeLateness();
+    const late = await db.closeLateness(tasks);
     const [span] = await db.rows<{ last: Date }>("SELECT MAX(closed_at) AS last FROM orders WHERE status = 'closed'");
     return {
       p50: quantile(late, 0.5),

@@ -44,7 +44,11 @@ interface Run {
 }
 
 async function lateness(db: BenchDb, N: number): Promise<number[]> {
-  await waitUntil(async () => (await db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'")) === N, 120_000, 'B9 tasks to run');
+  await waitUntil(
+    async () => (await db.count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done'")) === N,
+    120_000,
+    'B9 tasks to run',
+  );
   return db.closeLateness();
 }
 

@@ -96,7 +96,7 @@ async function workPerTask(db: BenchDb, dbPid: number, variant: Variant): Promis
           if (variant.history)
             await conn.query(
               TASK_RUNS.insert(locked.length),
-              locked.flatMap((row) => [row.id, 1, 'done', now, now, now, 0, 1, null, null, 'bench', 0, null]),
+              locked.flatMap((row) => [row.id, 1, 'done', now, now, now, 0, 1, null, null, 'bench', 0, null, 'closed']),
             );
           await conn.query('COMMIT');
         }
@@ -132,11 +132,16 @@ export async function databaseWork(db: BenchDb, record: Record): Promise<void> {
   const variants: Variant[] = [
     { name: 'as migrated', history: true },
     { name: 'without the run history', history: false },
-    ...(await secondaryIndexes(db)).map((index) => ({ name: `without ${index}`, history: true, change: `DROP INDEX ${index} ON punctual_tasks` })),
+    ...(await secondaryIndexes(db)).map((index) => ({
+      name: `without ${index}`,
+      history: true,
+      change: `DROP INDEX ${index} ON punctual_tasks`,
+    })),
     {
       name: "with the run rows' foreign key",
       history: true,
-      change: 'ALTER TABLE punctual_task_runs ADD CONSTRAINT task_runs_task_fk FOREIGN KEY (task_id) REFERENCES punctual_tasks (id) ON DELETE CASCADE',
+      change:
+        'ALTER TABLE punctual_task_runs ADD CONSTRAINT task_runs_task_fk FOREIGN KEY (task_id) REFERENCES punctual_tasks (id) ON DELETE CASCADE',
     },
   ];
   const spent = new Map<string, Work[]>(variants.map((variant) => [variant.name, []]));

@@ -167,11 +167,11 @@ export class BenchDb {
     return Number(row?.n ?? 0);
   }
 
-  /** Lateness of closed orders in ms (closed_at − run_at), sorted. */
-  async closeLateness(): Promise<number[]> {
+  /** Lateness of closed orders in ms (closed_at − run_at), sorted; `tasks`: the tasks table's name (a release before 0.2 named it `tasks`). */
+  async closeLateness(tasks = 'punctual_tasks'): Promise<number[]> {
     const rows = await this.rows<{ late: string }>(
       `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, o.closed_at) / 1000 AS late
-         FROM punctual_tasks t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
+         FROM ${tasks} t JOIN orders o ON o.order_sn = JSON_UNQUOTE(JSON_EXTRACT(t.payload, '$.orderSn'))
         WHERE o.closed_at IS NOT NULL`,
     );
     return rows.map((row) => Number(row.late)).sort((a, b) => a - b);

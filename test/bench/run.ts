@@ -230,9 +230,10 @@ async function claimLoop(db: BenchDb, connections: number): Promise<{ rate: numb
               [...returns.flat(), returns.map(([goodsId]) => goodsId)],
             );
           }
-          await conn.query("UPDATE punctual_tasks SET status = 'done', attempts = attempts + 1, finished_at = UTC_TIMESTAMP(3) WHERE id IN (?)", [
-            tasks.map((task) => task.id),
-          ]);
+          await conn.query(
+            "UPDATE punctual_tasks SET status = 'done', attempts = attempts + 1, finished_at = UTC_TIMESTAMP(3) WHERE id IN (?)",
+            [tasks.map((task) => task.id)],
+          );
           await conn.query('COMMIT');
           count += tasks.length;
         }
