@@ -2,11 +2,11 @@
  * Arming: the one place that turns timer effects into timers (the lifecycle's EffectSink), and the
  * rule for which tasks get one: those due within the horizon the scheduler has covered (the refill
  * arms the rest) and, with SHARDING=on, in a shard this process owns (invariant 9), or created or
- * moved through this process (created-here.ts). A task read
- * from the table is armed only if the dispatcher does not have it right now: the read may have
- * raced its run. A worker type's task gets no timer: the pull hub watches when such tasks fall due
- * (it reads the table itself), and is told here of the ones this process writes (`handOver`), so
- * the dispatcher never locks a task only to hand it on.
+ * moved through this process (created-here.ts). A task read from the table is armed only if the
+ * dispatcher does not have it right now: the read may have raced its run. A worker type's task
+ * gets no timer: the pull hub watches when such tasks fall due (it reads the table itself), and is
+ * told here of the ones this process writes (`handOver`), so the dispatcher never locks a task
+ * only to hand it on.
  * See docs/architecture.md#arming-and-the-horizon.
  */
 import { everything, type Ownership } from '../cluster/lease-keeper.js';
@@ -57,9 +57,10 @@ export class Arming implements EffectSink {
   /**
    * A task whose time was written by this process (created, or moved: reschedule, replace, retry, a
    * run's backoff): armed if within the horizon and in a shard this process owns, else not. A move
-   * in a shard another process owns is armed here too: its owner keeps the timer of the old time and would hear of the new one only at its
-   * reconcile (a later time its old timer finds and re-arms; an earlier one it would miss). A create
-   * there is armed here only when due soon: the owner's refill finds new rows by their ids.
+   * in a shard another process owns is armed here too: its owner keeps the timer of the old time
+   * and would hear of the new one only at its reconcile (a later time its old timer finds and
+   * re-arms; an earlier one it would miss). A create there is armed here only when due soon: the
+   * owner's refill finds new rows by their ids.
    */
   #wish(id: number, runAt: number, priority: number | undefined, created: boolean): void {
     if (this.#stopped) return;
