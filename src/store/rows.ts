@@ -125,8 +125,11 @@ const MINUTE_OF = "TIMESTAMPDIFF(MINUTE, '1970-01-01 00:00:00', ?)";
 export const runAtRange = (op: '<' | '<=' | '>' | '>=') =>
   `(run_minute ${op[0]} ${MINUTE_OF} OR run_minute = ${MINUTE_OF} AND run_at ${op} ?)`;
 
-/** `run_at = ?` written for the same indexes: the minute too, so the index seeks to it. Values: [at, at]. */
+/** `run_at = ?` written for the same indexes: the minute too, so the index seeks to it. Its values: `runAtIsValues`. */
 export const runAtIs = `run_minute = ${MINUTE_OF} AND run_at = ?`;
+
+/** The values of one runAtIs. */
+export const runAtIsValues = (at: Date) => [at, at];
 
 /** The values of one runAtRange. */
 export const runAtValues = (at: Date) => [at, at, at];

@@ -18,7 +18,17 @@ import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
 import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
 import { Intake, type InsertResult } from './intake.js';
-import { fromRow, runAtValues, toEntries, type NewTask, type RunAtCursor, type Task, type TaskRow, type TimerEntry } from './rows.js';
+import {
+  fromRow,
+  runAtIsValues,
+  runAtValues,
+  toEntries,
+  type NewTask,
+  type RunAtCursor,
+  type Task,
+  type TaskRow,
+  type TimerEntry,
+} from './rows.js';
 import { TASK_RUNS } from './sql/task-runs.js';
 import { SQL } from './sql/tasks.js';
 import { tagPairs } from './tags.js';
@@ -354,8 +364,7 @@ export class TaskStore {
     walk: TypeWalk,
   ): Promise<{ id: number; cursor: RunAtCursor }[]> {
     const bound = walk.runAt;
-    const boundValues =
-      bound === undefined ? [] : bound.op === '=' ? [new Date(bound.at), new Date(bound.at)] : runAtValues(new Date(bound.at));
+    const boundValues = bound === undefined ? [] : bound.op === '=' ? runAtIsValues(new Date(bound.at)) : runAtValues(new Date(bound.at));
     const rows = await this.#arrays<[number, number]>(
       SQL.pickByType({ descending: walk.descending === true, bound: bound?.op, cursor: cursor !== undefined }),
       [type, status, ...boundValues, ...typedCursorValues(cursor), limit],

@@ -79,9 +79,12 @@ function merged(title: string, header: string[], fresh: Map<string, string[]>, k
     rows.set(scenario, [...(rows.get(scenario) ?? []), line]);
   }
   const keptAny = [...rows.keys()].some((scenario) => !fresh.has(scenario));
-  const from = earlier?.match(/\((.*)\):$/)?.[1] ?? earlier?.match(/^Last run (.*):$/)?.[1];
+  // The runs the kept rows may come from: every run the table named (a partial run's table names two or more).
+  const runs = [...new Set(earlier?.match(/\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/g) ?? [])];
   return [
-    keptAny && from !== undefined ? `${title} (${[...fresh.keys()].join(', ')}); the other rows from the run of ${from}:` : `${title}:`,
+    keptAny && runs.length > 0
+      ? `${title} (${[...fresh.keys()].join(', ')}); the other rows from the run${runs.length > 1 ? 's' : ''} of ${runs.join(' and ')}:`
+      : `${title}:`,
     '',
     ...header,
     ...[...rows.keys()].sort(byName).flatMap((scenario) => rows.get(scenario)!),

@@ -103,7 +103,6 @@ export async function change({ question, yes, method = 'POST', path, body, done,
   }
 }
 
-/** A table that scrolls sideways on a narrow screen instead of widening the page. */
 /** Cancels a pending task, after asking; `what` names it in the question. */
 export const cancelTask = (task, what, refresh) =>
   change({
@@ -135,6 +134,7 @@ export const runNow = (task, what, refresh) =>
     after: refresh,
   });
 
+/** A table that scrolls sideways on a narrow screen instead of widening the page. */
 export const Scroll = ({ children }) => html`<div class="scroll">${children}</div>`;
 
 /** An empty table's one row. */

@@ -36,8 +36,10 @@ const AFTER_CURSOR = ' AND run_at >= ? AND (run_at > ? OR id > ?)';
 /** A type's tasks in one status, in run_at order: the (type, status, run_minute, run_at) index,
  * read in its own order (run_minute never decreases with run_at; rows.ts, runAtRange). */
 const byType = () => forceIndex('tasks_type_status_run_minute_run_at');
-/** AFTER_CURSOR on that index: its run_at also as a range on (run_minute, run_at), so the page seeks there. */
-const AFTER_TYPED_CURSOR = ` AND ${runAtRange('>=')} AND (run_at > ? OR id > ?)`;
+/** AFTER_CURSOR on that index: its run_at also as a range on (run_minute, run_at), so the page
+ * seeks there; `<` for a walk in the reverse order. */
+const afterTypedCursor = (after: '>' | '<') => ` AND ${runAtRange(`${after}=`)} AND (run_at ${after} ? OR id ${after} ?)`;
+const AFTER_TYPED_CURSOR = afterTypedCursor('>');
 
 const select = (where: string) => `SELECT ${TASK_COLUMNS} FROM punctual_tasks ${where}`;
 
@@ -219,13 +221,13 @@ export const SQL = {
   /**
    * Tasks of a type with a status, as [id, runAt ms]: the (type, status, run_minute, run_at) index
    * in its order or the reverse, within a bound on run_at (its values first), after a cursor
-   * (run_at, id; AFTER_TYPED_CURSOR's values, or the reverse's). The walk is the caller's
+   * (run_at, id; afterTypedCursor's values). The walk is the caller's
    * (lifecycle/bulk.ts): a move must not meet the tasks it has moved again.
    */
   pickByType: (walk: { descending: boolean; bound: '<' | '>' | '=' | undefined; cursor: boolean }) => {
     const [after, order] = walk.descending ? (['<', ' DESC'] as const) : (['>', ''] as const);
     const bound = walk.bound === undefined ? '' : ` AND ${walk.bound === '=' ? runAtIs : `(${runAtRange(walk.bound)})`}`;
-    const cursor = walk.cursor ? ` AND ${runAtRange(`${after}=`)} AND (run_at ${after} ? OR id ${after} ?)` : '';
+    const cursor = walk.cursor ? afterTypedCursor(after) : '';
     return (
       `SELECT id, ${ms('run_at')} FROM punctual_tasks ${byType()} WHERE type = ? AND status = ?${bound}${cursor}` +
       ` ORDER BY run_minute${order}, run_at${order}, id${order} LIMIT ?`
