@@ -296,7 +296,7 @@ export const VARIABLES = {
     'runHistory',
     onOff,
     true,
-    '`on`: every run of a task is kept in `punctual_task_runs` (`GET /tasks/{id}/runs`), written in the transaction of its outcome; `off`: only the latest run, on the task',
+    "`on`: every run of a task is on record (`GET /tasks/{id}/runs`), written in the transaction of its outcome: a successful one in its task's row, a failed or lost one in `punctual_task_runs`; `off`: only the latest run's fields, on the task",
   ),
   RETRY_BASE_MS: setting('retry', 'baseMs', milliseconds(1, MAX_TIMER_MS), 2000, 'first retry delay; doubles per attempt'),
   RETRY_MAX_MS: setting(

@@ -317,6 +317,7 @@ export class Service {
       audit: { store: this.audit, clock },
       events: {
         store: new EventStore(this.database),
+        clock,
         replay: config.http.eventsReplay,
         pollMs: config.http.eventsPollMs,
         stallMs: config.http.eventsStallMs,

@@ -8,7 +8,12 @@ import { Nullable } from './nullable.js';
 export const RUN_OUTCOMES = ['done', 'retry', 'failed', 'lost'] as const;
 
 export const RunJson = Type.Object({
-  id: Type.Integer({ description: 'the run; ids grow with time across every task' }),
+  id: Nullable(
+    Type.Integer({
+      description:
+        "the run's row; ids grow with time across every task. Null for a run that succeeded: it is on record in its task's row (always the task's latest run)",
+    }),
+  ),
   taskId: Type.Integer(),
   attempt: Type.Integer({ description: 'which attempt of the task this run was, from 1' }),
   outcome: Type.Enum([...RUN_OUTCOMES], {
@@ -28,7 +33,7 @@ export const RunJson = Type.Object({
   durationMs: Type.Integer({ description: 'how long the handler ran (a batch: from its start to its record)' }),
   error: Nullable(Type.String()),
   result: Nullable(
-    Type.String({ description: 'what the handler answered (e.g. `closed`, `no such order`, a webhook\'s status), at most 200 characters' }),
+    Type.String({ description: "what the handler answered (e.g. `closed`, `no such order`, a webhook's status), at most 200 characters" }),
   ),
   httpStatus: Nullable(Type.Integer({ description: 'an outside run: the HTTP status it got (0: no answer)' })),
   process: Type.String({ description: 'the process that ran it (host:pid:tag), or the pull lease (`pull:` and a digest of its token)' }),

@@ -96,6 +96,14 @@ export const tasks = mysqlTable(
     lastResponseBytes: int('last_response_bytes', { unsigned: true }),
     /** What the latest successful run's handler answered (`closed`, `already paid`, a webhook's status), cut to 200 characters. */
     lastResult: varchar('last_result', { length: 200 }),
+    /**
+     * A task done with the run history on: the process that ran it (lease_owner's form), or the
+     * pull lease's digest. Its successful run is on record here and in no run row of its own
+     * (store/run-history.ts); null on a task done without the history, or by 0.1.0.
+     */
+    doneBy: varchar('done_by', { length: 64 }),
+    /** What the latest run waited for the longest before it started (`pause` or `limit`); null when it did not wait. */
+    waitReason: mysqlEnum('wait_reason', ['pause', 'limit']),
     /** The requestId of the latest bulk shift that moved this task: a repeat of it moves it no further. */
     bulkRequestId: varchar('bulk_request_id', { length: 64 }),
     /** Whole minutes from 1970-01-01 to run_at, computed by the server: the upcoming-load chart's bucket. */

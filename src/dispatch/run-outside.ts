@@ -82,7 +82,7 @@ export class OutsideExecutor {
       // A record that wrote no row lost its lease: the task is another process's run now, and
       // counting it here too would count one run twice across the fleet.
       if (failure === undefined) {
-        const { recorded } = await lifecycle.completeLeased(task, owner, persist, call, claimedAt);
+        const { recorded } = await lifecycle.completeLeased(task, owner, persist, call);
         if (recorded) this.outcomes.done(task, claimedAt, clock.now() - started, outcome || 'done');
         else this.outcomes.leaseLost(task);
       } else {

@@ -184,7 +184,7 @@ export class Lifecycle {
     const value = await transaction(
       database,
       async (conn) => {
-        // The batch's runs, written together in one statement before COMMIT: on record with their outcomes.
+        // The batch's failed runs, written together in one statement before COMMIT: on record with their outcomes.
         const runs: NewRun[] = [];
         const result = await fn({
           conn,
@@ -198,10 +198,10 @@ export class Lifecycle {
           },
           lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
           complete: async (tasks, now, results) => {
-            effects.push(...(await run.complete(store, conn, tasks, now, results)));
-            if (recorder === undefined) return;
-            const times = { startedAt: now, finishedAt: Math.max(now, clock.now()) }; // run ahead: it ends when it commits, at `now` or later
-            for (const task of tasks) runs.push(runOf(recorder, task, 'done', null, { ...times, result: results?.get(task.id) ?? null }));
+            // A successful run is on record in its task's row, with no row of its own (store/run-history.ts).
+            // Run ahead: it ends when it commits, at `now` or later.
+            const finish = { at: Math.max(now, clock.now()), by: recorder?.process ?? null };
+            effects.push(...(await run.complete(store, conn, tasks, now, results, finish)));
           },
           fail: async (failed, now) => {
             effects.push(...(await run.fail(store, conn, failed, now)));
@@ -231,13 +231,9 @@ export class Lifecycle {
   }
 
   /** Completes an outside run if it is still the run this process leased (`task` as claimed); retried per `persist`. */
-  /**
-   * Completes an outside run if it is still the run this process leased (`task` as claimed, at
-   * `startedAt`); retried per `persist`.
-   */
-  async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord, startedAt?: number): Promise<run.Settled> {
+  async completeLeased(task: Task, owner: string, persist: RetryPolicy, call: CallRecord): Promise<run.Settled> {
     const { store, clock, runs } = this.#options;
-    return this.#apply(await retrying(() => run.completeLeased(store, task, owner, call, clock.now(), runs, startedAt), persist));
+    return this.#apply(await retrying(() => run.completeLeased(store, task, owner, call, clock.now(), runs), persist));
   }
 
   async failLeased(

@@ -17,7 +17,7 @@ import type { PullFailure, PullStore } from '../store/pulls.js';
 import type { Task, TaskStore } from '../store/task-store.js';
 import { retryAt, type BackoffPolicy } from './backoff.js';
 import { arm, type EffectSink, type TimerEffect } from './effects.js';
-import { pullRunOf, recordRuns, type RunRecorder } from './history.js';
+import { leaseHolder, pullRunOf, recordRuns, type RunRecorder } from './history.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
 import { EXPIRED_REASON, skipWaited } from './repair.js';
@@ -273,17 +273,13 @@ export class PullLifecycle {
       acks.forEach((ack, i) => {
         if (held[i]) byToken.set(ack.token, (byToken.get(ack.token) ?? new Set()).add(ack.id));
       });
-      for (const [token, ids] of byToken) expectAll('ack', await pulls.ackMany(conn, [...ids], token, now), ids.size);
+      // A successful run is on record in its task's row, under the lease's digest (store/run-history.ts).
+      const history = this.options.runs !== undefined;
+      for (const [token, ids] of byToken) {
+        expectAll('ack', await pulls.ackMany(conn, [...ids], token, now, history ? leaseHolder(token) : null), ids.size);
+      }
       const finished = [...new Set(acks.filter((_, i) => held[i]).map((ack) => ack.id))].map((id) => found.get(id)!);
       effects.push(...(await nextOccurrences(store, conn, finished, now)));
-      const runs = this.options.runs;
-      if (runs !== undefined) {
-        await recordRuns(
-          runs,
-          conn,
-          finished.map((task) => pullRunOf(task, 'done', null, task.leaseOwner!, now)),
-        );
-      }
       return acks.map((ack, i): SettleResult => {
         const task = found.get(ack.id);
         if (task === undefined) return { kind: 'missing' };

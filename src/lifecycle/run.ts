@@ -11,6 +11,7 @@ import { rootMessage } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
 import { RetryLater } from '../handlers/retry-after.js';
 import type { CallRecord, Failure, LeasedRun, Task, TaskStore } from '../store/task-store.js';
+import type { Wait } from '../store/rows.js';
 import { arm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
@@ -63,21 +64,26 @@ export async function lease(
   expectAll('lease', await store.markRunning(conn, ids, owner, leaseUntil, now, waitsOf(tasks)), ids.length);
 }
 
-/** The ms each of `tasks` that waited for its type waited, by id. */
-export function waitsOf(tasks: readonly Task[]): Map<number, number> {
-  return new Map(tasks.filter((task) => (task.waited?.ms ?? 0) > 0).map((task) => [task.id, task.waited!.ms]));
+/** How long and what for each of `tasks` that waited for its type waited, by id. */
+export function waitsOf(tasks: readonly Task[]): Map<number, Wait> {
+  return new Map(tasks.filter((task) => (task.waited?.ms ?? 0) > 0).map((task) => [task.id, task.waited!]));
 }
 
-/** Tasks run in this transaction are done; recurring ones get their next occurrence. */
+/**
+ * Tasks run in this transaction (started at `now`) are done; recurring ones get their next
+ * occurrence. `finish`: when the runs ended and, with the run history on, the process that ran
+ * them: a successful run is on record in its task's row (store/run-history.ts).
+ */
 export async function complete(
   store: TaskStore,
   conn: Connection,
   tasks: Task[],
   now: number,
   results?: ReadonlyMap<number, string>,
+  finish?: { at: number; by: string | null },
 ): Promise<TimerEffect[]> {
   const ids = tasks.map((task) => task.id);
-  expectAll('complete', await store.markDone(conn, ids, now, waitsOf(tasks), results), ids.length);
+  expectAll('complete', await store.markDone(conn, ids, now, waitsOf(tasks), results, finish), ids.length);
   return nextOccurrences(store, conn, tasks, now);
 }
 
@@ -105,7 +111,8 @@ function leasedTimes(startedAt: number, call: CallRecord, now: number): RunTimes
 
 /**
  * Completes an outside run, keeping its `call`, if it is still the run `owner` leased (`task` as
- * the claim locked it); its run row (started at `startedAt`) in the same transaction.
+ * the claim locked it). Its run is on record in the task's row (its start is the claim's, which
+ * the lease stored as its lateness): with the run history on, the row names this process.
  */
 export function completeLeased(
   store: TaskStore,
@@ -114,12 +121,10 @@ export function completeLeased(
   call: CallRecord,
   now: number,
   recorder?: RunRecorder,
-  startedAt = now,
 ): Promise<Settled> {
   return store.transaction(async (conn) => {
-    const recorded = await store.completeLeased(conn, leasedRun(task, owner), call, now);
+    const recorded = await store.completeLeased(conn, leasedRun(task, owner), call, now, recorder?.process ?? null);
     if (!recorded) return { recorded, effects: [] };
-    if (recorder !== undefined) await recordRuns(recorder, conn, [runOf(recorder, task, 'done', null, leasedTimes(startedAt, call, now))]);
     return { recorded, effects: await nextOccurrences(store, conn, [task], now) };
   });
 }

@@ -130,11 +130,14 @@ export class PullStore {
     return rows.map(fromRow);
   }
 
-  /** Done, for those of `ids` whose lease `token` is held at `now`; answers how many. */
-  async ackMany(conn: Connection, ids: readonly number[], token: string, now: number): Promise<number> {
+  /**
+   * Done, for those of `ids` whose lease `token` is held at `now`; answers how many. `doneBy`: the
+   * run's holder as the run history names it (null: no history).
+   */
+  async ackMany(conn: Connection, ids: readonly number[], token: string, now: number, doneBy: string | null = null): Promise<number> {
     if (ids.length === 0) return 0;
     const at = new Date(now);
-    return this.#expecting(conn, PULL_SQL.ackMany, [at, at, at, ids, token, at], ids.length);
+    return this.#expecting(conn, PULL_SQL.ackMany, [doneBy, at, at, at, ids, token, at], ids.length);
   }
 
   /**

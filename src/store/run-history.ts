@@ -1,8 +1,12 @@
 /**
- * The run history: one row per run of a task, in punctual_task_runs (sql/task-runs.ts). The rows are
- * written on the caller's connection, in the transaction that records the runs' outcomes on their
- * tasks, a batch's runs in one statement: a run is on record exactly when its outcome is. In a
- * pipelined transaction that statement travels with COMMIT.
+ * The run history: every run of a task, newest first (sql/task-runs.ts). A run that succeeded is on
+ * record in its task's row (lateness, wait, result, finish and the process, which markDone,
+ * completeLeased and an ack write with the status: done_by names the process), with no row of its
+ * own: a firing writes no second copy of what its task's row says. A run that failed or was lost
+ * has a row in punctual_task_runs, written on the caller's connection, in the transaction that
+ * records its outcome on its task, a batch's runs in one statement: a run is on record exactly
+ * when its outcome is. In a pipelined transaction that statement travels with COMMIT. Rows of done
+ * runs a release before 0.2 wrote are read as they are (their tasks have no done_by).
  * Reads run on a connection of their own. See docs/architecture.md#run-history.
  */
 import type mysql from 'mysql2/promise';
@@ -17,7 +21,8 @@ export type RunOutcome = 'done' | 'retry' | 'failed' | 'lost';
 
 /** One run of a task; times are epoch milliseconds. */
 export interface TaskRun {
-  id: number;
+  /** Its row's id; null for a successful run, on record in its task's row. */
+  id: number | null;
   taskId: number;
   attempt: number;
   outcome: RunOutcome;
@@ -50,7 +55,7 @@ function clip(error: string | null): string | null {
 }
 
 type RunRow = [
-  number,
+  number | null,
   number,
   number,
   RunOutcome,
@@ -86,7 +91,7 @@ function fromRow(row: RunRow): TaskRun {
     result,
   ] = row;
   return {
-    id: Number(id),
+    id: id === null ? null : Number(id),
     taskId: Number(taskId),
     attempt: Number(attempt),
     outcome,
@@ -125,7 +130,8 @@ export class RunHistory {
   constructor(private readonly database: Database) {}
 
   /**
-   * Records `runs` in the caller's transaction, in one statement. In a pipelined transaction
+   * Records `runs` (failed or lost: a successful run is on record in its task's row) in the
+   * caller's transaction, in one statement. In a pipelined transaction
    * (db/pipeline.ts) the statement is held back to travel with COMMIT: no round trip of its own.
    */
   async record(conn: Connection, runs: readonly NewRun[]): Promise<void> {
@@ -169,13 +175,17 @@ export class RunHistory {
         { sql: TASK_RUNS.finishedSince, rowsAsArray: true },
         [at],
       );
+      const [[done]] = await conn.query<[number, number | null][] & mysql.RowDataPacket[]>(
+        { sql: TASK_RUNS.doneSince, rowsAsArray: true },
+        [at],
+      );
       const of = (outcome: RunOutcome) => Number(rows.find(([name]) => name === outcome)?.[1] ?? 0);
       const figures: RunFigures = {
-        done: of('done'),
+        done: of('done') + Number(done?.[0] ?? 0),
         retries: of('retry'),
         failed: of('failed'),
         lost: of('lost'),
-        waited: rows.reduce((sum, [, , waited]) => sum + Number(waited ?? 0), 0),
+        waited: rows.reduce((sum, [, , waited]) => sum + Number(waited ?? 0), Number(done?.[1] ?? 0)),
         latenessP50Ms: null,
         latenessP99Ms: null,
       };
@@ -185,6 +195,7 @@ export class RunHistory {
         const at99 = rank(0.99, started);
         const read = async (offset: number) => {
           const [found] = await conn.query<[number][] & mysql.RowDataPacket[]>({ sql: TASK_RUNS.latenessAtRank, rowsAsArray: true }, [
+            at,
             at,
             offset,
           ]);
@@ -197,15 +208,26 @@ export class RunHistory {
     });
   }
 
-  /** A task's runs, newest first, those before run id `before` (a previous page's last). */
+  /**
+   * A task's runs, newest first, those before run id `before` (a previous page's last). Its
+   * successful run, read from its row, is its latest: on the first page only.
+   */
   async ofTask(taskId: number, limit: number, before?: number): Promise<TaskRun[]> {
-    const [rows] = await autocommit(this.database, (conn) =>
-      conn.query<RunRow[] & mysql.RowDataPacket[]>({ sql: TASK_RUNS.ofTask, rowsAsArray: true }, [
-        taskId,
-        before ?? Number.MAX_SAFE_INTEGER,
-        limit,
-      ]),
-    );
-    return rows.map(fromRow);
+    return autocommit(this.database, async (conn) => {
+      const runs: RunRow[] = [];
+      if (before === undefined) {
+        const [done] = await conn.query<RunRow[] & mysql.RowDataPacket[]>({ sql: TASK_RUNS.doneOfTask, rowsAsArray: true }, [taskId]);
+        runs.push(...done);
+      }
+      if (runs.length < limit) {
+        const [rows] = await conn.query<RunRow[] & mysql.RowDataPacket[]>({ sql: TASK_RUNS.ofTask, rowsAsArray: true }, [
+          taskId,
+          before ?? Number.MAX_SAFE_INTEGER,
+          limit - runs.length,
+        ]);
+        runs.push(...rows);
+      }
+      return runs.map(fromRow);
+    });
   }
 }

@@ -28,6 +28,7 @@ import {
   type Task,
   type TaskRow,
   type TimerEntry,
+  type Wait,
 } from './rows.js';
 import { TASK_RUNS } from './sql/task-runs.js';
 import { SQL } from './sql/tasks.js';
@@ -35,8 +36,14 @@ import { tagPairs } from './tags.js';
 
 export type { InsertResult } from './intake.js';
 /** No task waited for its type. */
-const NO_WAITS: ReadonlyMap<number, number> = new Map();
+const NO_WAITS: ReadonlyMap<number, Wait> = new Map();
 const NO_RESULTS: ReadonlyMap<number, string> = new Map();
+
+/** markDone's and markRunning's values for the waits: (id, ms) pairs and (id, reason) pairs. */
+function waitValues(waited: ReadonlyMap<number, Wait>): { pairs: unknown[]; reasons: unknown[] } {
+  const entries = [...waited];
+  return { pairs: entries.flatMap(([id, wait]) => [id, wait.ms]), reasons: entries.flatMap(([id, wait]) => [id, wait.reason]) };
+}
 
 export type { NewTask, RunAtCursor, Task, TimerEntry } from './rows.js';
 
@@ -544,21 +551,24 @@ export class TaskStore {
   }
 
   /**
-   * The pending ones among `ids` (locked by the caller) done; answers how many. `waited`: the ms
-   * those that waited for their type waited, by id (kept apart from their lateness).
+   * The pending ones among `ids` (locked by the caller) done; answers how many. `waited`: how long
+   * and what for those that waited for their type waited, by id (kept apart from their lateness).
+   * `finish`: when the run ended (default `now`, its start) and the process that ran it, as the
+   * run history names it (null: no history).
    */
   async markDone(
     conn: Connection,
     ids: number[],
     now: number,
-    waited: ReadonlyMap<number, number> = NO_WAITS,
+    waited: ReadonlyMap<number, Wait> = NO_WAITS,
     results: ReadonlyMap<number, string> = NO_RESULTS,
+    finish: { at?: number; by?: string | null } = {},
   ): Promise<number> {
     if (ids.length === 0) return 0;
     const at = new Date(now);
-    const pairs = [...waited].flat();
+    const { pairs, reasons } = waitValues(waited);
     const sql = SQL.markDone(waited.size, results.size);
-    const values = [at, ...pairs, ...pairs, ...[...results].flat(), at, at, ids];
+    const values = [at, ...pairs, ...pairs, ...reasons, ...[...results].flat(), finish.by ?? null, new Date(finish.at ?? now), at, ids];
     const pipeline = pipelineOf(conn);
     if (pipeline !== undefined) {
       // Held back to travel with COMMIT; the server checks the count before it commits, so a
@@ -577,21 +587,22 @@ export class TaskStore {
     owner: string,
     leaseUntil: number,
     now: number,
-    waited: ReadonlyMap<number, number> = NO_WAITS,
+    waited: ReadonlyMap<number, Wait> = NO_WAITS,
   ): Promise<number> {
     if (ids.length === 0) return 0;
-    const pairs = [...waited].flat();
-    const values = [new Date(now), ...pairs, ...pairs, owner, new Date(leaseUntil), new Date(now), ids];
+    const { pairs, reasons } = waitValues(waited);
+    const values = [new Date(now), ...pairs, ...pairs, ...reasons, owner, new Date(leaseUntil), new Date(now), ids];
     return (await conn.query<Result>(SQL.markRunning(waited.size), values))[0].affectedRows;
   }
 
   /**
    * Completes a leased run if it is still `run`: running under `run.owner`'s lease, at attempt
-   * `run.attempts`. Answers whether it did.
+   * `run.attempts`. `doneBy` as for markDone. Answers whether it did.
    */
-  async completeLeased(conn: Connection, run: LeasedRun, call: CallRecord, now: number): Promise<boolean> {
+  async completeLeased(conn: Connection, run: LeasedRun, call: CallRecord, now: number, doneBy: string | null = null): Promise<boolean> {
     const at = new Date(now);
     const [result] = await conn.query<Result>(SQL.completeLeased, [
+      doneBy,
       at,
       at,
       ...callValues(call),

@@ -210,7 +210,8 @@ describe("a handler's result", () => {
     const silent = await create({ type: 'quiet', payload: {}, delayMs: 0 });
     const failedId = await failedTask();
     await waitFor(
-      async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [[closed, noisy, silent]])) === 3,
+      async () =>
+        (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [[closed, noisy, silent]])) === 3,
     );
 
     const task = (await call('GET', `/tasks/${closed}`, undefined, READ)).body;
@@ -240,14 +241,20 @@ describe('GET /runs/last-hour', () => {
               (?, 1, 'done', NOW(3) - INTERVAL 2 HOUR, NOW(3) - INTERVAL 2 HOUR, NOW(3) - INTERVAL 2 HOUR, 5, 1, 'elsewhere:1:a')`,
       [failed, failed],
     );
+    // Successful runs of another process, on record in their tasks' rows: one in the hour, one before it.
+    await db.execute(
+      `INSERT INTO punctual_tasks (type, payload, run_at, status, attempts, finished_at, lateness_ms, waited_ms, done_by)
+       VALUES ('quiet', '{}', NOW(3) - INTERVAL 3 MINUTE, 'done', 1, NOW(3) - INTERVAL 3 MINUTE, 7, 250, 'elsewhere:1:a'),
+              ('quiet', '{}', NOW(3) - INTERVAL 3 HOUR, 'done', 1, NOW(3) - INTERVAL 3 HOUR, 7, 0, 'elsewhere:1:a')`,
+    );
     const first = await call('GET', '/runs/last-hour', undefined, READ);
     expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ runs: 3, done: 1, retries: 1, failed: 1, lost: 0 });
+    expect(first.body).toMatchObject({ runs: 4, done: 2, retries: 1, failed: 1, lost: 0, waited: 1 });
     expect(first.body.latenessP99Ms).toBeGreaterThanOrEqual(first.body.latenessP50Ms);
 
     await service.stop();
     service = await startTestService(db, ENV, { handlers: handlers() });
     const after = await call('GET', '/runs/last-hour', undefined, READ);
-    expect(after.body).toMatchObject({ runs: 3, done: 1, retries: 1, failed: 1, lost: 0 });
+    expect(after.body).toMatchObject({ runs: 4, done: 2, retries: 1, failed: 1, lost: 0, waited: 1 });
   });
 });

@@ -76,7 +76,10 @@ async function runTask(n: number): Promise<number> {
   );
   expect(answer.status).toBe(201);
   const id = answer.body.id as number;
-  await waitFor(async () => (await db.query<any>('SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id = ?', [id]))[0].n > 0, 10_000);
+  await waitFor(
+    async () => (await db.query<any>("SELECT id FROM punctual_tasks WHERE id = ? AND status = 'done'", [id])).length > 0,
+    10_000,
+  );
   return id;
 }
 
@@ -125,6 +128,9 @@ describe('GET /events', () => {
       ['change', `task:${pending.body.id}`],
     ]);
     expect(first.events[0]!.data).toMatchObject({ type: 'quick_event', status: 'done', outcome: 'done', attempt: 1 });
+    // A successful run is on record in its task's row: it has no run id of its own.
+    expect(first.events[0]!.data.id).toBeNull();
+    expect(first.events[0]!.data).not.toHaveProperty('place');
     expect(first.events[2]!.data).toMatchObject({ action: 'cancel', actor: 'ops', result: { status: 'cancelled' } });
     const last = first.events[first.events.length - 1]!.id!;
 

@@ -1,9 +1,11 @@
 /**
- * The run history against MariaDB: one row per attempt, written with its outcome (a run rolled back
- * leaves no row), for database and outside handlers, a lease that ran out, and GET /tasks/:id/runs;
- * a task's lastError describes its latest run; the runs go with their task under retention. Pull
- * workers' runs too: ack, nack, a permanent nack and a lease that ran out each leave their row,
- * named by a digest of the lease token, never the token.
+ * The run history against MariaDB: every attempt on record with its outcome (a run rolled back
+ * leaves nothing), a failed or lost one in a row of its own, the successful one in its task's row
+ * (done_by names its process), for database and outside handlers, a lease that ran out, and GET
+ * /tasks/:id/runs; a task's lastError describes its latest run; the runs go with their task under
+ * retention. Pull workers' runs too: ack, nack, a permanent nack and a lease that ran out, named by
+ * a digest of the lease token, never the token. Rows a release before 0.2 wrote for successful
+ * runs are read once, beside the runs of this one.
  */
 import { Type } from 'typebox';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -60,6 +62,13 @@ function settled(id: number) {
   );
 }
 
+/** The rows of `id`'s runs in the table, and who its task's row says ran it to done. */
+async function recordsOf(id: number): Promise<{ rows: number; doneBy: string | null }> {
+  const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id = ?', [id]);
+  const [task] = await db.query<any>('SELECT done_by FROM punctual_tasks WHERE id = ?', [id]);
+  return { rows: Number(count!.n), doneBy: task?.done_by ?? null };
+}
+
 async function runsOf(id: number, query = ''): Promise<any[]> {
   const answer = await service!.call('GET', `/tasks/${id}/runs${query}`);
   expect(answer.status).toBe(200);
@@ -80,7 +89,7 @@ afterAll(async () => {
 });
 
 describe('run history', () => {
-  it('keeps one row per attempt of a database handler, newest first, and lastError follows the latest run', async () => {
+  it('keeps every attempt of a database handler, newest first, and lastError follows the latest run', async () => {
     service = await startTestService(db, {}, { handlers: HANDLERS });
     const id = await create({ type: 'third_time', payload: {}, delayMs: 0, maxAttempts: 5 });
     const task = await settled(id);
@@ -107,9 +116,57 @@ describe('run history', () => {
     }
     // Each retry was due later than the run before it (the backoff moved runAt).
     expect(Date.parse(runs[0].dueAt)).toBeGreaterThan(Date.parse(runs[2].dueAt));
-    // Counted as effects: exactly one row per attempt in the table.
-    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id = ?', [id]);
-    expect(Number(count!.n)).toBe(3);
+    // Counted as effects: a row per failed attempt in the table; the successful one is the task's row.
+    expect(await recordsOf(id)).toEqual({ rows: 2, doneBy: service.owner });
+    expect(runs.map((run) => run.id === null)).toEqual([true, false, false]);
+    expect(runs[0].durationMs).toBe(Date.parse(runs[0].finishedAt) - Date.parse(runs[0].startedAt));
+  });
+
+  it('reads the rows a release before 0.2 wrote for successful runs once, beside the runs of this one', async () => {
+    service = await startTestService(db, {}, { handlers: HANDLERS });
+    // As 0.1.0 left a task that failed once, then succeeded: a row per run, no done_by.
+    const inserted = await db.execute(
+      `INSERT INTO punctual_tasks (type, payload, run_at, status, attempts, finished_at, lateness_ms, waited_ms)
+       VALUES ('third_time', '{}', UTC_TIMESTAMP(3) - INTERVAL 10 SECOND, 'done', 2, UTC_TIMESTAMP(3) - INTERVAL 5 SECOND, 3, 0)`,
+    );
+    const old = Number(inserted.insertId);
+    await db.execute(
+      `INSERT INTO punctual_task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, process)
+       VALUES (?, 1, 'retry', UTC_TIMESTAMP(3) - INTERVAL 20 SECOND, UTC_TIMESTAMP(3) - INTERVAL 20 SECOND, UTC_TIMESTAMP(3) - INTERVAL 20 SECOND, 1, 1, 'old:1:a'),
+              (?, 2, 'done', UTC_TIMESTAMP(3) - INTERVAL 10 SECOND, UTC_TIMESTAMP(3) - INTERVAL 10 SECOND, UTC_TIMESTAMP(3) - INTERVAL 5 SECOND, 3, 5000, 'old:1:a')`,
+      [old, old],
+    );
+    const before = (await service.call('GET', '/runs/last-hour')).body;
+    const id = await create({ type: 'third_time', payload: {}, delayMs: 0, maxAttempts: 5 });
+    await settled(id);
+    expect((await runsOf(old)).map((run) => [run.attempt, run.outcome, run.process])).toEqual([
+      [2, 'done', 'old:1:a'],
+      [1, 'retry', 'old:1:a'],
+    ]);
+    expect((await runsOf(id)).map((run) => [run.attempt, run.outcome])).toEqual([
+      [3, 'done'],
+      [2, 'retry'],
+      [1, 'retry'],
+    ]);
+    // The hour's figures count each run once, whichever record holds it (the answer is shared for 5 s).
+    const after = await waitFor(
+      async () => {
+        const figures = (await service!.call('GET', '/runs/last-hour')).body;
+        return figures.until !== before.until ? figures : undefined;
+      },
+      10_000,
+      'a new count of the last hour',
+    );
+    const [table] = await db.query<any>(
+      "SELECT SUM(outcome = 'done') AS done, SUM(outcome = 'retry') AS retries FROM punctual_task_runs WHERE finished_at >= UTC_TIMESTAMP(3) - INTERVAL 1 HOUR",
+    );
+    const [rows] = await db.query<any>(
+      "SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'done' AND done_by IS NOT NULL AND finished_at >= UTC_TIMESTAMP(3) - INTERVAL 1 HOUR",
+    );
+    expect(after.done).toBe(Number(table.done) + Number(rows.n));
+    expect(after.retries).toBe(Number(table.retries));
+    expect(after.done - before.done).toBe(1);
+    expect(after.retries - before.retries).toBe(2);
   });
 
   it('records a permanent failure as failed, once', async () => {
@@ -169,13 +226,26 @@ describe('run history', () => {
     expect((await service.call('GET', '/tasks/999999999/runs')).status).toBe(404);
     expect((await service.call('GET', `/tasks/${id}/runs?cursor=abc`)).status).toBe(400);
     expect((await service.call('GET', `/tasks/${id}/runs?limit=0`)).status).toBe(400);
+    // One a page: the successful run (it has no row id) and then each row, each once.
+    const seen: number[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const page: any = await service.call('GET', `/tasks/${id}/runs?limit=1${cursor === '' ? '' : `&cursor=${cursor}`}`);
+      seen.push(...page.body.runs.map((run: any) => run.attempt));
+      cursor = page.body.nextCursor;
+    }
+    expect(seen).toEqual([3, 2, 1]);
   });
 
   it('writes nothing with RUN_HISTORY=off', async () => {
     service = await startTestService(db, { RUN_HISTORY: 'off' }, { handlers: HANDLERS });
     const id = await create({ type: 'hopeless_run', payload: {}, delayMs: 0 });
+    const done = await create({ type: 'third_time', payload: {}, delayMs: 0, maxAttempts: 5 });
     await settled(id);
+    expect((await settled(done)).status).toBe('done');
     expect(await runsOf(id)).toEqual([]);
+    expect(await runsOf(done)).toEqual([]);
+    expect(await recordsOf(done)).toEqual({ rows: 0, doneBy: null });
   });
 
   it("deletes a task's runs with it under retention", async () => {
@@ -205,11 +275,6 @@ describe('run history of pull workers', () => {
     );
   }
 
-  async function rowsOf(id: number): Promise<number> {
-    const [count] = await db.query<any>('SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id = ?', [id]);
-    return Number(count!.n);
-  }
-
   it("records an ack as done, under the lease's digest, once", async () => {
     service = await startTestService(db, PULLED);
     const id = await create({ type: 'pulled', payload: {}, delayMs: 0 });
@@ -226,7 +291,7 @@ describe('run history of pull workers', () => {
     expect(runs[0].startLatenessMs).toBeGreaterThanOrEqual(0);
     expect(Date.parse(runs[0].startedAt) - Date.parse(runs[0].dueAt)).toBe(runs[0].startLatenessMs);
     expect(Date.parse(runs[0].finishedAt)).toBeGreaterThanOrEqual(Date.parse(runs[0].startedAt));
-    expect(await rowsOf(id)).toBe(1);
+    expect(await recordsOf(id)).toEqual({ rows: 0, doneBy: leaseHolder(leased.leaseToken) });
     expect((await service.call('GET', `/tasks/${id}`)).body.lastError).toBeNull();
   });
 
@@ -252,7 +317,7 @@ describe('run history of pull workers', () => {
     expect(runs[1].process).toBe(leaseHolder(first.leaseToken));
     expect(runs[0].process).toBe(leaseHolder(second.leaseToken));
     expect((await service.call('GET', `/tasks/${id}`)).body.lastError).toBeNull();
-    expect(await rowsOf(id)).toBe(2);
+    expect(await recordsOf(id)).toEqual({ rows: 1, doneBy: leaseHolder(second.leaseToken) });
   });
 
   it('records a permanent nack as failed, once', async () => {
@@ -271,7 +336,7 @@ describe('run history of pull workers', () => {
     expect((await service.call('POST', `/tasks/${id}/nack`, { leaseToken: leased.leaseToken, error: 'again' })).status).toBe(409);
     const runs = await runsOf(id);
     expect(runs.map((run) => [run.attempt, run.outcome, run.error])).toEqual([[1, 'failed', 'no such sku']]);
-    expect(await rowsOf(id)).toBe(1);
+    expect(await recordsOf(id)).toEqual({ rows: 1, doneBy: null });
   });
 
   it('records a lease that ran out as lost, before the next worker runs it; lastError says so meanwhile', async () => {
@@ -301,7 +366,7 @@ describe('run history of pull workers', () => {
     expect(runs[1].error).toMatch(/^lease expired/);
     expect(JSON.stringify(runs)).not.toContain(first.leaseToken);
     expect((await service.call('GET', `/tasks/${id}`)).body.lastError).toBeNull();
-    expect(await rowsOf(id)).toBe(2);
+    expect(await recordsOf(id)).toEqual({ rows: 1, doneBy: leaseHolder(second.leaseToken) });
   });
 
   it('writes no pull run with RUN_HISTORY=off', async () => {
@@ -309,7 +374,8 @@ describe('run history of pull workers', () => {
     const id = await create({ type: 'pulled', payload: {}, delayMs: 0 });
     const leased = await lease();
     expect((await service.call('POST', `/tasks/${id}/ack`, { leaseToken: leased.leaseToken })).status).toBe(200);
-    expect(await rowsOf(id)).toBe(0);
+    expect(await recordsOf(id)).toEqual({ rows: 0, doneBy: null });
+    expect(await runsOf(id)).toEqual([]);
   });
 });
 
@@ -358,10 +424,15 @@ describe('the cost of a run row', () => {
     expect((await service.call('POST', `/tasks/${acked}/ack`, { leaseToken: leased.get(acked) })).status).toBe(200);
     const nack = await service.call('POST', `/tasks/${nacked}/nack`, { leaseToken: leased.get(nacked), error: 'x', permanent: true });
     expect(nack.status).toBe(200);
-    // Three runs of the batch path, one ack, one nack: five rows, each in a COMMIT's text.
+    // Three runs of the batch path (two failed), one ack, one nack: three rows, each in a COMMIT's
+    // text; the two successful runs are on record in their tasks' rows, with no row.
     expect(await runsOf(ran)).toHaveLength(3);
     const carried = runTexts(sent);
-    expect(carried).toHaveLength(5);
+    expect(carried).toHaveLength(3);
     for (const text of carried) expect(text).toMatch(/;\nCOMMIT$/);
+    // The successful runs' record (done_by, with the status) travels with COMMIT as well.
+    const done = sent.filter((text) => /done_by = /.test(text));
+    expect(done.length).toBeGreaterThanOrEqual(2);
+    for (const text of done) expect(text).toMatch(/;\nCOMMIT$/);
   });
 });

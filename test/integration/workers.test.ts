@@ -7,6 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PermanentFailure, PunctualClient, PunctualError, type LeasedTask } from '../../clients/ts/src/client.js';
+import { leaseHolder } from '../../src/lifecycle/history.js';
 import { loadConfig } from '../../src/app/config.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { parsePrometheus } from '../helpers/prometheus.js';
@@ -42,7 +43,7 @@ async function expiredCount(type: string): Promise<number> {
 
 async function row(id: number): Promise<Record<string, any>> {
   const [found] = await db.query<any[]>(
-    'SELECT status, attempts, lease_owner, last_error, updated_at, lease_until, run_at FROM punctual_tasks WHERE id = ?',
+    'SELECT status, attempts, lease_owner, last_error, updated_at, lease_until, run_at, done_by FROM punctual_tasks WHERE id = ?',
     [id],
   );
   return found;
@@ -180,16 +181,17 @@ describe('leasing', () => {
     const rows = await Promise.all(ids.map(row));
     expect(rows.map((found) => found.status)).toEqual(['done', 'done', 'running', 'done']);
     expect(rows[2]).toMatchObject({ lease_owner: third.leaseToken });
-    // Each done run recorded once: the ack before and the two of this request.
-    const runs = await db.query<any[]>(
-      "SELECT task_id, COUNT(*) AS n FROM punctual_task_runs WHERE task_id IN (?) AND outcome = 'done' GROUP BY task_id",
-      [ids],
-    );
-    expect(runs.map((run) => [Number(run.task_id), Number(run.n)]).sort((a, b) => a[0]! - b[0]!)).toEqual([
-      [first.id, 1],
-      [second.id, 1],
-      [fourth.id, 1],
+    // Each done run on record in its task's row, under its own lease's name: the ack before and the two of this request.
+    expect(rows.map((found) => found.done_by)).toEqual([
+      leaseHolder(first.leaseToken),
+      leaseHolder(second.leaseToken),
+      null,
+      leaseHolder(fourth.leaseToken),
     ]);
+    const [doneRows] = await db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_task_runs WHERE task_id IN (?) AND outcome = 'done'", [
+      ids,
+    ]);
+    expect(Number(doneRows.n)).toBe(0);
     // The same task twice, none at all, or too many: 400 naming the field, nothing written.
     for (const [body, field] of [
       [
@@ -334,7 +336,9 @@ describe('leasing', () => {
     );
     expect(got.length).toBe(300);
     expect(new Set(got)).toEqual(ids);
-    const [counts] = await db.query<any[]>("SELECT COUNT(*) AS n, SUM(attempts) AS a FROM punctual_tasks WHERE type = 't_many' AND status = 'done'");
+    const [counts] = await db.query<any[]>(
+      "SELECT COUNT(*) AS n, SUM(attempts) AS a FROM punctual_tasks WHERE type = 't_many' AND status = 'done'",
+    );
     expect(counts).toMatchObject({ n: 300 });
     expect(Number(counts.a)).toBe(300);
   });

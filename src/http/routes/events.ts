@@ -3,9 +3,13 @@
  * failed, lost) and each change made through the API (`change`: cancel, reschedule, retry, bulk
  * changes, pause, resume, limits). They are read from the run history and the audit trail, not
  * kept in memory, so a client that reconnects with `Last-Event-ID` gets what it missed, from
- * any process: each event's id is the position `<last run id>.<last change id>`. The replay is
- * bounded: a position more than EVENTS_REPLAY events behind starts at the window's start, after
- * a `gap` event saying how much was skipped. A stream with no position starts now.
+ * any process: each event's id is the position `<last run row id>.<last change id>.<last
+ * successful run: finish ms>.<its run_at ms>.<its task id>` (a position of the first two alone,
+ * as releases before 0.2 sent, resumes the successful runs from the window's start). An event is
+ * sent once it is SETTLE_MS old (store/events.ts says why): the processes' clocks must agree
+ * within that. The replay is bounded: a position more than EVENTS_REPLAY events of a kind behind
+ * starts at the window's start, after a `gap` event saying how much was skipped. A stream with no
+ * position starts now.
  *
  * Each stream reads the tables every EVENTS_POLL_MS (two primary-key range reads), and sends a
  * comment every 15 s so proxies keep it open; at most MAX_STREAMS at once per process. A client
@@ -17,13 +21,15 @@
  * GET /audit does). Streams end when the service stops.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import type { EventPosition, EventStore, TaskEvent } from '../../store/events.js';
+import { isAfter, START, type EventPosition, type EventStore, type TaskEvent } from '../../store/events.js';
+import type { Clock } from '../../time/clock.js';
 import { allows } from '../roles.js';
 import { HttpError } from '../errors.js';
 import type { Role } from '../../contract/auth.js';
 
 export interface EventRoutesOptions {
   store: EventStore;
+  clock: Clock;
   /** How far back a reconnect may resume, in events of each kind. */
   replay: number;
   pollMs: number;
@@ -38,10 +44,23 @@ const MAX_STREAMS = 64;
 const PAGE = 500;
 const KEEPALIVE_MS = 15_000;
 
-const POSITION = /^(\d{1,16})\.(\d{1,16})$/;
+/** How old an event is before it is sent: a run's finish or a change's time is stamped before it commits. */
+export const SETTLE_MS = 1000;
+
+const POSITION = /^(\d{1,16})\.(\d{1,16})(?:\.(\d{1,16})\.(\d{1,16})\.(\d{1,16}))?$/;
 
 export function formatPosition(position: EventPosition): string {
-  return `${position.runs}.${position.changes}`;
+  const { done } = position;
+  return `${position.runs}.${position.changes}.${done.finishedAt}.${done.runAt}.${done.id}`;
+}
+
+/** The position an id this stream sent names; undefined when it is not one. */
+function parsePosition(id: string): EventPosition | undefined {
+  const match = POSITION.exec(id.trim());
+  if (match === null) return undefined;
+  const [runs, changes, finishedAt, runAt, task] = match.slice(1).map(Number);
+  const done = match[3] === undefined ? START : { finishedAt: finishedAt!, runAt: runAt!, id: task! };
+  return { runs: runs!, changes: changes!, done };
 }
 
 function frame(event: string, id: string | undefined, data: unknown): string {
@@ -49,7 +68,8 @@ function frame(event: string, id: string | undefined, data: unknown): string {
 }
 
 function shown(event: TaskEvent, role: Role | undefined): Record<string, unknown> {
-  const { kind: _kind, ...rest } = event;
+  const { kind: _kind, ...all } = event;
+  const { place: _place, ...rest } = all as typeof all & { place?: unknown };
   const at = new Date(event.at).toISOString();
   if (event.kind === 'change' && !(role !== undefined && allows(role, 'admin'))) {
     const { actor: _actor, ...withoutActor } = rest as Record<string, unknown>;
@@ -76,20 +96,26 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
     async (request, reply) => {
       if (streams.size >= MAX_STREAMS)
         throw new HttpError(503, 'PUNCTUAL_TOO_MANY_STREAMS', `at most ${MAX_STREAMS} event streams at once`);
-      const { store, replay, pollMs } = options;
+      const { store, replay, pollMs, clock } = options;
       const stallMs = options.stallMs ?? STALL_MS;
       const given = request.headers['last-event-id'];
-      const match = typeof given === 'string' ? POSITION.exec(given.trim()) : null;
-      if (typeof given === 'string' && given.trim() !== '' && match === null) {
+      const asked = typeof given === 'string' ? parsePosition(given) : undefined;
+      if (typeof given === 'string' && given.trim() !== '' && asked === undefined) {
         throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', 'headers/last-event-id is not an id this stream sent');
       }
+      const horizon = () => clock.now() - SETTLE_MS;
       const head = await store.head();
       let position: EventPosition = head;
       let skipped = 0;
-      if (match !== null) {
-        const asked = { runs: Number(match[1]), changes: Number(match[2]) };
-        position = { runs: Math.max(asked.runs, head.runs - replay), changes: Math.max(asked.changes, head.changes - replay) };
-        skipped = position.runs - asked.runs + (position.changes - asked.changes);
+      if (asked !== undefined) {
+        const window = (await store.doneBack(replay)) ?? START;
+        const done = isAfter(window, asked.done) ? window : asked.done;
+        position = { runs: Math.max(asked.runs, head.runs - replay), changes: Math.max(asked.changes, head.changes - replay), done };
+        skipped =
+          position.runs -
+          asked.runs +
+          (position.changes - asked.changes) +
+          (done === window ? await store.doneBetween(asked.done, window) : 0);
       }
       reply.hijack();
       const raw = reply.raw;
@@ -131,10 +157,12 @@ export const eventRoutes: FastifyPluginAsync<EventRoutesOptions> = async (app, o
       const tick = async () => {
         if (!open) return;
         try {
-          const events = await store.after(position, PAGE);
+          const events = await store.after(position, PAGE, horizon());
           let full = false;
           for (const event of events) {
-            position = event.kind === 'run' ? { ...position, runs: event.id } : { ...position, changes: event.id };
+            if (event.kind === 'change') position = { ...position, changes: event.id };
+            else if (event.id !== null) position = { ...position, runs: event.id };
+            else position = { ...position, done: event.place! };
             if (!raw.write(frame(event.kind, formatPosition(position), shown(event, request.role)))) full = true;
           }
           // The client reads slower than the events come: no further page until it drained.

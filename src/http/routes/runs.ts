@@ -1,8 +1,8 @@
 /**
- * A task's run history: GET /tasks/:id/runs, newest first, paged by run id. The rows are written
- * with each run's outcome (src/store/run-history.ts); a task that ran before the history was on,
- * or with RUN_HISTORY=off, has none. GET /runs/last-hour counts the last hour's runs from the same
- * rows: every process's, so neither a restart nor which process answers changes the figures. One
+ * A task's run history: GET /tasks/:id/runs, newest first, paged by run id. Each run is on record
+ * with its outcome (src/store/run-history.ts: a successful one in its task's row, the others in
+ * rows of their own); a task that ran before the history was on, or with RUN_HISTORY=off, has
+ * none. GET /runs/last-hour counts the last hour's runs from the same records: every process's, so neither a restart nor which process answers changes the figures. One
  * reading is shared for LAST_HOUR_TTL_MS (a console polls every 2 s; the count reads an hour of rows).
  */
 import type { FastifyPluginAsync } from 'fastify';
@@ -97,7 +97,8 @@ export const runRoutes: FastifyPluginAsync<RunRoutesOptions> = async (fastify, o
       const page = runs.slice(0, limit);
       return {
         runs: page.map(presentRun),
-        nextCursor: runs.length > limit ? String(page[page.length - 1]!.id) : null,
+        // A page that ends with the successful run (it has no row id) goes on with every row.
+        nextCursor: runs.length > limit ? String(page[page.length - 1]!.id ?? Number.MAX_SAFE_INTEGER) : null,
       };
     },
   );

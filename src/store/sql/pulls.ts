@@ -63,7 +63,7 @@ export const PULL_SQL = {
   /** The tasks among ?, locked: what a group of acks finds before it writes. */
   lockByIds: `SELECT ${TASK_COLUMNS} FROM punctual_tasks WHERE id IN (?) ORDER BY id FOR UPDATE`,
   /** Acks of one lease (one token): done, for those among ? whose lease ? is held at ?; last_error cleared (it describes the latest run). */
-  ackMany: `UPDATE punctual_tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
+  ackMany: `UPDATE punctual_tasks SET status = 'done', done_by = ?, finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
     last_duration_ms = TIMESTAMPDIFF(MICROSECOND, updated_at, ?) DIV 1000
     WHERE id IN (?) AND status = 'running' AND lease_owner = ? AND lease_until >= ?`,
   /** The worker's nack: pending again at ? (or failed for good when ? is null), with its error, while the lease is held. */

@@ -99,6 +99,11 @@ function waitOf(waited: number): string {
   return waited === 0 ? '0' : `CASE id ${'WHEN ? THEN ? '.repeat(waited)}ELSE 0 END`;
 }
 
+/** What each of `waited` tasks (id, reason pairs) waited for; the others did not wait. */
+function reasonOf(waited: number): string {
+  return waited === 0 ? 'NULL' : `CASE id ${'WHEN ? THEN ? '.repeat(waited)}ELSE NULL END`;
+}
+
 export const SQL = {
   // ── reads ───────────────────────────────────────────────────────────────────────────────
   byId: select('WHERE id = ?'),
@@ -277,28 +282,33 @@ export const SQL = {
   /** The due pending tasks among ?, locked in id order; rows another transaction holds are skipped. */
   lockDue: select("WHERE id IN (?) AND status = 'pending' AND run_at <= ? ORDER BY id FOR UPDATE SKIP LOCKED"),
   /**
-   * Run in this transaction: one attempt used, done (last_error cleared: it describes the latest
-   * run), and how late it started (the batch's start, given as the first ?, − run_at − its wait)
-   * and its wait for its type kept in the same statement: the hot path adds no query. `waited`:
-   * how many of the tasks waited, each an (id, ms) pair after the first ?, twice.
+   * Run in this transaction: one attempt used, done (last_error and the outside call's fields
+   * cleared: they describe the latest run), and how late it started (the batch's start, given as
+   * the first ?, − run_at − its wait), its wait for its type and what for, what it answered, the
+   * process that ran it (done_by: the run's record, run-history.ts) and its finish, all in the
+   * same statement: the hot path adds no query and no row. `waited`: how many of the tasks
+   * waited, each an (id, ms) pair after the first ?, twice, then (id, reason) pairs; `results`:
+   * (id, result) pairs; then done_by, finished_at, updated_at, the ids.
    */
   markDone: (
     waited: number,
     results = 0,
   ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
-    waited_ms = ${waitOf(waited)}, last_result = ${results === 0 ? 'NULL' : `CASE id ${'WHEN ? THEN ? '.repeat(results)}ELSE NULL END`}, status = 'done',
-    attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL WHERE id IN (?) AND status = 'pending'`,
-  /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait with it. */
+    waited_ms = ${waitOf(waited)}, wait_reason = ${reasonOf(waited)},
+    last_result = ${results === 0 ? 'NULL' : `CASE id ${'WHEN ? THEN ? '.repeat(results)}ELSE NULL END`}, status = 'done', done_by = ?,
+    attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL, last_http_status = NULL, last_duration_ms = NULL,
+    last_response_bytes = NULL WHERE id IN (?) AND status = 'pending'`,
+  /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait (as markDone's) with it. */
   markRunning: (
     waited: number,
   ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
-    waited_ms = ${waitOf(waited)}, status = 'running',
+    waited_ms = ${waitOf(waited)}, wait_reason = ${reasonOf(waited)}, status = 'running',
     attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
   /**
    * An outside run finished, while it is still the run this owner leased (running, its lease, the
-   * attempt its claim counted); its call (status, duration, size) kept.
+   * attempt its claim counted); its call (status, duration, size) kept, and done_by as markDone's.
    */
-  completeLeased: `UPDATE punctual_tasks SET status = 'done', finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
+  completeLeased: `UPDATE punctual_tasks SET status = 'done', done_by = ?, finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL,
     last_http_status = ?, last_duration_ms = ?, last_response_bytes = ?, last_result = ?
     WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
   /**

@@ -160,7 +160,7 @@ function Runs({ runs }) {
       </thead>
       <tbody>
         ${runs.map(
-          (run) => html`<tr data-run=${run.id} key=${run.id}>
+          (run) => html`<tr data-run=${run.id ?? 'done'} key=${run.id ?? 'done'}>
             <td class="num">${run.attempt}</td>
             <td class=${run.outcome === 'done' ? '' : 'bad'}>${run.outcome}</td>
             <td class="result">${run.result}</td>
