@@ -227,16 +227,20 @@ const median = (values: number[]) =>
 /** The database's work per firing held to 42407fa's: these counters (and MariaDB's CPU) ≤ its × 1.1. */
 const HELD_TO_BASELINE: (keyof DbWork)[] = ['pageTouches', 'pageWrites', 'redoBytes'];
 const WORK_RATIO = 1.1;
-/** Lateness p99 at 10,000/s ≤ 42407fa's × 1.2 (and ≤ 50 ms). */
+/**
+ * Lateness p99 at 10,000/s ≤ 42407fa's × 1.2, measured in the same run. The earlier target of
+ * 50 ms on the wall clock is retired with the issue that set it: on a shared 2-core machine it
+ * moved with the machine (42407fa's own p99 at this load ranged from 111 to 1,714 ms in one run).
+ */
 const P99_RATIO = 1.2;
 
 export async function apiPrecision(db: BenchDb, record: Record, repeats = Number(process.env.BENCH_B1D_REPEATS ?? 3)): Promise<void> {
   const baseline = baselineMain();
   const loads = [
-    { n: 20_000, label: '2,000/s', p99: Number.POSITIVE_INFINITY },
-    { n: 100_000, label: '10,000/s', p99: 50 },
+    { n: 20_000, label: '2,000/s', p99Held: false },
+    { n: 100_000, label: '10,000/s', p99Held: true },
   ];
-  for (const { n, label, p99 } of loads) {
+  for (const { n, label, p99Held } of loads) {
     const runs: Partial<{ [side: string]: Figures[] }> = { current: [], [BASELINE_COMMIT]: [] };
     for (let r = 0; r < repeats; r++) {
       const order = r % 2 === 0 ? ['current', BASELINE_COMMIT] : [BASELINE_COMMIT, 'current'];
@@ -265,13 +269,7 @@ export async function apiPrecision(db: BenchDb, record: Record, repeats = Number
         record(S, `early, ${at}`, Math.max(...list.map((f) => f.early)), 'tasks', { text: '= 0', ok: list.every((f) => f.early === 0) });
       }
       record(S, `lateness p50, ${at}`, median(list.map((f) => f.p50)), 'ms');
-      record(
-        S,
-        `lateness p99, ${at}`,
-        median(p99s),
-        'ms',
-        Number.isFinite(p99) && side === 'current' ? { text: `≤ ${p99} ms`, ok: median(p99s) <= p99 } : undefined,
-      );
+      record(S, `lateness p99, ${at}`, median(p99s), 'ms');
       record(S, `lateness max, ${at}`, median(list.map((f) => f.max)), 'ms');
       record(S, `drain rate, ${at}`, median(list.map((f) => f.drain)), 'tasks/s');
       record(S, `server CPU per task, ${at}`, median(list.map((f) => f.cpuUs)), 'µs');
@@ -291,7 +289,7 @@ export async function apiPrecision(db: BenchDb, record: Record, repeats = Number
     }
     const cpu = ratio((f) => f.dbCpuUs);
     record('B1d', `MariaDB CPU per task, ${vs}`, cpu, '×', { text: `≤ ${WORK_RATIO}×`, ok: cpu <= WORK_RATIO });
-    if (Number.isFinite(p99)) {
+    if (p99Held) {
       const late = ratio((f) => f.p99);
       record('B1d', `lateness p99, ${vs}`, late, '×', { text: `≤ ${P99_RATIO}×`, ok: late <= P99_RATIO });
     }
