@@ -48,12 +48,22 @@ final class WorkerTest extends ServiceTestCase
         self::assertSame(['status' => 'done', 'attempts' => 1, 'last_error' => null], self::row($ok));
         // lastError describes the latest run (done): the first attempt's error is in its run history.
         self::assertSame(['status' => 'done', 'attempts' => 2, 'last_error' => null], self::row($retry));
-        $runs = self::pdo()->prepare('SELECT attempt, outcome, error FROM punctual_task_runs WHERE task_id = ? ORDER BY attempt');
-        $runs->execute([$retry]);
+        $runs = array_map(
+            static fn (array $run) => ['attempt' => $run['attempt'], 'outcome' => $run['outcome'], 'error' => $run['error']],
+            array_reverse($client->runs($retry)['runs']),
+        );
         self::assertSame(
             [['attempt' => 1, 'outcome' => 'retry', 'error' => 'member locked, try later'], ['attempt' => 2, 'outcome' => 'done', 'error' => null]],
-            $runs->fetchAll(\PDO::FETCH_ASSOC),
+            $runs,
         );
+        // The failed run has a row of its own; the successful one is on record in its task's row, under the lease's digest.
+        $rows = self::pdo()->prepare(
+            "SELECT (SELECT COUNT(*) FROM punctual_task_runs WHERE task_id = ?) AS n, (SELECT done_by FROM punctual_tasks WHERE id = ?) AS done_by"
+        );
+        $rows->execute([$retry, $retry]);
+        $record = $rows->fetch(\PDO::FETCH_ASSOC);
+        self::assertSame(1, (int) $record['n']);
+        self::assertMatchesRegularExpression('/^pull:[0-9a-f]{12}$/', $record['done_by']);
         self::assertSame(['status' => 'failed', 'attempts' => 1, 'last_error' => 'no such member'], self::row($permanent));
         $keys = array_column(array_filter($seen, static fn (array $run) => $run[0] === $retry), 2);
         self::assertCount(2, $keys);
