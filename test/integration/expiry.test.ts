@@ -70,8 +70,13 @@ describe('expireAfterMs', () => {
     expect((await settled(service, patient.body.id)).status).toBe('done');
     expect((await settled(service, plain.body.id)).status).toBe('done');
     expect(await ran([expiring.body.id, patient.body.id, plain.body.id])).toEqual([patient.body.id, plain.body.id]);
-    const metrics = await service.app.inject({ method: 'GET', url: '/metrics' });
-    expect(metrics.body).toMatch(/punctual_tasks_expired_total\{type="start_sale"\} 1/);
+    // Counted once the skip's transaction has committed, a moment after the row says so: waited for.
+    await waitFor(
+      async () =>
+        /punctual_tasks_expired_total\{type="start_sale"\} 1/.test((await service!.app.inject({ method: 'GET', url: '/metrics' })).body),
+      5_000,
+      'the expiry to be counted',
+    );
     expect(service.logs.some((line) => line.msg === 'task expired: skipped, not run' && line.taskId === expiring.body.id)).toBe(true);
   });
 
