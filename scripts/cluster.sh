@@ -13,7 +13,8 @@
 # Settings (environment): CLUSTER_SQL_PORTS (33061,33062,33063), CLUSTER_GCOMM_PORTS
 # (45671,45672,45673), CLUSTER_IST_PORTS (45681,45682,45683), CLUSTER_SST_PORTS
 # (45691,45692,45693), CLUSTER_STATE (the state file, /tmp/punctual-cluster.state),
-# CLUSTER_DATABASE (punctual, the database the printed URL names), CLUSTER_WAIT_S (120).
+# CLUSTER_DATABASE (punctual, the database the printed URL names), CLUSTER_WAIT_S (120, a node's
+# start or join), CLUSTER_SETTLE_S (60, the other nodes' return to Synced after a join).
 set -euo pipefail
 
 IFS=, read -r -a SQL_PORTS <<<"${CLUSTER_SQL_PORTS:-33061,33062,33063}"
@@ -23,6 +24,7 @@ IFS=, read -r -a SST_PORTS <<<"${CLUSTER_SST_PORTS:-45691,45692,45693}"
 STATE=${CLUSTER_STATE:-/tmp/punctual-cluster.state}
 DATABASE=${CLUSTER_DATABASE:-punctual}
 WAIT_S=${CLUSTER_WAIT_S:-120}
+SETTLE_S=${CLUSTER_SETTLE_S:-60}
 NODES=3
 RUN_AS=mysql
 
@@ -84,29 +86,61 @@ url() {
   (IFS=,; echo "mysql://root@${a[*]}/$DATABASE")
 }
 
+# The options every start of node n shares (the server itself, and its position recovery).
+node_options() {
+  local n=$1 i=$(($1 - 1))
+  local dir="$DIR/node$n"
+  NODE_OPTIONS=(--no-defaults --user="$RUN_AS"
+    --datadir="$dir/data" --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid"
+    --port="${SQL_PORTS[$i]}" --bind-address=127.0.0.1
+    --skip-name-resolve --performance-schema=OFF --skip-log-bin
+    --innodb-buffer-pool-size=64M --innodb-log-file-size=48M --innodb-flush-log-at-trx-commit=2
+    --max-connections=300
+    --binlog-format=ROW --innodb-autoinc-lock-mode=2 --default-storage-engine=InnoDB
+    --wsrep-on=ON --wsrep-provider="$(find_provider)"
+    --wsrep-cluster-name=punctual-test --wsrep-cluster-address="$(cluster_address)"
+    --wsrep-node-name="node$n" --wsrep-node-address=127.0.0.1
+    --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:${GCOMM_PORTS[$i]};ist.recv_addr=127.0.0.1:${IST_PORTS[$i]};gcache.size=128M"
+    --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:${SST_PORTS[$i]}"
+    --wsrep-slave-threads=2)
+}
+
+# A node killed with -9 leaves seqno -1 in grastate.dat: without its position it would need a
+# full copy (SST), whose rsync donor holds a global read lock and can hang under load. Its
+# position is in InnoDB; read it back (as galera_recovery does) so that it rejoins by IST. The
+# recovering server has done its part once it prints the position, but it can hang on its way
+# out (seen after the kill cut a table's DDL short), so it is stopped then; it listens on no port.
+recovered_position() {
+  local n=$1 dir="$DIR/node$1" log pid deadline=$((SECONDS + 60))
+  [[ -f $dir/data/grastate.dat ]] && grep -q '^seqno: *-1' "$dir/data/grastate.dat" || return 0
+  log="$dir/recover.log"
+  : >"$log"
+  chown "$RUN_AS:" "$log"
+  node_options "$n"
+  "$(mariadbd_bin)" "${NODE_OPTIONS[@]}" --skip-networking --log-error="$log" --wsrep-recover </dev/null >/dev/null 2>&1 &
+  pid=$!
+  while ((SECONDS < deadline)) && alive "$pid" && ! grep -aq 'WSREP: Recovered position:' "$log"; do sleep 0.2; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  grep -a 'WSREP: Recovered position:' "$log" | tail -n 1 | sed 's/.*Recovered position: *//' || true
+}
+
 start_node() {
-  local n=$1 bootstrap=${2:-} i=$(($1 - 1)) extra=()
+  local n=$1 bootstrap=${2:-} extra=() position
   local dir="$DIR/node$n"
   [[ $bootstrap == new ]] && extra+=(--wsrep-new-cluster)
   # A node that was killed may have left a stale socket behind; its state (grastate.dat) stays for IST.
   rm -f "$dir/mysqld.sock" "$dir/mysqld.sock.lock"
-  setsid "$(mariadbd_bin)" --no-defaults --user="$RUN_AS" \
-    --datadir="$dir/data" --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" \
-    --log-error="$dir/error.log" --port="${SQL_PORTS[$i]}" --bind-address=127.0.0.1 \
-    --skip-name-resolve --performance-schema=OFF --skip-log-bin \
-    --innodb-buffer-pool-size=64M --innodb-log-file-size=48M --innodb-flush-log-at-trx-commit=2 \
-    --max-connections=300 \
-    --binlog-format=ROW --innodb-autoinc-lock-mode=2 --default-storage-engine=InnoDB \
-    --wsrep-on=ON --wsrep-provider="$(find_provider)" \
-    --wsrep-cluster-name=punctual-test --wsrep-cluster-address="$(cluster_address)" \
-    --wsrep-node-name="node$n" --wsrep-node-address=127.0.0.1 \
-    --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:${GCOMM_PORTS[$i]};ist.recv_addr=127.0.0.1:${IST_PORTS[$i]};gcache.size=128M" \
-    --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:${SST_PORTS[$i]}" \
-    --wsrep-slave-threads=2 \
+  position=$(recovered_position "$n")
+  [[ -n $position ]] && extra+=(--wsrep-start-position="$position")
+  node_options "$n"
+  setsid "$(mariadbd_bin)" "${NODE_OPTIONS[@]}" --log-error="$dir/error.log" \
     "${extra[@]}" </dev/null >>"$dir/stdout.log" 2>&1 &
   printf -v "PID_$n" '%s' "$!"
   save_state
 }
+
+synced() { [[ $(wsrep "$1" wsrep_ready) == ON && $(wsrep "$1" wsrep_local_state_comment) == Synced ]]; }
 
 # Waits until node n is synced and sees `size` nodes; 1 when it stopped or the wait ran out (its
 # error log's tail on stderr).
@@ -118,8 +152,7 @@ wait_node() {
       echo "cluster: node $n stopped while starting" >&2
       return 1
     fi
-    if [[ $(wsrep "$n" wsrep_ready) == ON && $(wsrep "$n" wsrep_cluster_size) == "$size" &&
-      $(wsrep "$n" wsrep_local_state_comment) == Synced ]]; then
+    if synced "$n" && [[ $(wsrep "$n" wsrep_cluster_size) == "$size" ]]; then
       return 0
     fi
     sleep 0.5
@@ -129,14 +162,10 @@ wait_node() {
   return 1
 }
 
-# Starts node n to join the nodes that run (`size` with it) and waits until it has. A node killed
-# under load sometimes cannot rejoin from its own state (a join that hangs or stops); then it is
-# stopped, its data is emptied and it joins again with a full copy (SST), as a new node would.
-join_node() {
-  local n=$1 size=$2 pid
-  start_node "$n"
-  wait_node "$n" "$size" && return 0
-  echo "cluster: node $n rejoins again from a full copy of the data" >&2
+# Stops node n (kill -9), empties its data and starts it to join the nodes that run with a full
+# copy (SST), as a new node would; waits until it has.
+rejoin_from_copy() {
+  local n=$1 pid
   pid=$(node_pid "$n")
   alive "$pid" && kill -9 "$pid" 2>/dev/null
   while alive "$pid"; do sleep 0.1; done
@@ -144,7 +173,38 @@ join_node() {
   pkill -9 -f "rsync --daemon.*$DIR/node$n/" 2>/dev/null || true
   find "$DIR/node$n/data" -mindepth 1 -delete
   start_node "$n"
-  wait_node "$n" "$size"
+  wait_node "$n" "$(($(running_nodes | wc -l)))"
+}
+
+# Waits until every node that runs is synced. A node that stays out of sync (a donor whose state
+# transfer hung keeps its read lock, and every write through it waits for good, while the
+# cluster still counts it) is made to join again from a full copy.
+settle() {
+  local deadline=$((SECONDS + SETTLE_S)) n stuck
+  while :; do
+    stuck=()
+    for n in $(running_nodes); do synced "$n" || stuck+=("$n"); done
+    [[ ${#stuck[@]} -eq 0 ]] && return 0
+    ((SECONDS < deadline)) || break
+    sleep 0.5
+  done
+  for n in "${stuck[@]}"; do
+    echo "cluster: node $n stayed $(wsrep "$n" wsrep_local_state_comment) for $SETTLE_S s; it joins again from a full copy" >&2
+    rejoin_from_copy "$n" || return 1
+  done
+}
+
+# Starts node n to join the nodes that run (`size` with it) and waits until it has, and until
+# every node is synced again. A node killed under load sometimes cannot rejoin from its own
+# state (a join that hangs or stops); then it joins again with a full copy.
+join_node() {
+  local n=$1 size=$2
+  start_node "$n"
+  if ! wait_node "$n" "$size"; then
+    echo "cluster: node $n rejoins again from a full copy of the data" >&2
+    rejoin_from_copy "$n" || return 1
+  fi
+  settle
 }
 
 all_up() {
@@ -152,7 +212,7 @@ all_up() {
   local n
   for n in 1 2 3; do
     alive "$(node_pid "$n")" || return 1
-    [[ $(wsrep "$n" wsrep_ready) == ON && $(wsrep "$n" wsrep_cluster_size) == 3 ]] || return 1
+    synced "$n" && [[ $(wsrep "$n" wsrep_cluster_size) == 3 ]] || return 1
   done
 }
 
@@ -191,9 +251,10 @@ cmd_up() {
     join_node 2 2 || die "node 2 did not join"
     join_node 3 3 || die "node 3 did not join"
   else
-    # Some nodes run: start the others, which rejoin.
+    # Some nodes run: those out of sync join again, then the others start and rejoin.
+    settle || die "a node out of sync did not rejoin"
     local n size
-    size=$(echo "$running" | wc -l)
+    size=$(running_nodes | wc -l)
     for n in 1 2 3; do
       alive "$(node_pid "$n")" && continue
       size=$((size + 1))
@@ -231,9 +292,11 @@ cmd_status() {
     pid=$(node_pid "$n")
     if alive "$pid"; then
       local ready size
-      ready=$(wsrep "$n" wsrep_ready) size=$(wsrep "$n" wsrep_cluster_size)
-      echo "node $n: pid $pid port ${SQL_PORTS[$((n - 1))]} ready=$ready size=$size state=$(wsrep "$n" wsrep_local_state_comment)"
-      [[ $ready == ON && $size == 3 ]] || ok=1
+      local ready size state
+      ready=$(wsrep "$n" wsrep_ready) size=$(wsrep "$n" wsrep_cluster_size) state=$(wsrep "$n" wsrep_local_state_comment)
+      echo "node $n: pid $pid port ${SQL_PORTS[$((n - 1))]} ready=$ready size=$size state=$state"
+      # A node out of sync (a donor) may hold every write through it.
+      [[ $ready == ON && $size == 3 && $state == Synced ]] || ok=1
     else
       echo "node $n: down"
       ok=1

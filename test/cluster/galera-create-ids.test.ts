@@ -53,8 +53,9 @@ describe('create ids on a Galera cluster', () => {
     const refusals = new Map<string, number>();
     try {
       // As a shop's client does: a 503 is sent again, with the same key, so it cannot make two,
-      // after a pause that grows with each try (with nonstop DDL through two nodes, one create met
-      // a write conflict ten times running when sent again at once).
+      // after a pause that doubles with each try up to a second (with nonstop DDL through two
+      // nodes, one create met a write conflict ten times running when sent again at once, and
+      // twenty times running with pauses growing by 5 ms a try: a second in all).
       await Promise.all(
         Array.from({ length: CALLERS }, async (_, caller) => {
           for (let n = 0; n < CREATES_EACH; n++) {
@@ -73,7 +74,7 @@ describe('create ids on a Galera cluster', () => {
               const code = `${status} ${body?.code}`;
               refusals.set(code, (refusals.get(code) ?? 0) + 1);
               if (status !== 503 || tries === MAX_TRIES) throw new Error(`create ${tag} answered ${status}: ${JSON.stringify(body)}`);
-              await new Promise((resolve) => setTimeout(resolve, 5 * tries));
+              await new Promise((resolve) => setTimeout(resolve, Math.min(5 * 2 ** tries, 1_000)));
             }
           }
         }),
