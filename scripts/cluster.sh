@@ -129,10 +129,11 @@ start_node() {
   local n=$1 bootstrap=${2:-} extra=() position
   local dir="$DIR/node$n"
   [[ $bootstrap == new ]] && extra+=(--wsrep-new-cluster)
-  # A node that was killed may have left a stale socket behind; its state (grastate.dat) stays for IST.
-  rm -f "$dir/mysqld.sock" "$dir/mysqld.sock.lock"
   position=$(recovered_position "$n")
   [[ -n $position ]] && extra+=(--wsrep-start-position="$position")
+  # A node that was killed (or its position's recovery) may have left a stale socket behind; its
+  # state (grastate.dat) stays for IST.
+  rm -f "$dir/mysqld.sock" "$dir/mysqld.sock.lock"
   node_options "$n"
   setsid "$(mariadbd_bin)" "${NODE_OPTIONS[@]}" --log-error="$dir/error.log" \
     "${extra[@]}" </dev/null >>"$dir/stdout.log" 2>&1 &
