@@ -29,6 +29,18 @@ export type Connection = mysql.PoolConnection;
  */
 export type InsertIds = 'returning' | 'consecutive' | 'one-by-one';
 
+/** Every connection's time zone for the Dates it writes and reads (mysql2's `timezone`): UTC. */
+const TIME_ZONE = 'Z';
+
+/**
+ * An instant as the SQL literal mysql2 writes for its Date on these connections, escaped by
+ * mysql2 once: a value given to many placeholders (a batch's created_at and updated_at, a row's
+ * run_at and requested_run_at) is formatted once instead of at each, the text sent the same.
+ */
+export function datetimeValue(ms: number): ReturnType<typeof mysql.raw> {
+  return mysql.raw(mysql.escape(new Date(ms), false, TIME_ZONE));
+}
+
 /** No statement of punctual's holds a connection this long unless its peer stopped answering. */
 const DEFAULT_DEADLINE_MS = 30_000;
 /**
@@ -187,7 +199,7 @@ export class Database implements ConnectionSource<Connection> {
       connectTimeout: 5_000,
       enableKeepAlive: true,
       keepAliveInitialDelay: KEEP_ALIVE_INITIAL_DELAY_MS,
-      timezone: 'Z',
+      timezone: TIME_ZONE,
       dateStrings: false,
       supportBigNumbers: true,
       bigNumberStrings: false,
@@ -280,7 +292,7 @@ export class Database implements ConnectionSource<Connection> {
       uri: this.#firstUrl,
       ...this.#access,
       ...(rotation !== undefined ? { stream: () => rotation.connect(KEEP_ALIVE_INITIAL_DELAY_MS) } : {}),
-      timezone: 'Z',
+      timezone: TIME_ZONE,
       connectTimeout: connectTimeoutMs,
       enableKeepAlive: true,
       keepAliveInitialDelay: KEEP_ALIVE_INITIAL_DELAY_MS,

@@ -17,13 +17,13 @@
  * (a tag row) is the create's own failure, never an answer of "the key is taken".
  */
 import type mysql from 'mysql2/promise';
-import type { Connection, Database } from '../db/connection.js';
+import { datetimeValue, type Connection, type Database } from '../db/connection.js';
 import { isConnectionError, isDuplicateKey, isLockConflict, rootMessage } from '../db/errors.js';
 import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
 import { autocommit, transaction } from '../db/transaction.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
-import { created, insertValues, type NewTask, type Task } from './rows.js';
+import { created, pushInsertValues, type NewTask, type Task } from './rows.js';
 import { SQL } from './sql/tasks.js';
 import { tagPairs } from './tags.js';
 
@@ -47,6 +47,17 @@ function isTakenKey(error: unknown): boolean {
 /** The transaction itself is gone (rolled back, or its connection): nothing of it can go on. */
 function isLostTransaction(error: unknown): boolean {
   return isLockConflict(error) || isConnectionError(error);
+}
+
+/** The values of SQL.insertRows for `items`; their create instants (one for a batch request) formatted once each. */
+function rowValues(items: readonly Item[]): unknown[] {
+  const values: unknown[] = [];
+  let at: { now: number; value: unknown } | undefined;
+  for (const { task, now } of items) {
+    if (at?.now !== now) at = { now, value: datetimeValue(now) };
+    pushInsertValues(values, task, at.value);
+  }
+  return values;
 }
 
 export class Intake {
@@ -138,7 +149,7 @@ export class Intake {
    * in the same transaction, so a task never exists without them.
    */
   async #insertAll(items: Item[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
-    const values = items.flatMap(({ task, now }) => insertValues(task, now));
+    const values = rowValues(items);
     const insert = (conn: Connection) =>
       conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(
         SQL.insertRows(items.length, ids === 'returning'),
@@ -183,7 +194,7 @@ export class Intake {
         for (const [i, { task, now }] of items.entries()) {
           await conn.query(DB.savepoint);
           try {
-            const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), insertValues(task, now));
+            const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), rowValues([{ task, now }]));
             const tags = task.tags ?? [];
             if (tags.length > 0) await conn.query(SQL.insertTags(tags.length), tagPairs(result.insertId, tags));
             await conn.query(DB.releaseSavepoint);

@@ -95,6 +95,28 @@ describe('POST /tasks/batch', () => {
     expect(await count()).toBe(1000);
   });
 
+  it("stores each item's instants to the millisecond: runAt, the instant asked for, created and updated", async () => {
+    const before = Date.now();
+    const runAts = ['2027-06-01T10:00:00.123+08:00', '2027-06-01T02:00:00.999Z', Date.UTC(2031, 11, 31, 23, 59, 59, 1)];
+    const { body } = await service.call('POST', '/tasks/batch', { tasks: runAts.map((runAt, i) => order(`MS${i}`, { runAt })) }, as(WRITE));
+    const after = Date.now();
+    expect(body.created).toBe(3);
+    const rows = await db.query<any[]>(
+      `SELECT id, ${['run_at', 'requested_run_at', 'created_at', 'updated_at'].map((c) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01', ${c}) DIV 1000 AS ${c}`).join(', ')}
+       FROM punctual_tasks ORDER BY id`,
+    );
+    expect(rows.map((row) => [Number(row.run_at), Number(row.requested_run_at)])).toEqual(
+      runAts.map((runAt) => [new Date(runAt).getTime(), new Date(runAt).getTime()]),
+    );
+    // One create instant for the whole batch, within the request.
+    const created = new Set(rows.flatMap((row) => [Number(row.created_at), Number(row.updated_at)]));
+    expect(created.size).toBe(1);
+    expect([...created][0]).toBeGreaterThanOrEqual(before);
+    expect([...created][0]).toBeLessThanOrEqual(after);
+    const task = (await service.call('GET', `/tasks/${body.results[0].id}`, undefined, as(READ))).body;
+    expect(task.runAt).toBe('2027-06-01T02:00:00.123Z');
+  });
+
   it('needs the write role', async () => {
     const answer = await service.call('POST', '/tasks/batch', { tasks: [order('SN-R')] }, as(READ));
     expect(answer.status).toBe(403);

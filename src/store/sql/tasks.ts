@@ -196,7 +196,7 @@ export const SQL = {
     WHERE status = 'done' ORDER BY ${NEWEST_FIRST} LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────
-  /** `rows` rows of insertValues(); with `returning`, MariaDB answers each row's id. */
+  /** `rows` rows of pushInsertValues(); with `returning`, MariaDB answers each row's id. */
   insertRows: (rows: number, returning: boolean) =>
     'INSERT INTO punctual_tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms, group_key) VALUES ' +
     Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
