@@ -12,7 +12,8 @@
  * zone, attempts, misfire, cron, tags, created and updated); the bare INSERT of 5 columns, the
  * rest left to their defaults, is written too, for scale (its ratio has no target).
  */
-import { type BenchDb, startServer } from './lib.js';
+import { availableParallelism } from 'node:os';
+import { type BenchDb, cpuMs, databasePid, startServer } from './lib.js';
 
 type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
 
@@ -33,16 +34,56 @@ function item(i: number) {
   };
 }
 
-/** Runs `work(batch)` for every batch, CONNECTIONS at a time; answers rows per second. */
-async function rate(work: (batch: number) => Promise<void>): Promise<number> {
+/** CPU spent by each process of a phase, in ms (NaN where it cannot be read). */
+type Cpu = { bench: number; service: number; database: number };
+
+/** Reads the CPU so far of the bench itself, the service and the database (cpuMs; undefined pid: NaN). */
+function cpuNow(servicePid: number | undefined, databasePid: number | undefined): Cpu {
+  const { user, system } = process.cpuUsage();
+  return {
+    bench: (user + system) / 1000,
+    service: servicePid === undefined ? Number.NaN : cpuMs(servicePid),
+    database: databasePid === undefined ? Number.NaN : cpuMs(databasePid),
+  };
+}
+
+/**
+ * Runs `work(batch)` for every batch, CONNECTIONS at a time; answers rows per second and the CPU
+ * each process spent meanwhile.
+ */
+async function rate(
+  work: (batch: number) => Promise<void>,
+  pids: [number | undefined, number | undefined],
+): Promise<{ rate: number; cpu: Cpu; wallMs: number }> {
   let next = 0;
+  const before = cpuNow(...pids);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONNECTIONS }, async () => {
       while (next < BATCHES) await work(next++);
     }),
   );
-  return (BATCH * BATCHES) / ((performance.now() - started) / 1000);
+  const wallMs = performance.now() - started;
+  const after = cpuNow(...pids);
+  return {
+    rate: (BATCH * BATCHES) / (wallMs / 1000),
+    cpu: { bench: after.bench - before.bench, service: after.service - before.service, database: after.database - before.database },
+    wallMs,
+  };
+}
+
+/** A phase's CPU per 1,000 rows, by process, and the cores busy on average (out of the machine's). */
+function recordCpu(record: Record, phase: string, { cpu, wallMs }: { cpu: Cpu; wallMs: number }): void {
+  const per = (ms: number) => (ms * 1000) / (BATCH * BATCHES);
+  for (const [who, ms] of [
+    ['the bench', cpu.bench],
+    ['the service', cpu.service],
+    ['MariaDB', cpu.database],
+  ] as const) {
+    if (!Number.isNaN(ms)) record(S, `${phase}: CPU of ${who} per 1,000 rows`, per(ms), 'ms');
+  }
+  const busy = [cpu.bench, cpu.service, cpu.database].filter((ms) => !Number.isNaN(ms)).reduce((a, b) => a + b, 0);
+  record(S, `${phase}: cores busy (of ${availableParallelism()})`, busy / wallMs, 'cores');
 }
 
 /** Both tables emptied as if new (TRUNCATE), the ids going on from where they were. */
@@ -87,19 +128,22 @@ async function rawInsert(db: BenchDb, batch: number, columns: string, values: (t
 export async function batchIntake(db: BenchDb, record: Record): Promise<void> {
   await db.reset();
   const server = await startServer(db);
+  const pids: [number | undefined, number | undefined] = [server.child.pid, await databasePid(db)];
   try {
     // The bare INSERT names only the columns it must; the rest take their defaults, the same
     // values the service writes (timezone UTC, max_attempts 4, misfire run, no cron).
-    const raw = await rate((batch) =>
-      rawInsert(db, batch, 'task_key, type, payload, run_at, tags', (t) => [
-        t.key,
-        t.type,
-        JSON.stringify(t.payload),
-        new Date(t.runAt),
-        JSON.stringify(t.tags),
-      ]),
+    const raw = await rate(
+      (batch) =>
+        rawInsert(db, batch, 'task_key, type, payload, run_at, tags', (t) => [
+          t.key,
+          t.type,
+          JSON.stringify(t.payload),
+          new Date(t.runAt),
+          JSON.stringify(t.tags),
+        ]),
+      pids,
     );
-    record(S, 'raw multi-row INSERT rate', raw, 'rows/s');
+    record(S, 'raw multi-row INSERT rate', raw.rate, 'rows/s');
     await emptyTasks(db);
     // The same rows with every column the service's INSERT names, for scale: what sending them costs the database.
     const raw11 = await rate((batch) => {
@@ -110,8 +154,9 @@ export async function batchIntake(db: BenchDb, record: Record): Promise<void> {
         'task_key, type, payload, run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at',
         (t) => [t.key, t.type, JSON.stringify(t.payload), new Date(t.runAt), 'UTC', 4, 'run', null, JSON.stringify(t.tags), at, at],
       );
-    });
-    record(S, "raw INSERT rate, the service's 11 columns", raw11, 'rows/s');
+    }, pids);
+    record(S, "raw INSERT rate, the service's 11 columns", raw11.rate, 'rows/s');
+    recordCpu(record, 'raw INSERT of 11 columns', raw11);
     await emptyTasks(db);
 
     let refused = 0;
@@ -124,10 +169,12 @@ export async function batchIntake(db: BenchDb, record: Record): Promise<void> {
       });
       const body = (await response.json()) as { created?: number };
       refused += BATCH - (body.created ?? 0);
-    });
-    record(S, 'POST /tasks/batch rate', api, 'rows/s');
-    record(S, 'batch ÷ raw INSERT', api / raw, '×');
-    record(S, 'batch ÷ raw INSERT of the same 11 columns', api / raw11, '×', { text: '≥ 0.7×', ok: api / raw11 >= 0.7 });
+    }, pids);
+    record(S, 'POST /tasks/batch rate', api.rate, 'rows/s');
+    recordCpu(record, 'POST /tasks/batch', api);
+    record(S, 'batch ÷ raw INSERT', api.rate / raw.rate, '×');
+    const ratio = api.rate / raw11.rate;
+    record(S, 'batch ÷ raw INSERT of the same 11 columns', ratio, '×', { text: '≥ 0.7×', ok: ratio >= 0.7 });
     const stored = await db.count('SELECT COUNT(*) AS n FROM punctual_tasks');
     record(S, 'items not created', refused, 'items', { text: '= 0', ok: refused === 0 && stored === BATCH * BATCHES });
   } finally {

@@ -71,7 +71,7 @@ const scenarioOf = (line: string) => /^\| ([^|]+?) \|/.exec(line)?.[1];
  */
 function merged(title: string, header: string[], fresh: Map<string, string[]>, kept: string[]): string[] {
   const rows = new Map(fresh);
-  const earlier = kept.find((line) => /^(Last run|The figures with a target)/.test(line));
+  const earlier = kept.find((line) => /^(Last run|The figures with a target|From the last)/.test(line));
   for (const line of kept) {
     const scenario = scenarioOf(line);
     if (scenario === undefined || scenario === '#' || scenario === '---' || fresh.has(scenario.split(' ')[0]!) || fresh.has(scenario))
@@ -133,10 +133,13 @@ writeBetweenMarkers(
     betweenMarkers('docs/performance.md', TARGETS),
   ),
 );
-writeBetweenMarkers('README.md', TARGETS, [
-  `From the last \`npm run bench\` (${when}); every scenario and figure in [docs/performance.md](docs/performance.md):`,
-  '',
-  ...TARGET_HEADER,
-  ...[...targetRows(results.rows.filter((row) => HEADLINE.includes(row.scenario.split(' ')[0]!))).values()].flat(),
-]);
+// The README's rows, as the tables above: a run of some of its scenarios keeps the others' rows.
+const readme = merged(
+  `From the last \`npm run bench\` (${when})`,
+  TARGET_HEADER,
+  targetRows(results.rows.filter((row) => HEADLINE.includes(row.scenario.split(' ')[0]!))),
+  betweenMarkers('README.md', TARGETS),
+);
+readme[0] = readme[0]!.replace(/:$/, '; every scenario and figure in [docs/performance.md](docs/performance.md):');
+writeBetweenMarkers('README.md', TARGETS, readme);
 console.log(`docs/performance.md and README.md: tables written from bench-results.json (${order.length} scenarios)`);
