@@ -292,7 +292,6 @@ cmd_status() {
     local pid
     pid=$(node_pid "$n")
     if alive "$pid"; then
-      local ready size
       local ready size state
       ready=$(wsrep "$n" wsrep_ready) size=$(wsrep "$n" wsrep_cluster_size) state=$(wsrep "$n" wsrep_local_state_comment)
       echo "node $n: pid $pid port ${SQL_PORTS[$((n - 1))]} ready=$ready size=$size state=$state"
