@@ -1,8 +1,10 @@
 /**
  * Runs before each cluster test file: the file starts on a whole cluster. A file before it may
- * have left a node down (a kill whose restart failed, a node that stopped under load); without
- * this, every later file failed on that one node. `scripts/cluster.sh up` starts the nodes that
- * are down, which rejoin; when the cluster cannot be made whole so, it is made anew.
+ * have left a node down (a kill whose restart failed, a node that stopped under load) or out of
+ * sync (a donor whose state transfer hung, holding every write through it); without this, every
+ * later file failed on that one node. `scripts/cluster.sh status` counts either as not whole;
+ * `up` rejoins the node out of sync and starts the nodes that are down; when the cluster cannot
+ * be made whole so, it is made anew.
  */
 import { execFileSync } from 'node:child_process';
 import { beforeAll } from 'vitest';
