@@ -10,7 +10,9 @@
  * not yet purged (slower, now and then a deadlock), which the first write never met. The target
  * is the ratio to the same rows with the 11 columns a create names (key, type, payload, run_at,
  * zone, attempts, misfire, cron, tags, created and updated); the bare INSERT of 5 columns, the
- * rest left to their defaults, is written too, for scale (its ratio has no target).
+ * rest left to their defaults, is written too, for scale (its ratio has no target). For the 11
+ * columns and the batch route, the CPU the bench, the service and the database spent per 1,000
+ * rows is printed, and the cores busy: on a machine whose cores they fill, that sets the ratio.
  */
 import { availableParallelism } from 'node:os';
 import { type BenchDb, cpuMs, databasePid, startServer } from './lib.js';
@@ -38,12 +40,12 @@ function item(i: number) {
 type Cpu = { bench: number; service: number; database: number };
 
 /** Reads the CPU so far of the bench itself, the service and the database (cpuMs; undefined pid: NaN). */
-function cpuNow(servicePid: number | undefined, databasePid: number | undefined): Cpu {
+function cpuNow(servicePid: number | undefined, dbPid: number | undefined): Cpu {
   const { user, system } = process.cpuUsage();
   return {
     bench: (user + system) / 1000,
     service: servicePid === undefined ? Number.NaN : cpuMs(servicePid),
-    database: databasePid === undefined ? Number.NaN : cpuMs(databasePid),
+    database: dbPid === undefined ? Number.NaN : cpuMs(dbPid),
   };
 }
 
