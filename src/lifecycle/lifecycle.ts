@@ -19,7 +19,7 @@ import { cancel, deleteTask, editPayload, reschedule, retry, type ChangeResult, 
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
 import { EXPIRED_REASON, recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
-import { replaceIfAsked } from './replace.js';
+import { asksReplace, replaceIfAsked } from './replace.js';
 import { failureOutcome, recordRuns, runOf, type RunRecorder } from './history.js';
 import type { NewRun } from '../store/run-history.js';
 import { notifyFailures, type FailureNotifier } from './notify.js';
@@ -85,8 +85,8 @@ export class Lifecycle {
     // Replaces one after another, in the batch's order: a key given twice ends with the later content.
     for (const [i, result] of (await createMany(store, requests, now)).entries()) {
       const request = requests[i]!;
-      // Not a wait per item: a batch's thousand creates rarely ask for a replace.
-      results.push(request.onKeyConflict === 'replace' ? await replaceIfAsked(store, result, request, now) : result);
+      // Awaited only where a replace may come of it: not a wait for each of a batch's thousand creates.
+      results.push(asksReplace(result, request) ? await replaceIfAsked(store, result, request, now) : result);
     }
     this.#apply({ effects: results.flatMap((result) => result.effects) });
     return results;

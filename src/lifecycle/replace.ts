@@ -18,9 +18,14 @@ import type { Task, TaskStore } from '../store/task-store.js';
 import type { CreateRequest, CreateResult } from './create.js';
 import { arm } from './effects.js';
 
+/** Whether a create's result may become a replace: its key named another task and the request asked for "replace". */
+export function asksReplace(result: CreateResult, request: CreateRequest): boolean {
+  return result.outcome === 'conflict' && request.onKeyConflict === 'replace';
+}
+
 /** A create's result after "replace", when the request asked for it and the key named a pending task. */
 export async function replaceIfAsked(store: TaskStore, result: CreateResult, request: CreateRequest, now: number): Promise<CreateResult> {
-  if (result.outcome !== 'conflict' || request.onKeyConflict !== 'replace') return result;
+  if (!asksReplace(result, request)) return result;
   const existing = result.task;
   if (existing.status !== 'pending' || existing.type !== request.task.type || existing.cron !== null) return result;
   const ceiling = request.maxDelayMs === undefined ? null : existing.requestedRunAt + request.maxDelayMs;

@@ -52,10 +52,11 @@ function isLostTransaction(error: unknown): boolean {
 /** The values of SQL.insertRows for `items`; their create instants (one for a batch request) formatted once each. */
 function rowValues(items: readonly Item[]): unknown[] {
   const values: unknown[] = [];
-  let at: { now: number; value: unknown } | undefined;
+  let atNow = Number.NaN;
+  let at: unknown;
   for (const { task, now } of items) {
-    if (at?.now !== now) at = { now, value: datetimeValue(now) };
-    pushInsertValues(values, task, at.value);
+    if (now !== atNow) [atNow, at] = [now, datetimeValue(now)];
+    pushInsertValues(values, task, at);
   }
   return values;
 }

@@ -290,7 +290,7 @@ export function pushInsertValues(values: unknown[], task: NewTask, at: unknown):
     at,
     at,
     task.priority ?? 0,
-    task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
+    task.latestRunAt === undefined || task.latestRunAt === null ? null : datetimeValue(task.latestRunAt),
     task.expireAfterMs ?? null,
     task.group ?? null,
   );

@@ -74,7 +74,7 @@ describe('expireAfterMs', () => {
     await waitFor(
       async () =>
         /punctual_tasks_expired_total\{type="start_sale"\} 1/.test((await service!.app.inject({ method: 'GET', url: '/metrics' })).body),
-      5_000,
+      10_000,
       'the expiry to be counted',
     );
     expect(service.logs.some((line) => line.msg === 'task expired: skipped, not run' && line.taskId === expiring.body.id)).toBe(true);

@@ -11,13 +11,12 @@
  * starts at the window's start, after a `gap` event saying how much was skipped. A stream with no
  * position starts now.
  *
- * Each stream reads the tables every EVENTS_POLL_MS (two primary-key range reads and one range of the
- * (status, finished_at, run_at, id) index), and sends a
- * comment every 15 s so proxies keep it open; at most MAX_STREAMS at once per process. A client
- * that reads slower than the events come costs a page at most: once the socket's buffer is full,
- * the stream reads no further page until it has drained, and a client that has not drained for
- * STALL_MS is dropped, with a `dropped` event saying why and a log line (it resumes from its last
- * id when it reconnects). The read
+ * Each stream reads the tables every EVENTS_POLL_MS (two primary-key range reads and one range of
+ * the (status, finished_at, run_at, id) index), and sends a comment every 15 s so proxies keep it
+ * open; at most MAX_STREAMS at once per process. A client that reads slower than the events come
+ * costs a page at most: once the socket's buffer is full, the stream reads no further page until
+ * it has drained, and a client that has not drained for STALL_MS is dropped, with a `dropped`
+ * event saying why and a log line (it resumes from its last id when it reconnects). The read
  * role may listen, as for GET /tasks; a change event shows its actor to admin tokens only (as
  * GET /audit does). Streams end when the service stops.
  */
