@@ -72,7 +72,6 @@ function checkedCron(cron: string | undefined, zone: string, now: number): strin
   }
 }
 
-/** A body the schema already accepted, read into a create; throws a 400 HttpError. */
 /** A payload as a create checks it (depth, the type's schema, size), for a task of `type`; `field` names it in a 400. */
 export function checkedPayload(registry: HandlerRegistry, type: string, payload: unknown, field: string): unknown {
   const unfit = jsonProblem(payload, MAX_PAYLOAD_DEPTH);
@@ -85,6 +84,7 @@ export function checkedPayload(registry: HandlerRegistry, type: string, payload:
   return payload;
 }
 
+/** A body the schema already accepted, read into a create; throws a 400 HttpError. */
 export function createRequest(body: CreateTaskBody, input: CreateInput, now: number): CreateRequest {
   const { registry } = input;
   if (registry.get(body.type) === undefined) {
