@@ -32,13 +32,25 @@ export type InsertIds = 'returning' | 'consecutive' | 'one-by-one';
 /** Every connection's time zone for the Dates it writes and reads (mysql2's `timezone`): UTC. */
 const TIME_ZONE = 'Z';
 
+/** 0000-01-01 00:00:00.000 and 9999-12-31 23:59:59.999 UTC: the instants whose ISO text has four year digits. */
+const ISO_FIRST = -62_167_219_200_000;
+const ISO_LAST = 253_402_300_799_999;
+
 /**
- * An instant as the SQL literal mysql2 writes for its Date on these connections, escaped by
- * mysql2 once: a value given to many placeholders (a batch's created_at and updated_at, a row's
- * run_at and requested_run_at) is formatted once instead of at each, the text sent the same.
+ * An instant as the SQL literal mysql2 writes for its Date on these connections
+ * ('2030-01-01 00:00:00.000', UTC), for statements written as text. Read off toISOString, which
+ * is native, where mysql2 builds it field by field; an instant outside years 0–9999 (or not a
+ * number) is left to mysql2.
  */
-export function datetimeValue(ms: number): ReturnType<typeof mysql.raw> {
-  return mysql.raw(mysql.escape(new Date(ms), false, TIME_ZONE));
+export function datetimeLiteral(ms: number): string {
+  if (!(ms >= ISO_FIRST && ms <= ISO_LAST)) return mysql.escape(new Date(ms), false, TIME_ZONE);
+  const iso = new Date(ms).toISOString();
+  return `'${iso.slice(0, 10)} ${iso.slice(11, 23)}'`;
+}
+
+/** A string, a number or NULL as the SQL literal mysql2 writes for a placeholder's value. */
+export function sqlLiteral(value: string | number | null): string {
+  return mysql.escape(value);
 }
 
 /** No statement of punctual's holds a connection this long unless its peer stopped answering. */

@@ -120,7 +120,8 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
   const runAt = instant + offsetMs;
   const problem = registry.payloadProblem(body.type, payload, 'body/payload');
   if (problem !== undefined) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', problem);
-  if (Buffer.byteLength(JSON.stringify(payload)) > MAX_PAYLOAD_BYTES) {
+  const payloadJson = JSON.stringify(payload);
+  if (Buffer.byteLength(payloadJson) > MAX_PAYLOAD_BYTES) {
     throw badRequest('body/payload', `must not be larger than ${MAX_PAYLOAD_BYTES} bytes as JSON`);
   }
   return {
@@ -128,6 +129,7 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
       key: body.key ?? null,
       type: body.type,
       payload,
+      payloadJson,
       runAt,
       timezone:
         body.timezone === undefined && body.cron === undefined && typeof body.runAt === 'string'

@@ -17,15 +17,15 @@
  * (a tag row) is the create's own failure, never an answer of "the key is taken".
  */
 import type mysql from 'mysql2/promise';
-import { datetimeValue, type Connection, type Database } from '../db/connection.js';
+import { datetimeLiteral, type Connection, type Database } from '../db/connection.js';
 import { isConnectionError, isDuplicateKey, isLockConflict, rootMessage } from '../db/errors.js';
 import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
 import { autocommit, transaction } from '../db/transaction.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
-import { created, pushInsertValues, type NewTask, type Task } from './rows.js';
+import { created, insertTuple, type NewTask, type Task } from './rows.js';
 import { SQL } from './sql/tasks.js';
-import { tagPairs } from './tags.js';
+import { tagTuples } from './tags.js';
 
 export type InsertResult = { created: true; task: Task } | { created: false; task: Task };
 
@@ -49,16 +49,16 @@ function isLostTransaction(error: unknown): boolean {
   return isLockConflict(error) || isConnectionError(error);
 }
 
-/** The values of SQL.insertRows for `items`; their create instants (one for a batch request) formatted once each. */
-function rowValues(items: readonly Item[]): unknown[] {
-  const values: unknown[] = [];
+/** The rows of SQL.insertRows for `items`; their create instants (one for a batch request) formatted once each. */
+function insertTuples(items: readonly Item[]): string {
+  let tuples = '';
   let atNow = Number.NaN;
-  let at: unknown;
+  let at = '';
   for (const { task, now } of items) {
-    if (now !== atNow) [atNow, at] = [now, datetimeValue(now)];
-    pushInsertValues(values, task, at);
+    if (now !== atNow) [atNow, at] = [now, datetimeLiteral(now)];
+    tuples += (tuples === '' ? '' : ', ') + insertTuple(task, at);
   }
-  return values;
+  return tuples;
 }
 
 export class Intake {
@@ -150,12 +150,8 @@ export class Intake {
    * in the same transaction, so a task never exists without them.
    */
   async #insertAll(items: Item[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
-    const values = rowValues(items);
-    const insert = (conn: Connection) =>
-      conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(
-        SQL.insertRows(items.length, ids === 'returning'),
-        values,
-      );
+    const sql = SQL.insertRows(insertTuples(items), ids === 'returning');
+    const insert = (conn: Connection) => conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(sql);
     const tagged = items.some(({ task }) => (task.tags?.length ?? 0) > 0);
     // On Galera an autocommit INSERT aborted by a replicated write (DDL through another node) is
     // run again by the server, whose RETURNING rows are then those of the aborted run: ids of rows
@@ -169,8 +165,11 @@ export class Intake {
           this.#database,
           async (conn) => {
             const [inserted] = await insert(conn);
-            const pairs = items.flatMap(({ task }, i) => tagPairs(idOf(inserted, i), task.tags ?? []));
-            if (pairs.length > 0) await conn.query(SQL.insertTags(pairs.length / 2), pairs);
+            const tags = items
+              .map(({ task }, i) => tagTuples(idOf(inserted, i), task.tags ?? []))
+              .filter((tuples) => tuples !== '')
+              .join(', ');
+            if (tags !== '') await conn.query(SQL.insertTags(tags));
             return inserted;
           },
           { retry },
@@ -195,9 +194,9 @@ export class Intake {
         for (const [i, { task, now }] of items.entries()) {
           await conn.query(DB.savepoint);
           try {
-            const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(1, false), rowValues([{ task, now }]));
+            const [result] = await conn.query<mysql.ResultSetHeader>(SQL.insertRows(insertTuples([{ task, now }]), false));
             const tags = task.tags ?? [];
-            if (tags.length > 0) await conn.query(SQL.insertTags(tags.length), tagPairs(result.insertId, tags));
+            if (tags.length > 0) await conn.query(SQL.insertTags(tagTuples(result.insertId, tags)));
             await conn.query(DB.releaseSavepoint);
             written.push({ ok: true, value: { created: true, task: created(task, result.insertId, now) } });
           } catch (error) {

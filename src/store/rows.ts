@@ -6,7 +6,7 @@
 import type mysql from 'mysql2/promise';
 import type { MisfirePolicy, TaskStatus } from '../contract/limits.js';
 import { decodeJson } from '../util/json.js';
-import { datetimeValue } from '../db/connection.js';
+import { datetimeLiteral, sqlLiteral } from '../db/connection.js';
 
 /** A task as the service sees it; times are epoch milliseconds. */
 export interface Task {
@@ -76,6 +76,8 @@ export interface NewTask {
   key: string | null;
   type: string;
   payload: unknown;
+  /** `payload` as JSON, when the create wrote it already (to check its size); written as is. */
+  payloadJson?: string;
   runAt: number;
   timezone: string;
   maxAttempts: number;
@@ -270,29 +272,19 @@ export function created(task: NewTask, id: number, now: number): Task {
 }
 
 /**
- * Appends the values of one row of SQL.insertRows to `values`, in its column order (written in
- * place: a batch's 16,000 values are not copied from one array into another). `at`: the
- * create's instant as datetimeValue(now), made once for all the rows of a batch.
+ * One row of SQL.insertRows as SQL text, in its column order, each value escaped as mysql2
+ * escapes a placeholder's: a batch's 16,000 values are not gathered into an array for mysql2 to
+ * find their placeholders in a statement of 16,000. `at`: the create's instant as
+ * datetimeLiteral(now), made once for all the rows of a batch.
  */
-export function pushInsertValues(values: unknown[], task: NewTask, at: unknown): void {
-  const runAt = datetimeValue(task.runAt);
-  values.push(
-    task.key,
-    task.type,
-    JSON.stringify(task.payload),
-    runAt,
-    runAt,
-    task.timezone,
-    task.maxAttempts,
-    task.misfire,
-    task.cron,
-    task.tags === undefined || task.tags.length === 0 ? null : JSON.stringify(task.tags),
-    at,
-    at,
-    task.priority ?? 0,
-    task.latestRunAt === undefined || task.latestRunAt === null ? null : datetimeValue(task.latestRunAt),
-    task.expireAfterMs ?? null,
-    task.group ?? null,
+export function insertTuple(task: NewTask, at: string): string {
+  const runAt = datetimeLiteral(task.runAt);
+  const tags = task.tags === undefined || task.tags.length === 0 ? 'NULL' : sqlLiteral(JSON.stringify(task.tags));
+  const latestRunAt = task.latestRunAt === undefined || task.latestRunAt === null ? 'NULL' : datetimeLiteral(task.latestRunAt);
+  return (
+    `(${sqlLiteral(task.key)}, ${sqlLiteral(task.type)}, ${sqlLiteral(task.payloadJson ?? JSON.stringify(task.payload))}, ${runAt}, ${runAt}, ` +
+    `${sqlLiteral(task.timezone)}, ${sqlLiteral(task.maxAttempts)}, ${sqlLiteral(task.misfire)}, ${sqlLiteral(task.cron)}, ${tags}, ` +
+    `${at}, ${at}, ${sqlLiteral(task.priority ?? 0)}, ${latestRunAt}, ${sqlLiteral(task.expireAfterMs ?? null)}, ${sqlLiteral(task.group ?? null)})`
   );
 }
 

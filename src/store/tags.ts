@@ -14,6 +14,7 @@
  * the API's, so they live in the contract.
  */
 import { MAX_TAG_LENGTH, MAX_TAGS, TAG_PATTERN } from '../contract/limits.js';
+import { sqlLiteral } from '../db/connection.js';
 
 const TAG = new RegExp(TAG_PATTERN);
 
@@ -27,7 +28,9 @@ export function tagsProblem(tags: readonly string[], field: string): string | un
   return undefined;
 }
 
-/** The (task_id, tag) values of SQL.insertTags for one task, flat. */
-export function tagPairs(taskId: number, tags: readonly string[]): unknown[] {
-  return tags.flatMap((tag) => [taskId, tag]);
+/** The rows of SQL.insertTags for one task's tags as SQL text, `(id, 'tag'), …` ('' for none). */
+export function tagTuples(taskId: number, tags: readonly string[]): string {
+  let tuples = '';
+  for (const tag of tags) tuples += `${tuples === '' ? '' : ', '}(${sqlLiteral(taskId)}, ${sqlLiteral(tag)})`;
+  return tuples;
 }

@@ -32,7 +32,7 @@ import {
 } from './rows.js';
 import { TASK_RUNS } from './sql/task-runs.js';
 import { SQL } from './sql/tasks.js';
-import { tagPairs } from './tags.js';
+import { tagTuples } from './tags.js';
 
 export type { InsertResult } from './intake.js';
 /** No task waited for its type. */
@@ -674,7 +674,7 @@ export class TaskStore {
       task.priority,
     ]);
     // The series keeps its tags, so a bulk change by tag reaches its next occurrence too.
-    if (task.tags.length > 0) await conn.query(SQL.insertTags(task.tags.length, true), tagPairs(result.insertId, task.tags));
+    if (task.tags.length > 0) await conn.query(SQL.insertTags(tagTuples(result.insertId, task.tags), true));
     return result.insertId;
   }
 

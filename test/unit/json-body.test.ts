@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { installErrorHandler } from '../../src/http/errors.js';
@@ -29,6 +30,30 @@ describe('the depth scan', () => {
     expect(deeper(String.raw`["\\\"[[[", [[]]]`, 2)).toBe(true);
     expect(deeper(String.raw`["\\\"[[[", [[]]]`, 3)).toBe(false);
     expect(deeper(String.raw`["\u005b\u007b"]`, 1)).toBe(false);
+  });
+
+  it('answers what the parsed value says, for any JSON text', () => {
+    /** Levels of arrays and objects inside one another in a parsed value. */
+    const depthOf = (value: unknown): number =>
+      value !== null && typeof value === 'object' ? 1 + Math.max(0, ...Object.values(value).map(depthOf)) : 0;
+    // Strings full of the bytes the scan looks at: quotes, backslashes, brackets.
+    const tricky = fc.string({ unit: fc.constantFrom('"', '\\', '[', ']', '{', '}', 'a', 'é', '🎉') });
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: 'small' },
+        tricky,
+        fc.integer(),
+        fc.array(tie('node'), { maxLength: 4 }),
+        fc.dictionary(tricky, tie('node'), { maxKeys: 4 }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(value, fc.integer({ min: 0, max: 8 }), fc.boolean(), (parsed, limit, indent) => {
+        const text = JSON.stringify(parsed, null, indent ? 2 : undefined);
+        expect(deeper(text, limit)).toBe(depthOf(parsed) > limit);
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   it('reads UTF-8 bytes: a multi-byte character never looks like a bracket or a quote', () => {

@@ -196,19 +196,17 @@ export const SQL = {
     WHERE status = 'done' ORDER BY ${NEWEST_FIRST} LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────
-  /** `rows` rows of pushInsertValues(); with `returning`, MariaDB answers each row's id. */
-  insertRows: (rows: number, returning: boolean) =>
+  /** `tuples`: rows of insertTuple(), comma-separated; with `returning`, MariaDB answers each row's id. */
+  insertRows: (tuples: string, returning: boolean) =>
     'INSERT INTO punctual_tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms, group_key) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ') +
+    tuples +
     (returning ? ' RETURNING id' : ''),
   /**
-   * `rows` (task_id, tag) pairs of tasks just inserted, in their transaction. `again`: the
+   * `tuples`: rows of tagTuples() of tasks just inserted, in their transaction. `again`: the
    * occurrence may be there already (insertOccurrence found it), and so may its tags.
    */
-  insertTags: (rows: number, again = false) =>
-    'INSERT INTO punctual_task_tags (task_id, tag) VALUES ' +
-    Array.from({ length: rows }, () => '(?, ?)').join(', ') +
-    (again ? ' ON DUPLICATE KEY UPDATE tag = tag' : ''),
+  insertTags: (tuples: string, again = false) =>
+    'INSERT INTO punctual_task_tags (task_id, tag) VALUES ' + tuples + (again ? ' ON DUPLICATE KEY UPDATE tag = tag' : ''),
   /** The next occurrence of a series; if it is there already, LAST_INSERT_ID answers its id. */
   insertOccurrence: `INSERT INTO punctual_tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at, priority)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,

@@ -1,0 +1,133 @@
+/**
+ * The intake writes its INSERT as text (insertTuple, datetimeLiteral, sqlLiteral) instead of
+ * handing mysql2 a statement of placeholders and 16 values a row. The text must be what mysql2
+ * writes for the same values on punctual's connections (UTC): every instant, every string a shop
+ * can send (quotes, backslashes, NUL, emoji), NULLs.
+ */
+import fc from 'fast-check';
+import mysql from 'mysql2/promise';
+import { describe, expect, it } from 'vitest';
+import { MISFIRE_POLICIES } from '../../src/contract/limits.js';
+import { datetimeLiteral } from '../../src/db/connection.js';
+import { insertTuple, type NewTask } from '../../src/store/rows.js';
+import { tagTuples } from '../../src/store/tags.js';
+
+/** What mysql2 writes for `value` as a placeholder's on a connection with timezone 'Z'. */
+const mysql2Writes = (value: Date) => mysql.format('?', [value], false, 'Z');
+
+describe('datetimeLiteral', () => {
+  it('is the text mysql2 writes for the same instant as a Date, in UTC', () => {
+    const instants = [
+      0,
+      1,
+      999,
+      -1,
+      Date.UTC(2030, 0, 1),
+      Date.UTC(2027, 5, 1, 2, 0, 0, 123),
+      Date.UTC(9999, 11, 31, 23, 59, 59, 999),
+      Date.UTC(9999, 11, 31, 23, 59, 59, 999) + 1,
+      Date.UTC(1000, 0, 1, 0, 0, 0, 7),
+      -62_167_219_200_000,
+      -62_167_219_200_001,
+      1_796_484_246_015,
+      Number.NaN,
+      8.64e15,
+    ];
+    for (const ms of instants) expect(datetimeLiteral(ms)).toBe(mysql2Writes(new Date(ms)));
+    expect(datetimeLiteral(Date.UTC(2027, 5, 1, 2, 0, 0, 123))).toBe("'2027-06-01 02:00:00.123'");
+  });
+
+  it('agrees with mysql2 on any instant a Date can hold', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -8.64e15, max: 8.64e15 }), (ms) => {
+        expect(datetimeLiteral(ms)).toBe(mysql2Writes(new Date(ms)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+/** Strings as a shop may send them: any Unicode, with SQL's special characters likely. */
+const text = fc.oneof(
+  fc.string({ unit: 'grapheme' }),
+  fc.string({ unit: fc.constantFrom("'", '"', '\\', '\0', '\n', '\r', '\x1a', '\b', '\t', '%', '_', 'a', '?') }),
+);
+const instant = fc.integer({ min: 0, max: Date.UTC(9999, 11, 31) });
+
+const newTask: fc.Arbitrary<NewTask> = fc.record(
+  {
+    key: fc.option(text),
+    type: text,
+    payload: fc.jsonValue(),
+    runAt: instant,
+    timezone: text,
+    maxAttempts: fc.integer({ min: 1, max: 100 }),
+    misfire: fc.constantFrom(...MISFIRE_POLICIES),
+    cron: fc.option(text),
+    tags: fc.array(text, { maxLength: 3 }),
+    priority: fc.integer({ min: -100, max: 100 }),
+    latestRunAt: fc.option(instant),
+    expireAfterMs: fc.option(fc.integer({ min: 1, max: 2 ** 31 })),
+    group: fc.option(text),
+  },
+  { requiredKeys: ['key', 'type', 'payload', 'runAt', 'timezone', 'maxAttempts', 'misfire', 'cron'] },
+);
+
+describe('insertTuple', () => {
+  it("is the row mysql2 writes for the task's values, whatever they hold", () => {
+    fc.assert(
+      fc.property(newTask, instant, (task, now) => {
+        const at = new Date(now);
+        const runAt = new Date(task.runAt);
+        const values = [
+          task.key,
+          task.type,
+          JSON.stringify(task.payload),
+          runAt,
+          runAt,
+          task.timezone,
+          task.maxAttempts,
+          task.misfire,
+          task.cron,
+          task.tags === undefined || task.tags.length === 0 ? null : JSON.stringify(task.tags),
+          at,
+          at,
+          task.priority ?? 0,
+          task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
+          task.expireAfterMs ?? null,
+          task.group ?? null,
+        ];
+        const placeholders = `(${values.map(() => '?').join(', ')})`;
+        expect(insertTuple(task, datetimeLiteral(now))).toBe(mysql.format(placeholders, values, false, 'Z'));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("writes the payload's JSON the create made for its size check, not a second one", () => {
+    const task: NewTask = {
+      key: null,
+      type: 't',
+      payload: { a: 1 },
+      payloadJson: '{"a": 1}',
+      runAt: 0,
+      timezone: 'UTC',
+      maxAttempts: 1,
+      misfire: 'run',
+      cron: null,
+    };
+    expect(insertTuple(task, "'x'")).toContain(`'{\\"a\\": 1}'`);
+    expect(insertTuple({ ...task, payloadJson: undefined }, "'x'")).toContain(`'{\\"a\\":1}'`);
+  });
+});
+
+describe('tagTuples', () => {
+  it("is the rows mysql2 writes for a task's (id, tag) pairs", () => {
+    fc.assert(
+      fc.property(fc.nat(), fc.array(text, { maxLength: 5 }), (id, tags) => {
+        const pairs = tags.flatMap((tag) => [id, tag]);
+        expect(tagTuples(id, tags)).toBe(mysql.format(tags.map(() => '(?, ?)').join(', '), pairs));
+      }),
+    );
+  });
+});
