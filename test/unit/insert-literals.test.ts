@@ -45,6 +45,23 @@ describe('datetimeLiteral', () => {
       { numRuns: 2000 },
     );
   });
+
+  it('agrees with mysql2 on runs of instants close together, which share the minute it keeps', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -1e12, max: 4e12 }),
+        fc.array(fc.integer({ min: -90_000, max: 90_000 }), { maxLength: 20 }),
+        (start, steps) => {
+          let ms = start;
+          for (const step of steps) {
+            ms += step;
+            expect(datetimeLiteral(ms)).toBe(mysql2Writes(new Date(ms)));
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
 });
 
 /** Strings as a shop may send them: any Unicode, with SQL's special characters likely. */
