@@ -117,6 +117,36 @@ describe('POST /tasks/batch', () => {
     expect(task.runAt).toBe('2027-06-01T02:00:00.123Z');
   });
 
+  it('stores the strings a shop sends as sent: quotes, backslashes, NUL, emoji, SQL', async () => {
+    // The intake writes its INSERTs as text, each value escaped by mysql2: a batch goes through
+    // the multi-row INSERT, a lone create through the one-row INSERT.
+    const strings = [
+      `it's`,
+      'say "hi"',
+      'C:\\dir\\',
+      'a\u0000b',
+      '🎉 €',
+      "x'); DROP TABLE punctual_tasks; --",
+      "\\'",
+      '?',
+      '\n\r\t\b\u001a',
+    ];
+    const { body } = await service.call('POST', '/tasks/batch', { tasks: strings.map((sn) => order(sn)) }, as(WRITE));
+    expect(body.created).toBe(strings.length);
+    const loneSn = strings.join('').slice(0, 64);
+    const lone = await service.call('POST', '/tasks', order(loneSn), as(WRITE));
+    expect(lone.status).toBe(201);
+    const ids: number[] = [...body.results.map((r: { id: number }) => r.id), lone.body.id];
+    const sent = [...strings, loneSn];
+    for (const [i, id] of ids.entries()) {
+      const task = (await service.call('GET', `/tasks/${id}`, undefined, as(READ))).body;
+      expect(task.payload).toEqual({ orderSn: sent[i] });
+      expect(task.key).toBe(`close_order:${sent[i]}`);
+    }
+    const rows = await db.query<any[]>('SELECT task_key, JSON_VALUE(payload, "$.orderSn") AS sn FROM punctual_tasks ORDER BY id');
+    expect(rows.map((row) => [row.task_key, row.sn])).toEqual(sent.map((sn) => [`close_order:${sn}`, sn]));
+  });
+
   it('needs the write role', async () => {
     const answer = await service.call('POST', '/tasks/batch', { tasks: [order('SN-R')] }, as(READ));
     expect(answer.status).toBe(403);
