@@ -21,10 +21,11 @@ const TAG = new RegExp(TAG_PATTERN);
 /** Why `tags` is refused (naming `field`), or undefined when they are fine. */
 export function tagsProblem(tags: readonly string[], field: string): string | undefined {
   if (tags.length > MAX_TAGS) return `${field} must not have more than ${MAX_TAGS} tags`;
-  for (const [i, tag] of tags.entries()) {
-    if (!TAG.test(tag)) return `${field}/${i} must be 1 to ${MAX_TAG_LENGTH} characters of A-Z a-z 0-9 _ . : -`;
+  for (let i = 0; i < tags.length; i++) {
+    if (!TAG.test(tags[i]!)) return `${field}/${i} must be 1 to ${MAX_TAG_LENGTH} characters of A-Z a-z 0-9 _ . : -`;
   }
-  if (new Set(tags).size !== tags.length) return `${field} must not repeat a tag`;
+  // A Set per create only where a repeat is possible (most tasks have one tag or none).
+  if (tags.length > 1 && new Set(tags).size !== tags.length) return `${field} must not repeat a tag`;
   return undefined;
 }
 
