@@ -79,8 +79,11 @@ function merged(title: string, header: string[], fresh: Map<string, string[]>, k
     rows.set(scenario, [...(rows.get(scenario) ?? []), line]);
   }
   const keptAny = [...rows.keys()].some((scenario) => !fresh.has(scenario));
-  // The runs the kept rows may come from: every run the table named (a partial run's table names two or more).
-  const runs = [...new Set(earlier?.match(/\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/g) ?? [])];
+  // The runs the kept rows may come from: every run the table named (a partial run's table names
+  // two or more), less the last one when this run measured again every scenario it measured.
+  const [last, ...older] = [...new Set(earlier?.match(/\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/g) ?? [])];
+  const lastMeasured = earlier === undefined ? undefined : /\(([^()]*)\); the other rows/.exec(earlier)?.[1]?.split(', ');
+  const runs = last === undefined ? [] : lastMeasured?.every((scenario) => fresh.has(scenario)) ? older : [last, ...older];
   return [
     keptAny && runs.length > 0
       ? `${title} (${[...fresh.keys()].join(', ')}); the other rows from the run${runs.length > 1 ? 's' : ''} of ${runs.join(' and ')}:`
