@@ -31,7 +31,5 @@ export function tagsProblem(tags: readonly string[], field: string): string | un
 
 /** The rows of SQL.insertTags for one task's tags as SQL text, `(id, 'tag'), …` ('' for none). */
 export function tagTuples(taskId: number, tags: readonly string[]): string {
-  let tuples = '';
-  for (const tag of tags) tuples += `${tuples === '' ? '' : ', '}(${sqlLiteral(taskId)}, ${sqlLiteral(tag)})`;
-  return tuples;
+  return tags.map((tag) => `(${sqlLiteral(taskId)}, ${sqlLiteral(tag)})`).join(', ');
 }

@@ -13,8 +13,15 @@
  * rest left to their defaults, is written too, for scale (its ratio has no target). For the 11
  * columns and the batch route, the CPU the bench, the service and the database spent per 1,000
  * rows is printed, and the cores busy: on a machine whose cores they fill, that sets the ratio.
+ * First, apart from HTTP and the database, the CPU of writing the batches' INSERT text as the
+ * intake does, against mysql2 formatting the same statements from placeholders.
  */
 import { availableParallelism } from 'node:os';
+import mysql from 'mysql2/promise';
+import { datetimeLiteral } from '../../src/db/connection.js';
+import { insertTuple, type NewTask } from '../../src/store/rows.js';
+import { SQL } from '../../src/store/sql/tasks.js';
+import { tagTuples } from '../../src/store/tags.js';
 import { type BenchDb, cpuMs, databasePid, startServer } from './lib.js';
 
 type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
@@ -127,7 +134,77 @@ async function rawInsert(db: BenchDb, batch: number, columns: string, values: (t
   }
 }
 
+/** The service's row for item `i`, as a create reads it (the defaults a create gives). */
+function newTask(i: number): NewTask {
+  const { payload, ...rest } = item(i);
+  return { ...rest, payload, payloadJson: JSON.stringify(payload), timezone: 'UTC', maxAttempts: 4, misfire: 'run', cron: null };
+}
+
+/** A batch's two INSERTs (tasks with RETURNING, tags) as the intake writes them: text, each value escaped. */
+function insertsAsText(tasks: NewTask[], now: number): string {
+  const at = datetimeLiteral(now);
+  const rows = SQL.insertRows(tasks.map((task) => insertTuple(task, at)).join(', '), true);
+  return rows + SQL.insertTags(tasks.map((task, j) => tagTuples(j + 1, task.tags ?? [])).join(', '));
+}
+
+/** The same two INSERTs as mysql2 writes them from placeholders and values (what `query(sql, values)` does). */
+function insertsByMysql2(tasks: NewTask[], now: number): string {
+  const row = `(${Array.from({ length: 16 }, () => '?').join(', ')})`;
+  const values = tasks.flatMap((task) => {
+    const runAt = new Date(task.runAt);
+    const at = new Date(now);
+    return [
+      task.key,
+      task.type,
+      JSON.stringify(task.payload),
+      runAt,
+      runAt,
+      task.timezone,
+      task.maxAttempts,
+      task.misfire,
+      task.cron,
+      JSON.stringify(task.tags),
+      at,
+      at,
+      0,
+      null,
+      null,
+      null,
+    ];
+  });
+  const rows = mysql.format(SQL.insertRows(tasks.map(() => row).join(', '), true), values, false, 'Z');
+  const pairs = tasks.flatMap((task, j) => (task.tags ?? []).flatMap((tag) => [j + 1, tag]));
+  return rows + mysql.format(SQL.insertTags(tasks.flatMap((task) => (task.tags ?? []).map(() => '(?, ?)')).join(', ')), pairs);
+}
+
+/**
+ * The client's share of the intake, apart from HTTP and the database: the CPU of writing B8's 40
+ * batches' INSERTs as the intake does (text) against mysql2 formatting the same statements from
+ * placeholders, the best of five rounds each. The two texts must be the same (the bench stops if not).
+ */
+function insertTextCost(record: Record): void {
+  const batches = Array.from({ length: BATCHES }, (_, b) => Array.from({ length: BATCH }, (_, j) => newTask(b * BATCH + j)));
+  const now = Date.UTC(2029, 11, 31, 23, 59, 30, 5);
+  const cpu = () => process.cpuUsage().user / 1000;
+  const best = (write: (tasks: NewTask[], now: number) => string) => {
+    let least = Number.POSITIVE_INFINITY;
+    for (let round = 0; round < 5; round++) {
+      const started = cpu();
+      for (const tasks of batches) write(tasks, now);
+      least = Math.min(least, cpu() - started);
+    }
+    return (least * 1000) / (BATCH * BATCHES);
+  };
+  if (!batches.every((tasks) => insertsAsText(tasks, now) === insertsByMysql2(tasks, now)))
+    throw new Error("B8: the intake's INSERT text differs from mysql2's for the same values");
+  const [text, byMysql2] = [best(insertsAsText), best(insertsByMysql2)];
+  record(S, "the INSERTs' text, written by the intake: CPU per 1,000 rows", text, 'ms');
+  record(S, "the INSERTs' text, formatted by mysql2 from placeholders: CPU per 1,000 rows", byMysql2, 'ms');
+  record(S, "the INSERTs' text: the intake ÷ mysql2", text / byMysql2, '×');
+}
+
 export async function batchIntake(db: BenchDb, record: Record): Promise<void> {
+  insertTextCost(record);
   await db.reset();
   const server = await startServer(db);
   const pids: [number | undefined, number | undefined] = [server.child.pid, await databasePid(db)];
