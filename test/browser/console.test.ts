@@ -96,13 +96,17 @@ afterAll(async () => {
   await db?.drop();
 });
 
+const PAGE_WAIT_MS = 30_000;
+
 /** The dashboard in a fresh context, signed in with `token`. */
 async function open(token: string): Promise<Page> {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
   page.on('pageerror', (error) => {
     throw error;
   });
-  page.setDefaultTimeout(10_000);
+  // A wait returns as soon as its element shows; the room is for a loaded machine (a full
+  // npm test once took longer than 10 s to show a task page's 404 after a navigation).
+  page.setDefaultTimeout(PAGE_WAIT_MS);
   await page.goto(`${baseUrl}/console/tasks/pending`);
   await page.getByLabel('API token').fill(token);
   await page.getByRole('button', { name: 'Use' }).click();
@@ -261,7 +265,7 @@ describe('the console', { timeout: 90_000 }, () => {
 
   it('is all reachable by keyboard, with a label on every control', async () => {
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
-    page.setDefaultTimeout(10_000);
+    page.setDefaultTimeout(PAGE_WAIT_MS);
     await page.goto(`${baseUrl}/console/tasks/pending`);
     await tabTo(page, page.getByLabel('API token'));
     await page.keyboard.type(ADMIN);
@@ -373,7 +377,9 @@ describe('the console', { timeout: 90_000 }, () => {
     expect(await page.locator('#confirm-text').textContent()).toContain('retry:me');
     expect(await page.locator('#confirm-text').textContent()).toContain('(3 now)');
     await page.getByRole('button', { name: 'Retry them all' }).click();
-    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [failedTagged])) === 3);
+    await waitFor(
+      async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [failedTagged])) === 3,
+    );
     expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'failed'", [failedAlone])).toBe(1);
     await go(page, 'Audit');
     await page.locator('#audit-entries tbody tr', { hasText: 'tag:retry:me' }).waitFor();
