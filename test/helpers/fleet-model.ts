@@ -45,6 +45,8 @@ const LEASE_MS = 1500;
 const WEBHOOK_TIMEOUT_MS = 2000;
 /** A webhook run's lease: its timeout and the lease margin (src/dispatch/run-outside.ts). */
 const RUN_LEASE_MS = WEBHOOK_TIMEOUT_MS + 30_000;
+/** The scheduler's full pass (RECONCILE_INTERVAL_MS's default), which recovers a run whose lease ran out. */
+const RECONCILE_MS = 60_000;
 /** The bound of the issue: no runnable task waits longer than this. */
 export const WAIT_BOUND_MS = 2000;
 /** A change through one process is in force in every process within this. */
@@ -521,9 +523,10 @@ export class FleetModel {
     const cutByKill = history.kills.length > 0;
     await waitFor(
       async () => {
-        const [row] = await this.db.query<any[]>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status IN ('pending', 'running')", [
-          ids,
-        ]);
+        const [row] = await this.db.query<any[]>(
+          "SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status IN ('pending', 'running')",
+          [ids],
+        );
         return Number(row.n) === 0;
       },
       (cutByKill ? RUN_LEASE_MS : 0) + 60_000,
@@ -542,7 +545,8 @@ export class FleetModel {
     const failures: string[] = [];
     const fail = (message: string) => failures.push(message);
     const ids = history.tasks.map((task) => task.id);
-    const rows = ids.length === 0 ? [] : await this.db.query<any[]>('SELECT id, status, run_at, type FROM punctual_tasks WHERE id IN (?)', [ids]);
+    const rows =
+      ids.length === 0 ? [] : await this.db.query<any[]>('SELECT id, status, run_at, type FROM punctual_tasks WHERE id IN (?)', [ids]);
     const byId = new Map(rows.map((row) => [Number(row.id), row]));
     this.#runAts.clear();
     for (const row of rows) this.#runAts.set(Number(row.id), new Date(row.run_at).getTime());
@@ -604,6 +608,10 @@ export class FleetModel {
     for (const pause of history.pauses.get(task.type) ?? [])
       if (pause.sent <= start && pause.until >= at - IN_FORCE_MS) at = Math.max(at, pause.resumedInForce);
     for (const kill of history.kills) if (kill <= start && kill + TAKEOVER_MS >= at) at = Math.max(at, kill + TAKEOVER_MS);
+    // A webhook due by a kill may have been claimed by the killed process before its call went
+    // out: its run lease runs out, and a reconcile (every RECONCILE_MS) runs it again.
+    if (task.type === 'webhook')
+      for (const kill of history.kills) if (runAt <= kill && kill <= start) at = Math.max(at, kill + RUN_LEASE_MS + RECONCILE_MS);
     for (const loss of history.connectionLosses) if (loss <= start && loss + RECONNECT_MS >= at) at = Math.max(at, loss + RECONNECT_MS);
     // A pull task: the worker loop asks every few hundred ms, through a process that may be dead.
     return at;
