@@ -17,7 +17,7 @@
  * (a tag row) is the create's own failure, never an answer of "the key is taken".
  */
 import type mysql from 'mysql2/promise';
-import { datetimeLiteral, type Connection, type Database } from '../db/connection.js';
+import { datetimeLiteral, flatText, type Connection, type Database } from '../db/connection.js';
 import { isConnectionError, isDuplicateKey, isLockConflict, rootMessage } from '../db/errors.js';
 import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
@@ -150,7 +150,7 @@ export class Intake {
    * in the same transaction, so a task never exists without them.
    */
   async #insertAll(items: Item[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
-    const sql = SQL.insertRows(insertTuples(items), ids === 'returning');
+    const sql = flatText(SQL.insertRows(insertTuples(items), ids === 'returning'));
     const insert = (conn: Connection) => conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(sql);
     const tagged = items.some(({ task }) => (task.tags?.length ?? 0) > 0);
     // On Galera an autocommit INSERT aborted by a replicated write (DDL through another node) is
