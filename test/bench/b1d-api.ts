@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { type BenchDb, cpuMs, databasePid, quantile, type Server, sleep, startServer, waitUntil } from './lib.js';
+import { type BenchDb, cpuMs, databasePid, median, quantile, type Server, sleep, startServer, waitUntil } from './lib.js';
 
 type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
 
@@ -213,12 +213,6 @@ export async function once(db: BenchDb, n: number, main: string | undefined, pro
     await server.stop();
   }
 }
-
-const median = (values: number[]) =>
-  quantile(
-    [...values].sort((a, b) => a - b),
-    0.5,
-  );
 
 /**
  * Each load on both servers, `repeats` times, alternating which goes first; records the medians

@@ -29,7 +29,7 @@ import { datetimeLiteral } from '../../src/db/connection.js';
 import { insertTuple, type NewTask } from '../../src/store/rows.js';
 import { SQL } from '../../src/store/sql/tasks.js';
 import { tagTuples } from '../../src/store/tags.js';
-import { type BenchDb, cpuMs, databasePid, startServer } from './lib.js';
+import { type BenchDb, cpuMs, databasePid, median, startServer } from './lib.js';
 
 type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
 
@@ -68,11 +68,6 @@ function cpuNow(servicePid: number | undefined, dbPid: number | undefined): Cpu 
 }
 
 type Phase = { rate: number; cpu: Cpu; wallMs: number };
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-};
 
 /**
  * Runs `work(batch)` for every batch, CONNECTIONS at a time; answers rows per second and the CPU

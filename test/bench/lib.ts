@@ -301,6 +301,14 @@ export function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 }
 
+/** The median of values in any order (of an even count, the lower middle one). */
+export function median(values: number[]): number {
+  return quantile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
+}
+
 export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string, everyMs = 200): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {

@@ -18,6 +18,7 @@ import { network } from './b9-network.js';
 import {
   BenchDb,
   heapAfterGc,
+  median,
   memoryOf,
   npmStart,
   quantile,
@@ -85,11 +86,6 @@ async function startup(db: BenchDb): Promise<void> {
       }
     }
   }
-  const median = (values: number[]) =>
-    quantile(
-      [...values].sort((a, b) => a - b),
-      0.5,
-    );
   const bare = median(times.get('bare')!);
   record(S, 'bare Fastify + mysql2 to ready', bare / 1000, 's');
   for (const kind of kinds.slice(1)) {
