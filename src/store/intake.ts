@@ -23,7 +23,7 @@ import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
 import { autocommit, transaction } from '../db/transaction.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
-import { created, insertTuple, type NewTask, type Task } from './rows.js';
+import { created, TupleWriter, type NewTask, type Task } from './rows.js';
 import { SQL } from './sql/tasks.js';
 import { tagTuples } from './tags.js';
 
@@ -49,14 +49,15 @@ function isLostTransaction(error: unknown): boolean {
   return isLockConflict(error) || isConnectionError(error);
 }
 
-/** The rows of SQL.insertRows for `items`; their create instants (one for a batch request) formatted once each. */
+/** The rows of SQL.insertRows for `items`, by one writer; their create instants (one for a batch request) formatted once each. */
 function insertTuples(items: readonly Item[]): string {
+  const writer = new TupleWriter();
   let tuples = '';
   let atNow = Number.NaN;
   let at = '';
   for (const { task, now } of items) {
     if (now !== atNow) [atNow, at] = [now, datetimeLiteral(now)];
-    tuples += (tuples === '' ? '' : ', ') + insertTuple(task, at);
+    tuples += (tuples === '' ? '' : ', ') + writer.tuple(task, at);
   }
   return tuples;
 }

@@ -1,5 +1,5 @@
 /**
- * The intake writes its INSERT as text (insertTuple, datetimeLiteral, sqlLiteral) instead of
+ * The intake writes its INSERT as text (TupleWriter, datetimeLiteral, sqlLiteral) instead of
  * handing mysql2 a statement of placeholders and 16 values a row. The text must be what mysql2
  * writes for the same values on punctual's connections (UTC): every instant, every string a shop
  * can send (quotes, backslashes, NUL, emoji), NULLs.
@@ -9,7 +9,7 @@ import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { MISFIRE_POLICIES } from '../../src/contract/limits.js';
 import { datetimeLiteral } from '../../src/db/connection.js';
-import { insertTuple, type NewTask } from '../../src/store/rows.js';
+import { insertTuple, TupleWriter, type NewTask } from '../../src/store/rows.js';
 import { tagTuples } from '../../src/store/tags.js';
 
 /** What mysql2 writes for `value` as a placeholder's on a connection with timezone 'Z'. */
@@ -90,34 +90,68 @@ const newTask: fc.Arbitrary<NewTask> = fc.record(
   { requiredKeys: ['key', 'type', 'payload', 'runAt', 'timezone', 'maxAttempts', 'misfire', 'cron'] },
 );
 
+/** The row mysql2 writes for `task`'s values, created at `now`, from placeholders. */
+function mysql2Row(task: NewTask, now: number): string {
+  const at = new Date(now);
+  const runAt = new Date(task.runAt);
+  const values = [
+    task.key,
+    task.type,
+    JSON.stringify(task.payload),
+    runAt,
+    runAt,
+    task.timezone,
+    task.maxAttempts,
+    task.misfire,
+    task.cron,
+    task.tags === undefined || task.tags.length === 0 ? null : JSON.stringify(task.tags),
+    at,
+    at,
+    task.priority ?? 0,
+    task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
+    task.expireAfterMs ?? null,
+    task.group ?? null,
+  ];
+  return mysql.format(`(${values.map(() => '?').join(', ')})`, values, false, 'Z');
+}
+
+/** Tasks of a batch: each column drawn from a few values, so that runs of rows share some columns and not others. */
+const batchTask: fc.Arbitrary<NewTask> = fc.record(
+  {
+    key: fc.option(fc.constantFrom('k1', "k'2")),
+    type: fc.constantFrom('close_order', 'a\\b'),
+    payload: fc.constantFrom({}, { a: 1 }),
+    runAt: fc.constantFrom(0, 1, Date.UTC(2030, 0, 1)),
+    timezone: fc.constantFrom('UTC', 'Asia/Shanghai'),
+    maxAttempts: fc.constantFrom(1, 4),
+    misfire: fc.constantFrom(...MISFIRE_POLICIES),
+    cron: fc.constantFrom(null, '0 * * * *'),
+    tags: fc.constantFrom([], ['a'], ['a', "b'"]),
+    priority: fc.constantFrom(0, 5),
+    latestRunAt: fc.constantFrom(null, Date.UTC(2031, 0, 1)),
+    expireAfterMs: fc.constantFrom(null, 1000),
+    group: fc.constantFrom(null, 'g'),
+  },
+  { requiredKeys: ['key', 'type', 'payload', 'runAt', 'timezone', 'maxAttempts', 'misfire', 'cron'] },
+);
+
 describe('insertTuple', () => {
   it("is the row mysql2 writes for the task's values, whatever they hold", () => {
     fc.assert(
       fc.property(newTask, instant, (task, now) => {
-        const at = new Date(now);
-        const runAt = new Date(task.runAt);
-        const values = [
-          task.key,
-          task.type,
-          JSON.stringify(task.payload),
-          runAt,
-          runAt,
-          task.timezone,
-          task.maxAttempts,
-          task.misfire,
-          task.cron,
-          task.tags === undefined || task.tags.length === 0 ? null : JSON.stringify(task.tags),
-          at,
-          at,
-          task.priority ?? 0,
-          task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
-          task.expireAfterMs ?? null,
-          task.group ?? null,
-        ];
-        const placeholders = `(${values.map(() => '?').join(', ')})`;
-        expect(insertTuple(task, datetimeLiteral(now))).toBe(mysql.format(placeholders, values, false, 'Z'));
+        expect(insertTuple(task, datetimeLiteral(now))).toBe(mysql2Row(task, now));
       }),
       { numRuns: 1000 },
+    );
+  });
+
+  it("is each row of a batch, written one after another by one writer, as mysql2 writes the row's values", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(batchTask, fc.constantFrom(0, 1, 60_000)), { minLength: 1, maxLength: 12 }), (rows) => {
+        const writer = new TupleWriter();
+        for (const [task, now] of rows) expect(writer.tuple(task, datetimeLiteral(now))).toBe(mysql2Row(task, now));
+      }),
+      { numRuns: 2000 },
     );
   });
 
