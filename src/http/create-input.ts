@@ -124,7 +124,7 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
   if (Buffer.byteLength(payloadJson) > MAX_PAYLOAD_BYTES) {
     throw badRequest('body/payload', `must not be larger than ${MAX_PAYLOAD_BYTES} bytes as JSON`);
   }
-  return {
+  const request: CreateRequest = {
     task: {
       key: body.key ?? null,
       type: body.type,
@@ -145,10 +145,12 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
       group: body.group ?? null,
     },
     delayMs: body.delayMs,
-    ...(offsetMs === 0 ? {} : { offsetMs }),
-    ...(body.onKeyConflict === 'replace' ? { onKeyConflict: 'replace' as const } : {}),
-    ...(body.maxDelayMs === undefined ? {} : { maxDelayMs: body.maxDelayMs }),
   };
+  // Set where given, not spread in: three objects an item of a batch otherwise.
+  if (offsetMs !== 0) request.offsetMs = offsetMs;
+  if (body.onKeyConflict === 'replace') request.onKeyConflict = 'replace';
+  if (body.maxDelayMs !== undefined) request.maxDelayMs = body.maxDelayMs;
+  return request;
 }
 
 /** The message of a 409: the key is taken by another request's task. */

@@ -81,12 +81,12 @@ export class Lifecycle {
   /** Many creates at once (a batch), each answered as `create` would; written together, or none. */
   async createMany(requests: readonly CreateRequest[], now = this.#options.clock.now()): Promise<CreateResult[]> {
     const { store } = this.#options;
-    const results: CreateResult[] = [];
+    const results = await createMany(store, requests, now);
     // Replaces one after another, in the batch's order: a key given twice ends with the later content.
-    for (const [i, result] of (await createMany(store, requests, now)).entries()) {
+    for (let i = 0; i < results.length; i++) {
       const request = requests[i]!;
       // Awaited only where a replace may come of it: not a wait for each of a batch's thousand creates.
-      results.push(asksReplace(result, request) ? await replaceIfAsked(store, result, request, now) : result);
+      if (asksReplace(results[i]!, request)) results[i] = await replaceIfAsked(store, results[i]!, request, now);
     }
     this.#apply({ effects: results.flatMap((result) => result.effects) });
     return results;

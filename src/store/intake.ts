@@ -92,7 +92,8 @@ export class Intake {
     const firstOfKey = new Map<string, number>();
     const repeats: [number, number][] = [];
     let todo: number[] = [];
-    for (const [i, task] of tasks.entries()) {
+    for (let i = 0; i < tasks.length; i++) {
+      const task = tasks[i]!;
       const first = task.key === null ? undefined : firstOfKey.get(task.key);
       if (first !== undefined) repeats.push([i, first]);
       else {
@@ -113,8 +114,8 @@ export class Intake {
         break;
       }
       try {
-        const outcomes = await this.#insertAll(items, ids);
-        for (const [j, outcome] of outcomes.entries()) if (outcome.ok) results[todo[j]!] = outcome.value;
+        const inserted = await this.#insertAll(items, ids);
+        for (let j = 0; j < inserted.length; j++) results[todo[j]!] = inserted[j]!;
         todo = [];
       } catch (error) {
         if (!isTakenKey(error)) throw error;
@@ -136,7 +137,7 @@ export class Intake {
     const ids = await this.#database.insertIds();
     if (ids !== 'one-by-one' && items.length > 1) {
       try {
-        return await this.#insertAll(items, ids);
+        return (await this.#insertAll(items, ids)).map((value) => ({ ok: true, value }));
       } catch (error) {
         // A key already taken, or any create the database refuses, fails the whole statement:
         // then one statement per row sorts it out, failing only the refused create.
@@ -150,7 +151,7 @@ export class Intake {
    * One multi-row INSERT, committed on its own; with tags, one more multi-row INSERT of the tags
    * in the same transaction, so a task never exists without them.
    */
-  async #insertAll(items: Item[], ids: 'returning' | 'consecutive'): Promise<Outcome<InsertResult>[]> {
+  async #insertAll(items: Item[], ids: 'returning' | 'consecutive'): Promise<InsertResult[]> {
     const sql = flatText(SQL.insertRows(insertTuples(items), ids === 'returning'));
     const insert = (conn: Connection) => conn.query<mysql.ResultSetHeader & ({ id: number } & mysql.RowDataPacket)[]>(sql);
     const tagged = items.some(({ task }) => (task.tags?.length ?? 0) > 0);
@@ -176,7 +177,7 @@ export class Intake {
           { retry },
         )
       : (await autocommit(this.#database, insert, { retry }))[0];
-    return items.map(({ task, now }, i) => ({ ok: true, value: { created: true, task: created(task, idOf(result, i), now) } }));
+    return items.map(({ task, now }, i) => ({ created: true, task: created(task, idOf(result, i), now) }));
   }
 
   /**

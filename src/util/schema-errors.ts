@@ -39,18 +39,24 @@ export function describeErrors(errors: readonly SchemaError[], prefix: string): 
  * it). Iterative, so depth itself cannot hurt. Answers the problem, or undefined.
  */
 export function jsonProblem(value: unknown, maxDepth: number): string | undefined {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop()!;
+  // Values and their depths on two stacks side by side, names read without their entries: this
+  // runs for every item of a batch, and a pair or an entry a value is garbage a batch long.
+  const values: unknown[] = [value];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const current = values.pop();
+    const depth = depths.pop()!;
     if (typeof current === 'string') {
       if (!current.isWellFormed()) return 'must not contain a string that is not valid Unicode (a lone surrogate)';
       continue;
     }
     if (current === null || typeof current !== 'object') continue;
     if (depth >= maxDepth) return `must not nest more than ${maxDepth} levels deep`;
-    for (const [name, child] of Object.entries(current)) {
+    const names = Object.keys(current);
+    for (const name of names) {
       if (!name.isWellFormed()) return 'must not contain a name that is not valid Unicode (a lone surrogate)';
-      stack.push([child, depth + 1]);
+      values.push((current as Record<string, unknown>)[name]);
+      depths.push(depth + 1);
     }
   }
   return undefined;

@@ -51,35 +51,45 @@ export const batchRoutes: FastifyPluginAsync<BatchRoutesOptions> = async (fastif
     },
     async (request) => {
       const now = clock.now();
-      const answers: ItemAnswer[] = new Array<ItemAnswer>(request.body.tasks.length);
-      const valid: { index: number; request: CreateRequest }[] = [];
+      const items = request.body.tasks;
+      const answers: ItemAnswer[] = new Array<ItemAnswer>(items.length);
+      // The valid items' creates and where they stand in the batch, side by side: no object an item.
+      const creates: CreateRequest[] = [];
+      const at: number[] = [];
+      let refused = 0;
       let since = performance.now();
-      for (const [index, item] of request.body.tasks.entries()) {
+      for (let index = 0; index < items.length; index++) {
         if (performance.now() - since >= YIELD_AFTER_MS) {
           await nextTurn();
           since = performance.now();
         }
         try {
-          valid.push({ index, request: createRequestOf(item, options, now) });
+          creates.push(createRequestOf(items[index], options, now));
+          at.push(index);
         } catch (error) {
           if (!(error instanceof HttpError)) throw error;
           answers[index] = { status: error.statusCode, code: error.code, message: error.message };
+          refused++;
         }
       }
-      const results = await lifecycle.createMany(
-        valid.map((item) => item.request),
-        now,
-      );
-      for (const [i, result] of results.entries()) {
+      const results = await lifecycle.createMany(creates, now);
+      const counts = { created: 0, repeated: 0, refused };
+      for (let i = 0; i < results.length; i++) {
+        const result = results[i]!;
         const { id, key } = result.task;
         if (result.outcome === 'replaced') (request.replaced ??= []).push(id);
-        answers[valid[i]!.index] =
-          result.outcome === 'conflict'
-            ? { status: 409, id, key, code: 'PUNCTUAL_CONFLICT', message: conflictMessage(result.task) }
-            : { status: result.outcome === 'created' ? 201 : 200, id, key };
+        if (result.outcome === 'conflict') {
+          answers[at[i]!] = { status: 409, id, key, code: 'PUNCTUAL_CONFLICT', message: conflictMessage(result.task) };
+          counts.refused++;
+        } else if (result.outcome === 'created') {
+          answers[at[i]!] = { status: 201, id, key };
+          counts.created++;
+        } else {
+          answers[at[i]!] = { status: 200, id, key };
+          counts.repeated++;
+        }
       }
-      const count = (status: number) => answers.filter((answer) => answer.status === status).length;
-      return { results: answers, created: count(201), repeated: count(200), refused: count(400) + count(409) };
+      return { results: answers, ...counts };
     },
   );
 };
