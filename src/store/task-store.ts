@@ -491,6 +491,14 @@ export class TaskStore {
     return (await this.#arrays<[number]>(SQL.misfiredIds(shards !== undefined), values)).map(([id]) => Number(id));
   }
 
+  /** When the first lease of a running task (in `shards`) ends; undefined when none runs. */
+  async earliestLeaseEnd(shards?: readonly number[]): Promise<number | undefined> {
+    if (shards !== undefined && shards.length === 0) return undefined;
+    const [row] = await this.#arrays<[Date | null]>(SQL.earliestLeaseEnd(shards !== undefined), shards === undefined ? [] : [shards]);
+    const end = row?.[0];
+    return end === undefined || end === null ? undefined : end.getTime();
+  }
+
   /** Ids of running tasks whose lease ran out before `now`; with `shards`, of those shards only. */
   async expiredLeaseIds(now: number, shards?: readonly number[]): Promise<number[]> {
     if (shards !== undefined && shards.length === 0) return [];

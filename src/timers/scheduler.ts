@@ -71,6 +71,12 @@ export class Scheduler {
   /** The watch for late commits: the ids the scan jumped over (id-gaps.ts). */
   readonly #gaps = new IdGaps(LATE_WINDOW_MS, MAX_GAPS);
   #lastReconcile = 0;
+  /**
+   * A reconcile runs by this instant even if its interval has not passed: when the first run lease
+   * a boot or a takeover found ends. A process killed mid-run leaves its tasks running under a
+   * lease nobody renews; recovered at its end, not up to a reconcile interval later.
+   */
+  #reconcileBy = Number.POSITIVE_INFINITY;
   #booted = false;
   #stopped = false;
   #refillTimer: NodeJS.Timeout | undefined;
@@ -100,6 +106,7 @@ export class Scheduler {
     const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs, shards);
     const leases = await lifecycle.recoverExpiredLeases(shards);
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
+    await this.#reconcileAtLeaseEnd(shards);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
     this.#lastId = await store.maxId();
     arming.coveredUntil = started + horizonMs;
@@ -114,7 +121,7 @@ export class Scheduler {
   async refill(): Promise<void> {
     const { clock, horizonMs, reconcileIntervalMs } = this.#options;
     const now = clock.now();
-    if (now - this.#lastReconcile >= reconcileIntervalMs) await this.reconcile();
+    if (now - this.#lastReconcile >= reconcileIntervalMs || now > this.#reconcileBy) await this.reconcile();
     const { arming } = this.#options;
     const previous = arming.coveredUntil;
     const until = now + horizonMs;
@@ -148,8 +155,11 @@ export class Scheduler {
     const { lifecycle, clock, log } = this.#options;
     const started = clock.now();
     const shards = this.#options.shards?.();
+    const by = this.#reconcileBy;
     await this.#mendOpenFinished();
     const leases = await lifecycle.recoverExpiredLeases(shards);
+    // Done with the lease it was run early for (unless a takeover meanwhile asked for a later one).
+    if (this.#reconcileBy === by && by < started) this.#reconcileBy = Number.POSITIVE_INFINITY;
     if (leases.recovered + leases.failed > 0) log.warn(leases, 'recovered tasks whose lease ran out');
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     const seen = await this.#armDue(undefined, this.#options.arming.coveredUntil, shards);
@@ -171,8 +181,19 @@ export class Scheduler {
     const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs, shards);
     const leases = await lifecycle.recoverExpiredLeases(shards);
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
+    await this.#reconcileAtLeaseEnd(shards);
     const armed = await this.#armDue(undefined, this.#options.arming.coveredUntil, shards);
     log.debug({ shards: shards.length, armed, skipped, recovered: leases.recovered, ms: clock.now() - started }, 'acquired shards armed');
+  }
+
+  /**
+   * The running tasks of `shards` (all, unsharded) whose lease has not ended yet may be a dead
+   * process's: a reconcile runs right after the first of those leases ends (the next refill).
+   * A live owner renews its leases, and the reconcile then finds nothing to do.
+   */
+  async #reconcileAtLeaseEnd(shards: readonly number[] | undefined): Promise<void> {
+    const end = await this.#options.store.earliestLeaseEnd(shards);
+    if (end !== undefined) this.#reconcileBy = Math.min(this.#reconcileBy, end);
   }
 
   /**

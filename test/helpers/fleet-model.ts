@@ -16,8 +16,9 @@
  * - the fleet never ran more webhooks of a group at once than its maxConcurrency, nor started
  *   more in a window than its ratePerSecond (from the change's answer + 1 s);
  * - no runnable task waited longer than 2 s: past its runAt, its type's resume (+1 s), a kill's
- *   shard takeover, a lost connection's back-off, or, for a limited type, what the limit forces
- *   (a group with room and a waiting task starts one within 2 s).
+ *   shard takeover, a lost connection's back-off, for a webhook due by a kill its run lease's end
+ *   (+1 s: the new owner's refill), or, for a limited type, what the limit forces (a group with
+ *   room and a waiting task starts one within 2 s).
  *
  * Why fast-check and not a hand-written seeded loop: it draws, replays by seed and path, and holds
  * regression examples. No shrinking: each run starts real processes, and a shrink would rerun the
@@ -45,8 +46,11 @@ const LEASE_MS = 1500;
 const WEBHOOK_TIMEOUT_MS = 2000;
 /** A webhook run's lease: its timeout and the lease margin (src/dispatch/run-outside.ts). */
 const RUN_LEASE_MS = WEBHOOK_TIMEOUT_MS + 30_000;
-/** The scheduler's full pass (RECONCILE_INTERVAL_MS's default), which recovers a run whose lease ran out. */
-const RECONCILE_MS = 60_000;
+/**
+ * The scheduler's refill (REFILL_INTERVAL_MS's default): the process that took a dead process's
+ * shard recovers a run whose lease ran out at the first refill after the lease's end.
+ */
+const REFILL_MS = 1000;
 /** The bound of the issue: no runnable task waits longer than this. */
 export const WAIT_BOUND_MS = 2000;
 /** A change through one process is in force in every process within this. */
@@ -609,9 +613,9 @@ export class FleetModel {
       if (pause.sent <= start && pause.until >= at - IN_FORCE_MS) at = Math.max(at, pause.resumedInForce);
     for (const kill of history.kills) if (kill <= start && kill + TAKEOVER_MS >= at) at = Math.max(at, kill + TAKEOVER_MS);
     // A webhook due by a kill may have been claimed by the killed process before its call went
-    // out: its run lease runs out, and a reconcile (every RECONCILE_MS) runs it again.
+    // out: its run lease runs out, and the shard's new owner recovers it at its next refill.
     if (task.type === 'webhook')
-      for (const kill of history.kills) if (runAt <= kill && kill <= start) at = Math.max(at, kill + RUN_LEASE_MS + RECONCILE_MS);
+      for (const kill of history.kills) if (runAt <= kill && kill <= start) at = Math.max(at, kill + RUN_LEASE_MS + REFILL_MS);
     for (const loss of history.connectionLosses) if (loss <= start && loss + RECONNECT_MS >= at) at = Math.max(at, loss + RECONNECT_MS);
     // A pull task: the worker loop asks every few hundred ms, through a process that may be dead.
     return at;

@@ -337,6 +337,9 @@ export const SQL = {
   markSkipped:
     "UPDATE punctual_tasks SET status = 'skipped', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?) AND status = 'pending'",
   /** Running tasks whose lease ran out (their process died mid-run), as [id]. */
+  /** When the first lease of a running task ends (NULL: none runs). */
+  earliestLeaseEnd: (shards: boolean) =>
+    `SELECT MIN(lease_until) FROM punctual_tasks WHERE status = 'running' AND ${OPEN}${shards ? IN_SHARDS : ''}`,
   expiredLeaseIds: (shards: boolean) =>
     `SELECT id FROM punctual_tasks WHERE status = 'running' AND ${OPEN} AND lease_until < ?${shards ? IN_SHARDS : ''}`,
   lockExpiredLeases: select("WHERE id IN (?) AND status = 'running' AND lease_until < ? FOR UPDATE"),
