@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { withoutRedaction } from '../observability/log.js';
 import type { RecentRuns, RunOutcome } from '../observability/recent-runs.js';
 import type { Failure, Task } from '../store/task-store.js';
 import { waitedMs, type Wait } from '../store/rows.js';
@@ -111,12 +112,17 @@ export class DispatchMetrics {
 const logged = (text: string | null): string | null => (text === null ? null : printableJson(text));
 
 export class Outcomes {
+  /** The run lines: every field is one of these methods' own, none a secret, so none is redacted. */
+  private readonly log: Logger;
+
   constructor(
-    private readonly log: Logger,
+    log: Logger,
     private readonly metrics: DispatchMetrics | undefined,
     /** SHARDING=on: whether a task was created here in a shard another process owns (its run line says so). */
     private readonly createdHere?: (id: number) => boolean,
-  ) {}
+  ) {
+    this.log = withoutRedaction(log);
+  }
 
   /** `startedAt` is when the run began (its lateness is measured from runAt to it, less its wait for its type). */
   done(task: Task, startedAt: number, durationMs: number, outcome: string): void {

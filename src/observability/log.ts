@@ -25,3 +25,13 @@ export function createLogger(level: string): Logger {
     transport: process.stdout.isTTY ? { target: 'pino-pretty', options: { translateTime: 'SYS:standard' } } : undefined,
   });
 }
+
+/**
+ * `log` without the redaction, for lines whose fields are all punctual's own and none of them
+ * named like a secret (a task run's outcome: ids, times, its key and error as printable text).
+ * Redaction walks every line's keys for the secret paths: about 6 µs of the 15 a line costs,
+ * at every run of every task.
+ */
+export function withoutRedaction(log: Logger): Logger {
+  return log.child({}, { redact: { paths: [] } });
+}
