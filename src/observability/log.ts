@@ -2,10 +2,11 @@
  * pino: JSON lines by default, pretty only on a terminal. Secrets never reach the log: the
  * authorization header and anything named like a token or secret is redacted.
  */
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
-export function createLogger(level: string): Logger {
-  return pino({
+/** `destination`: where the lines go (a test's capture); stdout by default. */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { service: 'punctual', pid: process.pid },
     redact: {
@@ -22,8 +23,10 @@ export function createLogger(level: string): Logger {
       ],
       censor: '[redacted]',
     },
-    transport: process.stdout.isTTY ? { target: 'pino-pretty', options: { translateTime: 'SYS:standard' } } : undefined,
-  });
+    transport:
+      destination === undefined && process.stdout.isTTY ? { target: 'pino-pretty', options: { translateTime: 'SYS:standard' } } : undefined,
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 /**
