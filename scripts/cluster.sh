@@ -220,6 +220,44 @@ all_up() {
 # Any node still running, to join from.
 running_nodes() { local n; for n in 1 2 3; do alive "$(node_pid "$n")" && echo "$n"; done; return 0; }
 
+# Three new nodes in a new folder: node 1 bootstraps, the others take their state from it (SST),
+# one after the other. 1 when a joiner did not join (the nodes it started still run).
+start_fresh() {
+  [[ -n $DIR && -d $DIR ]] && rm -rf "$DIR"
+  DIR=$(mktemp -d /tmp/punctual-cluster.XXXXXX)
+  chmod 755 "$DIR"
+  local n
+  for n in 1 2 3; do
+    mkdir -p "$DIR/node$n/data"
+    chown -R "$RUN_AS:" "$DIR/node$n"
+  done
+  mariadb-install-db --no-defaults --user="$RUN_AS" --datadir="$DIR/node1/data" \
+    --auth-root-authentication-method=socket --skip-test-db >"$DIR/node1/install.log" 2>&1 \
+    || { cat "$DIR/node1/install.log" >&2; die "mariadb-install-db failed"; }
+  PID_1='' PID_2='' PID_3=''
+  save_state
+  start_node 1 new
+  wait_node 1 1 || die "node 1 did not start"
+  sql 1 "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+    CREATE DATABASE IF NOT EXISTS \`$DATABASE\` CHARACTER SET utf8mb4" || die "could not create the root user"
+  join_node 2 2 && join_node 3 3
+}
+
+# Kills every node of the state's cluster and waits until they are gone.
+stop_nodes() {
+  local n pid
+  for n in 1 2 3; do
+    pid=$(node_pid "$n")
+    alive "$pid" && kill -9 "$pid" 2>/dev/null || true
+  done
+  for n in 1 2 3; do
+    pid=$(node_pid "$n")
+    while alive "$pid"; do sleep 0.1; done
+  done
+  # An SST's rsync daemon may outlive its node; it holds the SST port.
+  if [[ -n $DIR ]]; then pkill -9 -f "rsync --daemon.*$DIR/" 2>/dev/null || true; fi
+}
+
 cmd_up() {
   load_state
   if all_up; then
@@ -230,27 +268,14 @@ cmd_up() {
   local running
   running=$(running_nodes)
   if [[ -z $running ]]; then
-    # Nothing runs: start afresh.
-    [[ -n $DIR && -d $DIR ]] && rm -rf "$DIR"
-    DIR=$(mktemp -d /tmp/punctual-cluster.XXXXXX)
-    chmod 755 "$DIR"
-    local n
-    for n in 1 2 3; do
-      mkdir -p "$DIR/node$n/data"
-      chown -R "$RUN_AS:" "$DIR/node$n"
-    done
-    mariadb-install-db --no-defaults --user="$RUN_AS" --datadir="$DIR/node1/data" \
-      --auth-root-authentication-method=socket --skip-test-db >"$DIR/node1/install.log" 2>&1 \
-      || { cat "$DIR/node1/install.log" >&2; die "mariadb-install-db failed"; }
-    PID_1='' PID_2='' PID_3=''
-    save_state
-    start_node 1 new
-    wait_node 1 1 || die "node 1 did not start"
-    sql 1 "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'; GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
-      CREATE DATABASE IF NOT EXISTS \`$DATABASE\` CHARACTER SET utf8mb4" || die "could not create the root user"
-    # The joiners take their state from node 1 (SST), one after the other.
-    join_node 2 2 || die "node 2 did not join"
-    join_node 3 3 || die "node 3 did not join"
+    # Nothing runs: start afresh. Now and then node 1 fails its first state transfer at once, on
+    # the retry too (the donor answers "No message of desired type"); a new cluster started again
+    # has come up.
+    if ! start_fresh; then
+      echo "cluster: a joiner did not join; a new cluster starts once more" >&2
+      stop_nodes
+      start_fresh || die "the joiners did not join a new cluster, twice"
+    fi
   else
     # Some nodes run: those out of sync join again, then the others start and rejoin.
     settle || die "a node out of sync did not rejoin"
@@ -268,15 +293,7 @@ cmd_up() {
 
 cmd_down() {
   load_state
-  local n pid
-  for n in 1 2 3; do
-    pid=$(node_pid "$n")
-    alive "$pid" && kill -9 "$pid" 2>/dev/null || true
-  done
-  for n in 1 2 3; do
-    pid=$(node_pid "$n")
-    while alive "$pid"; do sleep 0.1; done
-  done
+  stop_nodes
   # rsync daemons an SST left behind belong to the node folders.
   [[ -n $DIR && -d $DIR && $DIR == /tmp/punctual-cluster.* ]] && rm -rf "$DIR"
   rm -f "$STATE"

@@ -19,7 +19,14 @@ export default function setup(): () => void {
     running = !String((error as { stdout?: string }).stdout ?? '').includes('not running');
   }
   const started = Date.now();
-  const url = cluster('up').trim().split('\n').pop();
+  let url: string | undefined;
+  try {
+    url = cluster('up').trim().split('\n').pop();
+  } catch (error) {
+    // A node that did not join leaves the others running: what this run started, it takes down.
+    if (!running) cluster('down');
+    throw error;
+  }
   if (!running) console.log(`cluster up in ${Date.now() - started} ms: ${url}`);
   execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
   return () => {
