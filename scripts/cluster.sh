@@ -54,16 +54,31 @@ ensure_installed() {
 
 mariadbd_bin() { command -v mariadbd || echo /usr/sbin/mariadbd; }
 
-# The state file: DIR=<folder> and PID_<n>=<pid>.
+# The Galera ports as configured, before a shift.
+BASE_GCOMM_PORTS=("${GCOMM_PORTS[@]}") BASE_IST_PORTS=("${IST_PORTS[@]}") BASE_SST_PORTS=("${SST_PORTS[@]}")
+PORT_SHIFT=0
+# The Galera ports PORT_SHIFT up from those configured (a cluster started again on other ports).
+shift_ports() {
+  local i
+  for i in 0 1 2; do
+    GCOMM_PORTS[i]=$((BASE_GCOMM_PORTS[i] + PORT_SHIFT))
+    IST_PORTS[i]=$((BASE_IST_PORTS[i] + PORT_SHIFT))
+    SST_PORTS[i]=$((BASE_SST_PORTS[i] + PORT_SHIFT))
+  done
+}
+
+# The state file: DIR=<folder>, PORT_SHIFT=<n> and PID_<n>=<pid>.
 load_state() {
   DIR=''
+  PORT_SHIFT=0
   PID_1='' PID_2='' PID_3=''
   # shellcheck disable=SC1090
   [[ -f $STATE ]] && source "$STATE"
+  shift_ports
   return 0
 }
 save_state() {
-  { echo "DIR=$DIR"; for n in 1 2 3; do local v="PID_$n"; echo "PID_$n=${!v}"; done; } >"$STATE.tmp"
+  { echo "DIR=$DIR"; echo "PORT_SHIFT=$PORT_SHIFT"; for n in 1 2 3; do local v="PID_$n"; echo "PID_$n=${!v}"; done; } >"$STATE.tmp"
   mv "$STATE.tmp" "$STATE"
 }
 
@@ -268,12 +283,15 @@ cmd_up() {
   local running
   running=$(running_nodes)
   if [[ -z $running ]]; then
-    # Nothing runs: start afresh. Now and then node 1 fails its first state transfer at once, on
-    # the retry too (the donor answers "No message of desired type"); a new cluster started again
-    # has come up.
+    # Nothing runs: start afresh. Now and then a joiner's first state transfer fails at once, on
+    # its retry too (the donor answers "No message of desired type"). The cluster's ports lie in
+    # the kernel's range for outgoing connections, where a test run's closed connections linger:
+    # the new cluster started again has its Galera ports 100 further up.
     if ! start_fresh; then
-      echo "cluster: a joiner did not join; a new cluster starts once more" >&2
+      echo "cluster: a joiner did not join; a new cluster starts once more, on other Galera ports" >&2
       stop_nodes
+      PORT_SHIFT=100
+      shift_ports
       start_fresh || die "the joiners did not join a new cluster, twice"
     fi
   else
