@@ -29,6 +29,7 @@ import { datetimeLiteral } from '../../src/db/connection.js';
 import { insertTuple, type NewTask } from '../../src/store/rows.js';
 import { SQL } from '../../src/store/sql/tasks.js';
 import { tagTuples } from '../../src/store/tags.js';
+import { insertValues } from '../helpers/insert-values.js';
 import { type BenchDb, cpuMs, databasePid, median, startServer } from './lib.js';
 
 type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
@@ -165,28 +166,7 @@ function insertsAsText(tasks: NewTask[], now: number): string {
 /** The same two INSERTs as mysql2 writes them from placeholders and values (what `query(sql, values)` does). */
 function insertsByMysql2(tasks: NewTask[], now: number): string {
   const row = `(${Array.from({ length: 16 }, () => '?').join(', ')})`;
-  const values = tasks.flatMap((task) => {
-    const runAt = new Date(task.runAt);
-    const at = new Date(now);
-    return [
-      task.key,
-      task.type,
-      JSON.stringify(task.payload),
-      runAt,
-      runAt,
-      task.timezone,
-      task.maxAttempts,
-      task.misfire,
-      task.cron,
-      JSON.stringify(task.tags),
-      at,
-      at,
-      0,
-      null,
-      null,
-      null,
-    ];
-  });
+  const values = tasks.flatMap((task) => insertValues(task, now));
   const rows = mysql.format(SQL.insertRows(tasks.map(() => row).join(', '), true), values, false, 'Z');
   const pairs = tasks.flatMap((task, j) => (task.tags ?? []).flatMap((tag) => [j + 1, tag]));
   return rows + mysql.format(SQL.insertTags(tasks.flatMap((task) => (task.tags ?? []).map(() => '(?, ?)')).join(', ')), pairs);

@@ -14,7 +14,7 @@ const services: TestService[] = [];
 
 const ENV = { REFILL_INTERVAL_MS: '100', RECONCILE_INTERVAL_MS: String(24 * 3600_000), HORIZON_MS: String(3600_000) };
 /** How long the dead process's lease still runs when the test starts the next one. */
-const LEASE_LEFT_MS = 6000;
+const LEASE_LEFT_MS = 8000;
 
 beforeAll(async () => {
   db = await createTestDatabase('lease_end');
@@ -54,10 +54,11 @@ describe("a dead process's run", () => {
     services.push(await startTestService(db, { ...ENV, ...env }));
     // Still the dead process's while its lease runs: nothing steals a lease that may be alive.
     expect(await leaseOf(id)).toMatchObject({ status: 'running', lease_owner: 'gone' });
-    await waitFor(async () => (await leaseOf(id)).lease_owner !== 'gone', LEASE_LEFT_MS + 10_000, 'the run to be recovered');
+    await waitFor(async () => (await leaseOf(id)).lease_owner !== 'gone', LEASE_LEFT_MS + 30_000, 'the run to be recovered');
     const recoveredAt = Date.now();
     expect(recoveredAt).toBeGreaterThanOrEqual(leaseUntil);
-    // At the first refill after the lease's end (every 100 ms), with room for a loaded machine.
-    expect(recoveredAt - leaseUntil).toBeLessThan(5000);
+    // At a refill after the lease's end (every 100 ms): far sooner than the day-long reconcile,
+    // with room for a loaded machine (the precise figure is not this test's).
+    expect(recoveredAt - leaseUntil).toBeLessThan(30_000);
   });
 });

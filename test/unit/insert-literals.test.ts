@@ -11,6 +11,7 @@ import { MISFIRE_POLICIES } from '../../src/contract/limits.js';
 import { datetimeLiteral } from '../../src/db/connection.js';
 import { insertTuple, TupleWriter, type NewTask } from '../../src/store/rows.js';
 import { tagTuples } from '../../src/store/tags.js';
+import { insertValues } from '../helpers/insert-values.js';
 
 /** What mysql2 writes for `value` as a placeholder's on a connection with timezone 'Z'. */
 const mysql2Writes = (value: Date) => mysql.format('?', [value], false, 'Z');
@@ -92,26 +93,7 @@ const newTask: fc.Arbitrary<NewTask> = fc.record(
 
 /** The row mysql2 writes for `task`'s values, created at `now`, from placeholders. */
 function mysql2Row(task: NewTask, now: number): string {
-  const at = new Date(now);
-  const runAt = new Date(task.runAt);
-  const values = [
-    task.key,
-    task.type,
-    JSON.stringify(task.payload),
-    runAt,
-    runAt,
-    task.timezone,
-    task.maxAttempts,
-    task.misfire,
-    task.cron,
-    task.tags === undefined || task.tags.length === 0 ? null : JSON.stringify(task.tags),
-    at,
-    at,
-    task.priority ?? 0,
-    task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
-    task.expireAfterMs ?? null,
-    task.group ?? null,
-  ];
+  const values = insertValues(task, now);
   return mysql.format(`(${values.map(() => '?').join(', ')})`, values, false, 'Z');
 }
 
