@@ -194,6 +194,8 @@ export class Service {
       this.keeper === undefined ? undefined : { set: createdHere, now: () => clock.now() },
     );
     const recorder = config.dispatcher.runHistory ? { history: this.runHistory, process: this.owner } : undefined;
+    const notify =
+      config.webhook.notifyUrl === undefined ? undefined : { url: config.webhook.notifyUrl, maxAttempts: config.tasks.maxAttempts };
     this.lifecycle = new Lifecycle({
       database: this.database,
       store: this.store,
@@ -201,7 +203,7 @@ export class Service {
       retry: config.retry,
       effects: arming,
       runs: recorder,
-      notify: config.webhook.notifyUrl === undefined ? undefined : { url: config.webhook.notifyUrl, maxAttempts: config.tasks.maxAttempts },
+      notify,
     });
     this.scheduler = new Scheduler({
       store: this.store,
@@ -229,6 +231,7 @@ export class Service {
       effects: arming,
       payloadProblem: (type, payload) => this.registry.payloadProblem(type, payload),
       runs: recorder,
+      notify,
       registry: metricRegistry,
     });
     this.pullHub = new PullHub({

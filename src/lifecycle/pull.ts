@@ -20,7 +20,8 @@ import { arm, type EffectSink, type TimerEffect } from './effects.js';
 import { leaseHolder, pullRunOf, recordRuns, type RunRecorder } from './history.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
-import { EXPIRED_REASON, skipWaited } from './repair.js';
+import { EXPIRED_REASON, recoverLeases, skipWaited } from './repair.js';
+import { notifyFailures, type FailureNotifier } from './notify.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 
 /** How much of an error a nack keeps. */
@@ -41,6 +42,8 @@ export interface PullLifecycleOptions {
   payloadProblem: (type: string, payload: unknown) => string | undefined;
   /** Where each settled lease's run row goes, in the settle's transaction; undefined: RUN_HISTORY=off. */
   runs?: RunRecorder;
+  /** NOTIFY_URL: a lease that expires on its last attempt is told as any failure for good. */
+  notify?: FailureNotifier;
   registry?: Registry;
 }
 
@@ -178,6 +181,7 @@ export class PullLifecycle {
       for (const task of refused.values()) {
         const failure = { id: task.id, error: this.options.payloadProblem(task.type, task.payload)!, retryAt: null };
         expectAll('fail unrunnable', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
+        await notifyFailures(this.options.notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
       }
       effects.push(...(await nextOccurrences(store, conn, [...refused.values()], now)));
       effects.push(...(await skipWaited(store, conn, [...expired.values()], now, EXPIRED_REASON)));
@@ -193,50 +197,14 @@ export class PullLifecycle {
     return answer;
   }
 
-  /** The existing lease recovery, for the expired leases of `types`: pending again, or failed on their last attempt. */
+  /** The one lease recovery (repair.ts), for the expired leases of `types`: pending again, or failed on their last attempt with their notice. */
   async #recoverExpired(types: readonly string[]): Promise<void> {
     const { store, pulls, clock } = this.options;
     const due = types.filter((type) => clock.now() - (this.#recovered.get(type) ?? Number.NEGATIVE_INFINITY) >= RECOVER_EVERY_MS);
     if (due.length === 0) return;
     for (const type of due) this.#recovered.set(type, clock.now());
     const ids = await pulls.expiredIds(due, clock.now(), RECOVER_AT_MOST);
-    if (ids.length === 0) return;
-    const effects = await store.transaction(async (conn) => {
-      const now = clock.now();
-      const expired = await store.lockExpiredLeases(conn, ids, now);
-      // Each one a run that never reported: on record before the repair writes its row.
-      await this.options.runs?.history.recordLost(
-        conn,
-        expired.map((task) => task.id),
-        now,
-        now,
-      );
-      const spent = expired.filter((task) => task.attempts >= task.maxAttempts);
-      const again = expired.filter((task) => task.attempts < task.maxAttempts);
-      expectAll(
-        'fail expired leases',
-        await store.failExpiredLeases(
-          conn,
-          spent.map((task) => task.id),
-          now,
-        ),
-        spent.length,
-      );
-      expectAll(
-        'release expired leases',
-        await store.releaseExpiredLeases(
-          conn,
-          again.map((task) => task.id),
-          now,
-        ),
-        again.length,
-      );
-      return [
-        ...again.map((task) => arm(task.id, task.runAt, task.priority, task.type)),
-        ...(await nextOccurrences(store, conn, spent, now)),
-      ];
-    });
-    this.#apply(effects);
+    this.#apply((await recoverLeases(store, ids, clock.now(), this.options.runs, this.options.notify)).effects);
   }
 
   /**
@@ -315,6 +283,7 @@ export class PullLifecycle {
       // `task` was read under this lease (the token is the lease's alone): its run, due at its runAt.
       await recordRuns(this.options.runs, conn, [pullRunOf(task, failure.retryAt === null ? 'failed' : 'retry', kept, token, now)]);
       if (failure.retryAt !== null) return [arm(id, failure.retryAt, task.priority, task.type)];
+      await notifyFailures(this.options.notify, conn, [{ task, attempt: task.attempts, error: kept }], now);
       return nextOccurrences(store, conn, [task], now);
     });
     return this.#answer(id, effects);

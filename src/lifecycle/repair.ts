@@ -72,19 +72,44 @@ export async function skipWaited(
   return [...tasks.map((task) => disarm(task.id)), ...(await nextOccurrences(store, conn, tasks, now))];
 }
 
+export interface LeaseRecovery {
+  recovered: number;
+  failed: number;
+  effects: TimerEffect[];
+}
+
+/**
+ * The expired leases this process may repair now (of `shards` when given) recovered
+ * (recoverLeases). The reconcile's and the boot's way in; a pull lease request names its own ids.
+ */
 export async function recoverExpiredLeases(
   store: TaskStore,
   now: number,
   shards?: readonly number[],
   recorder?: RunRecorder,
   notify?: FailureNotifier,
-): Promise<{ recovered: number; failed: number; effects: TimerEffect[] }> {
+): Promise<LeaseRecovery> {
   // Read first, then lock by id: a locking range read would lock (and wait for) every running
   // row it walks past, those of other shards too.
-  const ids = await store.expiredLeaseIds(now, shards);
+  return recoverLeases(store, await store.expiredLeaseIds(now, shards), now, recorder, notify);
+}
+
+/**
+ * The one lease recovery, for a pushed task (a webhook in flight) and a pulled one (a worker's
+ * lease) alike: each of `ids` whose lease is still expired when locked is a run that never
+ * reported (on record as lost), then pending again and armed, or failed for good on its last
+ * attempt, with its failure notice (NOTIFY_URL) in the same transaction.
+ */
+export async function recoverLeases(
+  store: TaskStore,
+  ids: readonly number[],
+  now: number,
+  recorder?: RunRecorder,
+  notify?: FailureNotifier,
+): Promise<LeaseRecovery> {
   if (ids.length === 0) return { recovered: 0, failed: 0, effects: [] };
   return store.transaction(async (conn) => {
-    const expired = await store.lockExpiredLeases(conn, ids, now);
+    const expired = await store.lockExpiredLeases(conn, [...ids], now);
     // Each one a run that never reported: on record before the repair writes its row.
     await recorder?.history.recordLost(
       conn,

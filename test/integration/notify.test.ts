@@ -62,6 +62,7 @@ async function start() {
   service = await startTestService(
     db,
     {
+      WORKER_TYPES: 'pulled_for_good',
       WEBHOOK_SECRET: SECRET,
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       NOTIFY_URL: `${base}/punctual/failed`,
@@ -109,6 +110,40 @@ describe('NOTIFY_URL', () => {
     expect(received).toHaveLength(2);
   });
 
+  it("tells a pull task's failure for good: its lease expired on its last attempt, or its worker's nack", async () => {
+    await start();
+    const lease = async () =>
+      (await service!.call('POST', '/workers/lease', { types: ['pulled_for_good'], max: 1, leaseMs: 1000 })).body.tasks[0];
+    const expiring = await service!.call('POST', '/tasks', { type: 'pulled_for_good', payload: {}, delayMs: 0, maxAttempts: 1 });
+    expect((await lease()).id).toBe(expiring.body.id);
+    // The worker died: its lease runs out, and the next lease request of the type recovers it.
+    await waitFor(
+      async () => {
+        await lease();
+        return (await service!.call('GET', `/tasks/${expiring.body.id}`)).body.status === 'failed';
+      },
+      10_000,
+      'the expired lease to fail the task',
+    );
+    const nacked = await service!.call('POST', '/tasks', { type: 'pulled_for_good', payload: {}, delayMs: 0, maxAttempts: 3 });
+    const leased = await waitFor(lease, 5000, 'the second lease');
+    expect(leased.id).toBe(nacked.body.id);
+    const answer = await service!.call('POST', `/tasks/${leased.id}/nack`, {
+      leaseToken: leased.leaseToken,
+      error: 'no such customer',
+      permanent: true,
+    });
+    expect(answer.status).toBe(200);
+    await waitFor(async () => received.length >= 2, 20_000, 'both notices');
+    const told = received.map((call) => JSON.parse(call.body).task).sort((a, b) => a.id - b.id);
+    expect(told).toMatchObject([
+      { id: expiring.body.id, attempts: 1, error: 'lease expired on its last attempt' },
+      { id: nacked.body.id, attempts: 1, error: 'no such customer' },
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(received).toHaveLength(2);
+  });
+
   it('tells nothing for a task that fails and then succeeds, and nothing about a notice that fails', async () => {
     answers = [(res) => res.writeHead(410).end('gone')]; // refused for good
     await start();
@@ -127,7 +162,9 @@ describe('NOTIFY_URL', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 500));
     // The notice failed for good: nobody is told about it.
-    expect(await db.query<any>('SELECT id FROM punctual_tasks WHERE task_key LIKE ?', [`punctual:notify:failed:${notice.id}:%`])).toEqual([]);
+    expect(await db.query<any>('SELECT id FROM punctual_tasks WHERE task_key LIKE ?', [`punctual:notify:failed:${notice.id}:%`])).toEqual(
+      [],
+    );
     expect(received).toHaveLength(1);
   });
 
