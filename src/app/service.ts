@@ -309,6 +309,7 @@ export class Service {
         databaseUp: () => this.database.ping(),
         armed: () => this.timers.size,
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
+        shardsWaiting: this.keeper === undefined ? undefined : () => this.keeper!.waitingForShards,
         dbClock: () => this.dbClock.reading,
         targets: this.targets.size === 0 ? undefined : () => this.targets.health(),
         authRequired:

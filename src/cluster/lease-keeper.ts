@@ -109,6 +109,8 @@ export class LeaseKeeper implements Ownership {
   readonly #arming = new Set<Promise<void>>();
   #stopped = false;
   #started = false;
+  /** Shards this process is to own and does not hold yet, until it first holds them all (then undefined). */
+  #waitingFor: { held: number; wanted: number } | undefined = { held: 0, wanted: 0 };
 
   constructor(options: LeaseKeeperOptions) {
     this.#options = options;
@@ -161,6 +163,15 @@ export class LeaseKeeper implements Ownership {
 
   get shardsOwned(): number {
     return this.#owned.size;
+  }
+
+  /**
+   * Until this process first holds every shard rendezvous gives it (the others hand theirs over
+   * at their next round, or when their leases run out): how many it holds of how many. Undefined
+   * from then on: a later handover (a member joins or leaves) does not make it unready.
+   */
+  get waitingForShards(): { held: number; wanted: number } | undefined {
+    return this.#waitingFor;
   }
 
   owns(id: number): boolean {
@@ -342,6 +353,11 @@ export class LeaseKeeper implements Ownership {
         .catch((error: unknown) => log.warn({ err: loggable(error) }, 'arming newly acquired shards failed; the reconcile arms them'));
       this.#arming.add(arming);
       void arming.finally(() => this.#arming.delete(arming));
+    }
+    if (this.#waitingFor !== undefined) {
+      const missing = [...wanted].filter((shard) => !this.#owned.has(shard)).length;
+      this.#waitingFor = missing === 0 ? undefined : { held: wanted.size - missing, wanted: wanted.size };
+      if (missing === 0) log.info({ shards: this.#owned.size, members: members.length }, 'holds its shards');
     }
   }
 }

@@ -5,7 +5,7 @@
 import type { RowDataPacket } from 'mysql2';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../helpers/db.js';
-import { killLeftoverServers, waitFor } from '../helpers/server.js';
+import { killLeftoverServers, launchServer, waitFor } from '../helpers/server.js';
 import {
   SHARDS,
   allIds,
@@ -234,4 +234,37 @@ describe('shard leases among several processes', () => {
     expect(check).toMatchObject({ closed: orders.length, runs: ids.length, ranTwice: 0, stockMatches: true });
     expect(await Promise.all([a.server.stop(), c.server.stop()])).toEqual([0, 0]);
   }, 180_000);
+
+  it('make a joining process unready until it holds its shards, saying why, while the process already there stays ready', async () => {
+    const db = await shopDatabase('shards_ready', []);
+    const [first] = await start(db, 1);
+    await waitFor(() => holdAll(db, [first!]), 10_000, 'the first process to hold every shard');
+    const joining = launchServer({ env: { SHARDING: 'on', DATABASE_URL: db.url, LEASE_MS: String(LEASE_MS) } });
+    const address = await joining.ready;
+    const seen: { status: number; body: { status: string; shards?: number; reason?: string } }[] = [];
+    const firstStatuses = new Set<number>();
+    await waitFor(
+      async () => {
+        const [answer, old] = await Promise.all([fetch(`${address}/readyz`), first!.server.request('GET', '/readyz')]);
+        firstStatuses.add(old.status);
+        seen.push({ status: answer.status, body: (await answer.json()) as (typeof seen)[number]['body'] });
+        return answer.status === 200;
+      },
+      10_000,
+      'the joining process to be ready',
+    );
+    // Right after "punctual is ready" the first process still holds the joiner's shards.
+    expect(seen[0]).toMatchObject({
+      status: 503,
+      body: { status: 'starting', reason: expect.stringMatching(/^holds \d+ of the \d+ shards it is to own/) },
+    });
+    const ready = seen.at(-1)!.body;
+    const id = (await fetch(`${address}/cluster`).then((answer) => answer.json())) as { self: string };
+    expect(ready.shards).toBe((await shardsOf(db, id.self)).size);
+    expect(ready.shards).toBeGreaterThan(SHARDS * 0.3);
+    expect(joining.logs.some((line) => line.msg === 'holds its shards')).toBe(true);
+    expect([...firstStatuses]).toEqual([200]);
+    joining.child.kill('SIGTERM');
+    expect(await joining.exited).toBe(0);
+  });
 });

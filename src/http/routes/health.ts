@@ -12,6 +12,8 @@ export interface HealthOptions {
   armed: () => number;
   /** With SHARDING=on: how many of the 256 shards this process holds. */
   shards?: () => number;
+  /** With SHARDING=on, until it first holds every shard it is to own: how many of them it holds. */
+  shardsWaiting?: () => { held: number; wanted: number } | undefined;
   /** The database clock's offset from punctual's (src/time/db-clock.ts). */
   dbClock?: () => ClockReading;
   /** Each delivery target's health (src/targets/), reported on /readyz without failing it. */
@@ -60,6 +62,18 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
       const armed = options.armed();
       const shards = options.shards?.();
       if (!options.booted()) return reply.status(503).send({ status: 'starting', armed, reason: 'the boot load is not armed yet' });
+      const waiting = options.shardsWaiting?.();
+      if (waiting !== undefined)
+        return reply.status(503).send({
+          status: 'starting',
+          armed,
+          shards,
+          reason:
+            waiting.wanted === 0
+              ? 'its first shard lease round has not succeeded yet'
+              : `holds ${waiting.held} of the ${waiting.wanted} shards it is to own: the processes that hold the others hand them ` +
+                'over at their next lease round, or their leases run out if they are gone (LEASE_MS)',
+        });
       if (!(await options.databaseUp()))
         return reply.status(503).send({ status: 'unavailable', armed, reason: 'the database does not answer' });
       // A clock offset is a warning, not unreadiness: punctual still fires by its own clock.
