@@ -1,5 +1,5 @@
 SET @punctual_0022 = (SELECT IF(table_type = 'VIEW', 'task_runs', 'punctual_task_runs') FROM information_schema.TABLES WHERE table_schema = DATABASE() AND table_name = 'punctual_task_runs');--> statement-breakpoint
-SET @punctual_0022_sql = CONCAT('ALTER TABLE `', @punctual_0022, '` ADD `result` varchar(200), ADD INDEX `task_runs_finished` (`finished_at`)');--> statement-breakpoint
+SET @punctual_0022_sql = IF(EXISTS (SELECT 1 FROM information_schema.COLUMNS WHERE table_schema = DATABASE() AND table_name = @punctual_0022 AND column_name = 'result'), 'DO 0', CONCAT('ALTER TABLE `', @punctual_0022, '` ADD `result` varchar(200), ADD INDEX `task_runs_finished` (`finished_at`)'));--> statement-breakpoint
 PREPARE punctual_0022 FROM @punctual_0022_sql;--> statement-breakpoint
 EXECUTE punctual_0022;--> statement-breakpoint
 DEALLOCATE PREPARE punctual_0022;--> statement-breakpoint
@@ -8,7 +8,7 @@ PREPARE punctual_0022 FROM @punctual_0022_sql;--> statement-breakpoint
 EXECUTE punctual_0022;--> statement-breakpoint
 DEALLOCATE PREPARE punctual_0022;--> statement-breakpoint
 SET @punctual_0022 = (SELECT IF(table_type = 'VIEW', 'tasks', 'punctual_tasks') FROM information_schema.TABLES WHERE table_schema = DATABASE() AND table_name = 'punctual_tasks');--> statement-breakpoint
-SET @punctual_0022_sql = CONCAT('ALTER TABLE `', @punctual_0022, '` ADD `last_result` varchar(200)');--> statement-breakpoint
+SET @punctual_0022_sql = IF(EXISTS (SELECT 1 FROM information_schema.COLUMNS WHERE table_schema = DATABASE() AND table_name = @punctual_0022 AND column_name = 'last_result'), 'DO 0', CONCAT('ALTER TABLE `', @punctual_0022, '` ADD `last_result` varchar(200)'));--> statement-breakpoint
 PREPARE punctual_0022 FROM @punctual_0022_sql;--> statement-breakpoint
 EXECUTE punctual_0022;--> statement-breakpoint
 DEALLOCATE PREPARE punctual_0022;--> statement-breakpoint

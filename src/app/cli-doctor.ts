@@ -2,12 +2,13 @@
  * `punctual doctor`: what punctual needs from its database, checked one line each: it answers,
  * its version, its time-zone tables (naive times are read in IANA zones by punctual itself, but a
  * shop's SQL with CONVERT_TZ needs them), its clock against this machine's, the grants punctual's
- * migrations and runs need, and on Galera `evs.suspect_timeout` against LEASE_MS (a node must be
+ * runs need and those its migrations need (against the migrations pending), and on Galera `evs.suspect_timeout` against LEASE_MS (a node must be
  * declared gone well before a shard lease runs out, or a partitioned owner's shards wait).
  */
 import type mysql from 'mysql2/promise';
 import { freshConnections } from '../db/connection.js';
 import { autocommit } from '../db/transaction.js';
+import { migrationStatus } from '../db/migrate.js';
 import type { Config } from './config.js';
 
 export interface Check {
@@ -18,13 +19,16 @@ export interface Check {
   says: string;
 }
 
+/** What the user the service runs as needs on its database: reads and writes, no DDL. */
+export const RUN_GRANTS = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'] as const;
 /**
- * The privileges punctual's migrations and runs use on its database. CREATE VIEW: migration 0020
- * makes the `punctual_*` views over the tables of a database 0.1.0 migrated.
+ * What the user that migrates needs besides: tables, columns and indexes (REFERENCES for MySQL 8's
+ * foreign keys), and, on a database 0.1.0 migrated, the views of 0020 made again by later
+ * migrations (CREATE OR REPLACE VIEW needs DROP).
  */
-export const NEEDED_GRANTS = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'ALTER', 'INDEX', 'REFERENCES', 'CREATE VIEW'] as const;
+export const MIGRATE_GRANTS = [...RUN_GRANTS, 'CREATE', 'ALTER', 'INDEX', 'REFERENCES', 'CREATE VIEW', 'DROP'] as const;
 
-/** Which of NEEDED_GRANTS the `SHOW GRANTS` lines give on `database` (or everywhere). */
+/** Which privileges the `SHOW GRANTS` lines give on `database` (or everywhere). */
 export function grantedOf(lines: readonly string[], database: string): Set<string> {
   const granted = new Set<string>();
   for (const line of lines) {
@@ -36,10 +40,35 @@ export function grantedOf(lines: readonly string[], database: string): Set<strin
       .toUpperCase()
       .split(',')
       .map((p) => p.trim());
-    if (privileges.includes('ALL PRIVILEGES') || privileges.includes('ALL')) for (const p of NEEDED_GRANTS) granted.add(p);
+    if (privileges.includes('ALL PRIVILEGES') || privileges.includes('ALL')) for (const p of MIGRATE_GRANTS) granted.add(p);
     for (const p of privileges) granted.add(p);
   }
   return granted;
+}
+
+/** The grants checks: what the user may do, against what running and migrating need (`pending`: migrations not yet applied). */
+export function grantChecks(granted: ReadonlySet<string>, database: string, pending: readonly string[]): Check[] {
+  const missingToRun = RUN_GRANTS.filter((privilege) => !granted.has(privilege));
+  const missingToMigrate = MIGRATE_GRANTS.filter((privilege) => !granted.has(privilege));
+  const migrateWith = `run \`punctual migrate\` as a user with ${MIGRATE_GRANTS.join(', ')} on ${database}`;
+  return [
+    {
+      name: 'grants to run',
+      ok: missingToRun.length === 0,
+      says: missingToRun.length === 0 ? `${RUN_GRANTS.join(', ')} on ${database}` : `missing on ${database}: ${missingToRun.join(', ')}`,
+    },
+    {
+      name: 'migrations',
+      ok: pending.length === 0 || missingToMigrate.length === 0,
+      warn: pending.length > 0,
+      says:
+        pending.length === 0
+          ? `up to date${missingToMigrate.length === 0 ? '' : `; this user cannot migrate (missing ${missingToMigrate.join(', ')}): for the next release's, ${migrateWith}`}`
+          : missingToMigrate.length === 0
+            ? `${pending.length} pending (${pending.join(', ')}): the next start, or \`punctual migrate\`, applies them`
+            : `${pending.length} pending (${pending.join(', ')}) and this user cannot apply them (missing ${missingToMigrate.join(', ')}): ${migrateWith}`,
+    },
+  ];
 }
 
 /** `evs.suspect_timeout = PT5S` in wsrep_provider_options, in ms; undefined when absent. */
@@ -103,12 +132,14 @@ export async function doctor(config: Config, now: () => number = Date.now): Prom
         grants.map((row) => String(Object.values(row)[0])),
         name,
       );
-      const missing = NEEDED_GRANTS.filter((privilege) => !granted.has(privilege));
-      checks.push({
-        name: 'grants',
-        ok: missing.length === 0,
-        says: missing.length === 0 ? `${NEEDED_GRANTS.join(', ')} on ${name}` : `missing on ${name}: ${missing.join(', ')}`,
-      });
+      const { migrations } = await migrationStatus(url, name, config.database);
+      checks.push(
+        ...grantChecks(
+          granted,
+          name,
+          migrations.filter((migration) => !migration.applied).map((migration) => migration.tag),
+        ),
+      );
       const [wsrep] = await conn.query<Rows>("SHOW GLOBAL VARIABLES LIKE 'wsrep_provider_options'");
       const [size] = await conn.query<Rows>("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'");
       const clusterSize = Number(size[0]?.Value ?? 0);

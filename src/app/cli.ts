@@ -11,11 +11,12 @@
  * is the service's own (the same environment), read when a command needs it; a bad value is one
  * line and exit 1.
  */
-import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { Command, CommanderError, Option } from 'commander';
 import mysql from 'mysql2/promise';
 import { ensureDatabase, freshConnections } from '../db/connection.js';
-import { lastRecordedMigration, migrateDatabase, migrationJournal, migrationsFor } from '../db/migrate.js';
+import { lastRecordedMigration, migrateDatabase, migrationStatus } from '../db/migrate.js';
+import { readMigrations } from '../db/migration-files.js';
+import { createLogger } from '../observability/log.js';
 import { autocommit } from '../db/transaction.js';
 import { VERSION } from '../observability/metrics.js';
 import { redactCredentials } from '../observability/redact.js';
@@ -32,29 +33,15 @@ function config(): Config {
   return loadConfig(process.env);
 }
 
-/** The migration files' names by their time (drizzle's journal). */
-function migrationNames(): Map<number, string> {
-  return new Map(migrationJournal().map((entry) => [entry.when, `${entry.tag}.sql`]));
-}
-
 /** The statements of the migrations the database has not applied, by file, in order. */
 export async function pendingMigrations(settings: Config['database']): Promise<{ file: string; statements: string[] }[]> {
   const { url, name } = settings;
   return autocommit(freshConnections(url, { timezone: 'Z' }, '/', settings), async (conn) => {
     const [[server]] = await conn.query<mysql.RowDataPacket[]>('SELECT VERSION() AS version');
     const last = await lastRecordedMigration(conn, name);
-    const migrations = migrationsFor(String(server?.version));
-    const names = migrationNames();
-    try {
-      return readMigrationFiles({ migrationsFolder: migrations.folder })
-        .filter((migration) => migration.folderMillis > last)
-        .map((migration) => ({
-          file: names.get(migration.folderMillis) ?? String(migration.folderMillis),
-          statements: migration.sql.map((sql) => sql.trim()).filter((sql) => sql !== ''),
-        }));
-    } finally {
-      migrations.done();
-    }
+    return readMigrations(String(server?.version))
+      .filter((migration) => migration.when > last)
+      .map((migration) => ({ file: `${migration.tag}.sql`, statements: migration.statements }));
   });
 }
 
@@ -97,8 +84,17 @@ export function program(): Command {
 
   command('migrate', 'apply the migrations the database lacks (the service also does at start)')
     .option('--dry-run', 'print the statements that would run, and change nothing')
-    .action(async (options: { dryRun?: boolean }) => {
+    .option('--status', 'list the migrations applied and pending, and change nothing')
+    .action(async (options: { dryRun?: boolean; status?: boolean }) => {
       const settings = config().database;
+      if (options.status) {
+        const { migrations, unknown } = await migrationStatus(settings.url, settings.name, settings);
+        for (const migration of migrations) out(`${migration.applied ? 'applied' : 'pending'}  ${migration.tag}`);
+        const pending = migrations.filter((migration) => !migration.applied).length;
+        out(pending === 0 ? `${settings.name} is up to date` : `${settings.name}: ${pending} pending`);
+        if (unknown > 0) out(`${settings.name} also records ${unknown} migration(s) of a newer release`);
+        return;
+      }
       const pending = await pendingMigrations(settings);
       if (options.dryRun) {
         if (pending.length === 0) out(`-- ${settings.name} is up to date: nothing to apply`);
@@ -109,7 +105,16 @@ export function program(): Command {
         return;
       }
       await ensureDatabase(settings.url, settings.name, settings);
-      await migrateDatabase(settings.url, settings.name, settings);
+      // Each migration applied is a log line (JSON, as the service's), then the summary.
+      const log = createLogger(config().service.logLevel);
+      const controller = new AbortController();
+      const stop = () => controller.abort();
+      process.once('SIGTERM', stop).once('SIGINT', stop);
+      try {
+        await migrateDatabase(settings.url, settings.name, settings, { log, signal: controller.signal });
+      } finally {
+        process.off('SIGTERM', stop).off('SIGINT', stop);
+      }
       out(
         pending.length === 0
           ? `${settings.name} is up to date: nothing to apply`

@@ -1,6 +1,8 @@
 /**
  * The entry point: read the configuration, start the service, stop cleanly on SIGTERM/SIGINT
- * (exit 0). A second signal while stopping forces the exit. `npm start` and the `punctual`
+ * (exit 0). A signal repeated within SAME_STOP_MS of the first is the same stop: `npm start`
+ * forwards to its child the signal a terminal or a process manager sent to the whole group, so
+ * the service gets it twice at once. A signal later than that while stopping forces the exit. `npm start` and the `punctual`
  * command reach it through bin/punctual.mjs, which first makes sure this file is built from the
  * current sources, in the same process, so the signal a supervisor sends arrives here.
  */
@@ -21,14 +23,20 @@ try {
 
 const service = new Service(config);
 
-let signals = 0;
+/** A signal this soon after the first is the first one again (forwarded by npm), not a call to hurry. */
+const SAME_STOP_MS = 1000;
+let firstSignalAt: number | undefined;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
-    signals++;
-    if (signals > 1) {
+    if (firstSignalAt !== undefined) {
+      if (Date.now() - firstSignalAt < SAME_STOP_MS) {
+        service.log.info({ signal }, 'the same signal again at once (forwarded): the stop goes on');
+        return;
+      }
       service.log.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
+    firstSignalAt = Date.now();
     service.log.info({ signal }, 'stopping');
     service.stop().then(
       () => process.exit(0),

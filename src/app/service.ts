@@ -128,6 +128,10 @@ export class Service {
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   #stopping: Promise<void> | undefined;
   #starting: Promise<string> | undefined;
+  /** Aborted by stop(): a boot that migrates ends between two statements. */
+  readonly #stopRequested = new AbortController();
+  /** Whether the boot is applying migrations now. */
+  #migrating = false;
   /** Whether the boot is done and requests are let in. */
   #open = false;
   /** The handler modules (HANDLERS) and the library's handlers, loaded once. */
@@ -390,7 +394,13 @@ export class Service {
       onWait: (waitedMs, reason) => this.log.warn({ waitedMs, waitMs, reason }, 'the database does not answer yet: waiting'),
     });
     if (this.stopping) return;
-    const migrated = await migrateDatabase(url, name, access);
+    this.#migrating = true;
+    let migrated;
+    try {
+      migrated = await migrateDatabase(url, name, access, { log: this.log, signal: this.#stopRequested.signal });
+    } finally {
+      this.#migrating = false;
+    }
     useIndexHints(!migrated.tasksThroughView);
     if (this.stopping) return;
     // The batches' connections, opened while the boot goes on: the first firings pay no handshake.
@@ -468,15 +478,20 @@ export class Service {
 
   async #stop(): Promise<void> {
     const started = Date.now();
+    this.#stopRequested.abort();
     if (this.#starting !== undefined) {
       // Stopping while booting: the boot ends at its next step (the load at its next page);
-      // wait for it, so nothing it started is cut off half way, but not longer than a stop may take.
+      // wait for it, so nothing it started is cut off half way, but not longer than a stop may
+      // take, unless it is migrating: a schema change is never cut (the migrator stops between two statements).
       const booting = this.#starting.then(
         () => undefined,
         () => undefined,
       );
       await this.scheduler.stop();
-      await Promise.race([booting, sleep(this.config.service.stopTimeoutMs)]);
+      if (this.#migrating) {
+        this.log.info('stopping once the migration statement in flight is done');
+        await booting;
+      } else await Promise.race([booting, sleep(this.config.service.stopTimeoutMs)]);
     }
     // Waiting lease requests are answered (no task) at once: the HTTP close would wait for them.
     this.pullHub.stop();

@@ -9,7 +9,7 @@
 import { redactCredentials } from '../observability/redact.js';
 import { causeChain, rootMessage } from '../db/errors.js';
 import type { Config } from './config.js';
-import { TableCollision } from '../db/migrate.js';
+import { MigrationNotPermitted, TableCollision } from '../db/migrate.js';
 import { HandlerModuleError } from '../handlers/modules.js';
 import { ProcedureError } from '../handlers/procedure.js';
 
@@ -61,7 +61,8 @@ export function describeStartError(error: unknown, config: Config): string {
   const { host, port } = config.http;
   const tls = config.database.sslMode;
 
-  if (error instanceof DatabaseNotUp || error instanceof TableCollision) return `DATABASE_URL: ${error.message}`;
+  if (error instanceof DatabaseNotUp || error instanceof TableCollision || error instanceof MigrationNotPermitted)
+    return `DATABASE_URL: ${redactCredentials(error.message)}`;
   if (error instanceof HandlerModuleError)
     return config.handlers.modules.includes(error.source) ? `HANDLERS: ${error.message}` : error.message;
   if (error instanceof ProcedureError) return redactCredentials(error.message);

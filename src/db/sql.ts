@@ -42,19 +42,4 @@ export const DB = {
   databaseExists: 'SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?',
   createDatabase: 'CREATE DATABASE IF NOT EXISTS ?? CHARACTER SET utf8mb4',
   dropDatabase: 'DROP DATABASE IF EXISTS ??',
-
-  // ── named locks (the migration's turn-taking) ──────────────────────────────────────────────
-  /** 1 when the lock ? was got within ? seconds. */
-  getLock: 'SELECT GET_LOCK(?, ?) AS got',
-  releaseLock: 'SELECT RELEASE_LOCK(?)',
-  /**
-   * The migration's turn across a Galera cluster, where GET_LOCK holds on one node only: a row,
-   * inserted by the process whose turn it is (a second node's insert fails as a duplicate or a
-   * certification conflict), deleted when it is done or when its time ran out.
-   */
-  createTurns:
-    'CREATE TABLE IF NOT EXISTS punctual_migration_turn (name VARCHAR(64) NOT NULL PRIMARY KEY, holder VARCHAR(64) NOT NULL, until DATETIME(3) NOT NULL) ENGINE=InnoDB',
-  dropStaleTurn: 'DELETE FROM punctual_migration_turn WHERE name = ? AND until < UTC_TIMESTAMP(3)',
-  takeTurn: 'INSERT INTO punctual_migration_turn (name, holder, until) VALUES (?, ?, UTC_TIMESTAMP(3) + INTERVAL ? SECOND)',
-  endTurn: 'DELETE FROM punctual_migration_turn WHERE name = ? AND holder = ?',
 } as const;

@@ -3,7 +3,9 @@
  * cut every connection, refuse new ones for a while, or forget idle connections the way a NAT
  * gateway does (the client learns it only when it writes, from a reset). With `delayMs` it delays
  * every chunk by that time each way, in order: a database across a network (1 ms each way is
- * about a cloud zone's round trip; B9 of the bench).
+ * about a cloud zone's round trip; B9 of the bench). With `onQuery` it reads the queries a client
+ * sends (the MySQL protocol's COM_QUERY packets, without TLS or compression) and can act once the
+ * server has answered one: kill the client right after a statement ran (the migration tests).
  */
 import { createServer, type Server, type Socket, connect } from 'node:net';
 
@@ -15,7 +17,23 @@ interface Pair {
   forgotten: boolean;
   /** Swallowed: bytes go nowhere, in either direction, and nothing tells either side. */
   stalled: boolean;
+  /** Client bytes not yet cut into whole protocol packets (onQuery only). */
+  pending: Buffer;
+  /** Called with the server's answer to the last query, before it is passed on (onQuery's result). */
+  onAnswer: AnswerWatcher | undefined;
 }
+
+/**
+ * Called with the first bytes of the server's answer to a query, before they reach the client:
+ * 'drop' keeps them from it, and `deliver` passes them on later (an answer held back).
+ */
+export type AnswerWatcher = (answer: Buffer, deliver: () => void) => 'pass' | 'drop';
+
+/** Told each query a client sends, in order; what it returns watches the server's answer. */
+export type QueryWatcher = (query: string) => AnswerWatcher | undefined;
+
+/** COM_QUERY: a text statement. */
+const COM_QUERY = 0x03;
 
 export class Proxy {
   readonly #pairs = new Set<Pair>();
@@ -29,11 +47,25 @@ export class Proxy {
   readonly delayMs: number;
   readonly #targetHost: string;
   readonly #targetPort: number;
+  readonly #onQuery: QueryWatcher | undefined;
 
-  constructor(options: { delayMs?: number; targetHost?: string; targetPort?: number } = {}) {
+  constructor(options: { delayMs?: number; targetHost?: string; targetPort?: number; onQuery?: QueryWatcher } = {}) {
     this.delayMs = options.delayMs ?? 0;
     this.#targetHost = options.targetHost ?? '127.0.0.1';
     this.#targetPort = options.targetPort ?? 3306;
+    this.#onQuery = options.onQuery;
+  }
+
+  /** Cuts the client's bytes into packets (3-byte length, sequence, payload) and tells onQuery of each COM_QUERY. */
+  #readQueries(pair: Pair, chunk: Buffer): void {
+    pair.pending = Buffer.concat([pair.pending, chunk]);
+    while (pair.pending.length >= 4) {
+      const length = pair.pending.readUIntLE(0, 3);
+      if (pair.pending.length < 4 + length) return;
+      const payload = pair.pending.subarray(4, 4 + length);
+      pair.pending = pair.pending.subarray(4 + length);
+      if (payload[0] === COM_QUERY) pair.onAnswer = this.#onQuery?.(payload.subarray(1).toString('utf8')) ?? pair.onAnswer;
+    }
   }
 
   /** `write` now, or after delayMs (timers of one delay fire in the order they were set: bytes keep their order). */
@@ -68,7 +100,15 @@ export class Proxy {
     const server = connect(this.#targetPort, this.#targetHost);
     client.setNoDelay(true);
     server.setNoDelay(true);
-    const pair: Pair = { client, server, lastActive: Date.now(), forgotten: false, stalled: false };
+    const pair: Pair = {
+      client,
+      server,
+      lastActive: Date.now(),
+      forgotten: false,
+      stalled: false,
+      pending: Buffer.alloc(0),
+      onAnswer: undefined,
+    };
     this.#pairs.add(pair);
     client.on('data', (chunk: Buffer) => {
       if (pair.forgotten) {
@@ -78,10 +118,14 @@ export class Proxy {
       if (pair.stalled) return;
       pair.lastActive = Date.now();
       this.requests++;
+      if (this.#onQuery !== undefined) this.#readQueries(pair, chunk);
       this.#later(() => server.destroyed || server.write(chunk));
     });
     server.on('data', (chunk: Buffer) => {
       pair.lastActive = Date.now();
+      const onAnswer = pair.onAnswer;
+      pair.onAnswer = undefined;
+      if (onAnswer?.(chunk, () => client.destroyed || client.write(chunk)) === 'drop') return;
       if (!pair.forgotten && !pair.stalled) this.#later(() => client.destroyed || client.write(chunk));
     });
     // Delayed as the bytes are, so what was in flight arrives first.

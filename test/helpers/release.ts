@@ -46,3 +46,21 @@ export function builtRelease(release: Release): string {
   }
   return main;
 }
+
+/**
+ * `release`'s drizzle/ folder (its migrations and journal), extracted from its commit once into
+ * node_modules/.cache/punctual-releases/<commit>-drizzle: a database as that release left it,
+ * without building the release.
+ */
+export function releaseMigrations(release: Release): string {
+  const folder = join(CACHE, `${release.commit}-drizzle`);
+  if (existsSync(join(folder, 'meta', '_journal.json'))) return folder;
+  const partial = `${folder}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', release.commit, 'drizzle'], { maxBuffer: 1 << 28 });
+  execFileSync('tar', ['-x', '-C', partial, '--strip-components=1'], { input: archive });
+  if (existsSync(folder)) rmSync(partial, { recursive: true, force: true });
+  else renameSync(partial, folder);
+  return folder;
+}

@@ -48,7 +48,18 @@ export function killLeftoverServers(): number {
   return left;
 }
 
-export async function startServer({ env, timeoutMs = 20_000, main = MAIN, onLog }: StartOptions): Promise<ServerProcess> {
+/** A server process just spawned, not yet ready: its log lines as they come. */
+export interface LaunchedServer {
+  child: ChildProcess;
+  logs: LogLine[];
+  stderr: string[];
+  exited: Promise<number | null>;
+  /** Resolves with the address once the server logs "punctual is ready". */
+  ready: Promise<string>;
+}
+
+/** Spawns the server without waiting for it: for a test that kills it while it boots. */
+export function launchServer({ env, main = MAIN, onLog }: Omit<StartOptions, 'timeoutMs'>): LaunchedServer {
   const child = spawn(process.execPath, [main], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -75,7 +86,11 @@ export async function startServer({ env, timeoutMs = 20_000, main = MAIN, onLog 
     }
   });
   createInterface({ input: child.stderr }).on('line', (line) => stderr.push(line));
+  return { child, logs, stderr, exited, ready };
+}
 
+export async function startServer({ env, timeoutMs = 20_000, main = MAIN, onLog }: StartOptions): Promise<ServerProcess> {
+  const { child, logs, stderr, exited, ready } = launchServer({ env, main, onLog });
   const timeout = new Promise<never>((_, reject) =>
     setTimeout(() => reject(new Error(`server not ready in ${timeoutMs} ms: ${stderr.join('\n')}`)), timeoutMs).unref(),
   );

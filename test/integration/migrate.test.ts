@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDatabase } from '../../src/db/connection.js';
-import { MIGRATIONS_TABLE, migrateDatabase } from '../../src/db/migrate.js';
+import { migrateDatabase } from '../../src/db/migrate.js';
+import { MIGRATIONS_TABLE } from '../../src/db/migration-files.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;

@@ -1,11 +1,11 @@
 /** doctor's readings of what the server says: its grants, and Galera's suspect timeout. */
 import { describe, expect, it } from 'vitest';
-import { clockSays, grantedOf, NEEDED_GRANTS, suspectTimeoutMs } from '../../src/app/cli-doctor.js';
+import { clockSays, grantChecks, grantedOf, MIGRATE_GRANTS, suspectTimeoutMs } from '../../src/app/cli-doctor.js';
 
 describe('doctor', () => {
   it('reads the grants on punctual database, or on every database', () => {
     expect([...grantedOf(['GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost` WITH GRANT OPTION'], 'punctual')].sort()).toEqual(
-      [...NEEDED_GRANTS, 'ALL PRIVILEGES'].sort(),
+      [...MIGRATE_GRANTS, 'ALL PRIVILEGES'].sort(),
     );
     const some = grantedOf(
       [
@@ -15,7 +15,20 @@ describe('doctor', () => {
       ],
       'punctual',
     );
-    expect(NEEDED_GRANTS.filter((grant) => !some.has(grant))).toEqual(['CREATE', 'ALTER', 'INDEX', 'REFERENCES', 'CREATE VIEW']);
+    expect(MIGRATE_GRANTS.filter((grant) => !some.has(grant))).toEqual(['CREATE', 'ALTER', 'INDEX', 'REFERENCES', 'CREATE VIEW', 'DROP']);
+  });
+
+  it('passes a runtime user with reads and writes alone while nothing is pending, and fails it once a migration is', () => {
+    const runtime = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE']);
+    const [run, upToDate] = grantChecks(runtime, 'shop', []);
+    expect(run).toMatchObject({ name: 'grants to run', ok: true });
+    expect(upToDate).toMatchObject({ name: 'migrations', ok: true, warn: false });
+    expect(upToDate!.says).toMatch(/^up to date; this user cannot migrate \(missing CREATE, ALTER, INDEX, REFERENCES, CREATE VIEW, DROP\)/);
+    const [, pending] = grantChecks(runtime, 'shop', ['0025_next']);
+    expect(pending).toMatchObject({ ok: false });
+    expect(pending!.says).toMatch(/^1 pending \(0025_next\) and this user cannot apply them .*punctual migrate/);
+    expect(grantChecks(new Set(MIGRATE_GRANTS), 'shop', ['0025_next'])[1]).toMatchObject({ ok: true, warn: true });
+    expect(grantChecks(new Set(['SELECT']), 'shop', [])[0]).toMatchObject({ ok: false, says: 'missing on shop: INSERT, UPDATE, DELETE' });
   });
 
   it("says the clock offset's size and its side, never a negative number of ms behind", () => {
