@@ -177,7 +177,7 @@ final class CaseRun
             case '$length':
                 return is_array($actual) && array_is_list($actual) && count($actual) === $operand ? [] : $fail("{$operand} items");
             case '$not':
-                return $actual !== null && $this->mismatches($operand, $actual) !== [] ? [] : $fail('anything but ' . self::show($operand));
+                return $this->mismatches($operand, $actual) !== [] ? [] : $fail('anything but ' . self::show($operand));
             default:
                 throw new CaseFailed("unknown matcher {$operator}");
         }
