@@ -8,7 +8,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { PermanentFailure, PunctualClient, PunctualError, type LeasedTask, verifyWebhook } from '../../clients/ts/src/client.js';
+import {
+  PermanentFailure,
+  PunctualClient,
+  PunctualError,
+  type LeasedTask,
+  type LeaseRequest,
+  verifyWebhook,
+} from '../../clients/ts/src/client.js';
 import { type Adapter, type Case, CaseRun, type ErrorView, type Json } from '../clients/conformance.js';
 import { type ClientService, readCases, startClientService } from '../clients/service.js';
 
@@ -63,7 +70,7 @@ function adapter(client: PunctualClient): Adapter {
       for await (const task of client.allPending(a)) tasks.push(task);
       return { tasks };
     },
-    lease: async (a) => ({ tasks: await client.lease(a as never) }),
+    lease: async (a) => ({ tasks: await client.lease(a as LeaseRequest) }),
     extend: (a) => client.extend(a.task, a.leaseMs),
     ack: (a) => client.ack(a.task),
     nack: (a) => client.nack(a.task, a.error, { permanent: a.permanent }),
