@@ -27,8 +27,8 @@ def check_environment() -> None:
         env(name)
 
 
-def client(**options: float) -> Client:
-    return Client(env("PUNCTUAL_URL"), env("PUNCTUAL_TOKEN"), **options)  # type: ignore[arg-type]
+def client() -> Client:
+    return Client(env("PUNCTUAL_URL"), env("PUNCTUAL_TOKEN"))
 
 
 def unique(prefix: str) -> str:

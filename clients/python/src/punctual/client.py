@@ -175,7 +175,8 @@ class Client:
 
     def lease(self, types: Sequence[str], *, max: int = 1, lease_ms: int = 30_000, wait_ms: int = 0, abort: Optional[Abort] = None) -> list[LeasedTask]:
         """Leases up to `max` due tasks of worker types; with `wait_ms` (at most 30,000) the
-        request waits until one falls due, or answers none when that long passed."""
+        request waits until one falls due, or answers none when that long passed. `abort` gives
+        the wait up from another thread or a signal handler (the Worker's stop)."""
         body = {"types": list(types), "max": max, "leaseMs": lease_ms, "waitMs": wait_ms}
         # A lost answer may have leased tasks: they come back when the lease runs out, so a retry is harmless.
         answer = self._http.call("POST", "/workers/lease", body, safe=True, timeout=self._http.timeout + wait_ms / 1000, abort=abort)[1]
