@@ -38,6 +38,16 @@ final class Task
         public readonly ?string $group = null,
         /** What the latest successful run's handler answered (`closed`, `no such order`), at most 200 characters; null when it said nothing. */
         public readonly ?string $lastResult = null,
+        /** @var list<string> the tags given at create */
+        public readonly array $tags = [],
+        /** How late the latest run started, of what punctual controls, in ms; null before a run. */
+        public readonly ?int $latenessMs = null,
+        /** A webhook run: the latest run's HTTP status (0: no answer came). */
+        public readonly ?int $lastHttpStatus = null,
+        /** A webhook run: how long the latest run took, in ms. */
+        public readonly ?int $lastDurationMs = null,
+        /** A webhook run: the size of the latest answer's body as read, in bytes. */
+        public readonly ?int $lastResponseBytes = null,
     ) {
     }
 
@@ -65,6 +75,11 @@ final class Task
             isset($task['expireAfterMs']) ? (int) $task['expireAfterMs'] : null,
             $task['group'] ?? null,
             $task['lastResult'] ?? null,
+            array_values(array_map('strval', (array) ($task['tags'] ?? []))),
+            isset($task['latenessMs']) ? (int) $task['latenessMs'] : null,
+            isset($task['lastHttpStatus']) ? (int) $task['lastHttpStatus'] : null,
+            isset($task['lastDurationMs']) ? (int) $task['lastDurationMs'] : null,
+            isset($task['lastResponseBytes']) ? (int) $task['lastResponseBytes'] : null,
         );
     }
 

@@ -12,6 +12,8 @@
  * A pull worker (a worker type's tasks, run in the shop's own process):
  *
  *   await punctual.work(['reset_membership'], async (task) => { await resetMembership(task.payload) }, { signal });
+ *
+ * A webhook receiver checks a call with verifyWebhook (webhook.ts).
  */
 import type {
   AuditPage,
@@ -57,6 +59,8 @@ export type Task = TaskJson;
 export type CreateTask = CreateTaskBody;
 export type Reschedule = RescheduleBody;
 export type { Role, Summary };
+/** A webhook receiver's check that a call is punctual's (docs/handlers.md). */
+export { verifyWebhook, canonicalWebhookUrl, type WebhookCall, type WebhookKeys } from './webhook.js';
 /** A shop's own handlers, for a module punctual loads (HANDLERS) or createPunctual({ handlers }). */
 export { defineHandler, PermanentFailure, HANDLER_TYPE_PATTERN } from '../../../src/contract/index.js';
 import { PermanentFailure } from '../../../src/contract/index.js';

@@ -1,0 +1,3 @@
+module github.com/punctual/punctual/clients/go
+
+go 1.19
