@@ -23,7 +23,8 @@ import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import { Database } from '../db/connection.js';
-import { TaskStore, type Task } from '../store/task-store.js';
+import { TaskStore } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import type { CreateTaskBody } from '../contract/tasks.js';
 import { MAX_BATCH } from '../contract/limits.js';
 import { Api, CliError } from './cli-api.js';
@@ -61,7 +62,7 @@ export async function exportPending(config: Config, write: (line: string) => voi
   try {
     let after: { runAt: number; id: number } | undefined;
     for (;;) {
-      const page = await store.listPendingWithin({ limit: 1000, after, maxBytes: 8 * 1024 * 1024, rowBytes: 0 });
+      const page = await store.reads.listPendingWithin({ limit: 1000, after, maxBytes: 8 * 1024 * 1024, rowBytes: 0 });
       for (const task of page.tasks) {
         write(JSON.stringify(exportLineOf(task)));
         count++;

@@ -165,7 +165,7 @@ export class Service {
     this.limits = new TypeAdmission(clock, { registry: metricRegistry, fleet: fleetSlots });
     this.typeControls = new TypeControls(new TypeControlStore(this.database), this.limits, clock, this.log);
     registerServiceGauges(metricRegistry, {
-      pendingByType: () => this.store.countPendingByType(),
+      pendingByType: () => this.store.reads.countPendingByType(),
       overdue: (before) => upcoming.countDueBefore(before),
       ready: async () => this.scheduler.booted && (await this.database.ping()),
     });

@@ -11,7 +11,7 @@
 import type { DatabaseHandler, OutsideHandler, TaskHandler } from '../handlers/handler.js';
 import type { Failed } from '../lifecycle/run.js';
 import { unrunnable } from '../lifecycle/run.js';
-import type { Failure, Task } from '../store/task-store.js';
+import type { Failure, Task } from '../store/task-types.js';
 import type { Ticket } from './limits.js';
 
 export interface PlanInputs {

@@ -17,7 +17,7 @@ import type { HandlerRegistry } from '../handlers/registry.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
 import { resultOf } from '../lifecycle/history.js';
 import type { DispatchMetrics } from './outcomes.js';
-import type { Task } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import type { ClaimFence } from '../store/leases.js';
 import { planBatch, type BatchPlan } from './batch-plan.js';
 import type { TypeAdmission } from './limits.js';

@@ -40,7 +40,8 @@ import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { RepeatedWarnings } from '../observability/repeated-warnings.js';
 import type { ClaimFence } from '../store/leases.js';
-import type { Task, TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import type { DueQueue } from '../timers/due-queue.js';
 import { Fifo, sleep } from '../util/async.js';
 import { tryBatch, type BatchParts, type BatchResult, type RunMode } from './batch-try.js';
@@ -373,7 +374,7 @@ export class Dispatcher {
     const { effects, store } = this.#options;
     try {
       effects.apply(
-        (await store.pendingAmong(missing)).map((task) =>
+        (await store.reads.pendingAmong(missing)).map((task) =>
           arm(task.id, task.runAt > now ? task.runAt : now + RECHECK_MS, task.priority, undefined),
         ),
       );

@@ -8,7 +8,7 @@
 import { isConnectionError, isLockConflict } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
 import { TimeoutError } from '../util/async.js';
-import type { Task } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 
 /** A handler threw in the fast path: roll back, and run the batch again with savepoints. */
 export class HandlerThrew extends Error {

@@ -25,8 +25,8 @@
 import { createHash } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
-import type { Task } from '../store/task-store.js';
-import type { Wait } from '../store/rows.js';
+import type { Task } from '../store/task-types.js';
+import type { Wait } from '../store/task-types.js';
 import type { TypeControl } from '../store/type-controls.js';
 import { nextRoomAt, roomInWindow, fitsWindow, MAX_GROUPS, StartTimes } from './rate-window.js';
 import { RunCounts } from './run-counts.js';

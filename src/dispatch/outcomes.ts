@@ -8,8 +8,9 @@ import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withoutRedaction } from '../observability/log.js';
 import type { RecentRuns, RunOutcome } from '../observability/recent-runs.js';
-import type { Failure, Task } from '../store/task-store.js';
-import { waitedMs, type Wait } from '../store/rows.js';
+import type { Failure, Task } from '../store/task-types.js';
+import { waitedMs } from '../store/rows.js';
+import type { Wait } from '../store/task-types.js';
 import { printableJson } from '../util/printable.js';
 
 /** Seconds, from 1 ms to 60 s. */

@@ -36,7 +36,7 @@ import type { Clock } from '../time/clock.js';
 import { isLockConflict, loggable } from '../db/errors.js';
 import { newPullToken, type PullLifecycle } from '../lifecycle/pull.js';
 import type { PullStore } from '../store/pulls.js';
-import type { Task } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import type { TypeAdmission } from './limits.js';
 
 export interface LeaseRequest {

@@ -15,7 +15,7 @@ import { pipelineOf } from '../db/pipeline.js';
 import { DB } from '../db/sql.js';
 import type { DatabaseHandler } from '../handlers/handler.js';
 import type { Failed } from '../lifecycle/run.js';
-import type { Task } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import { withTimeout } from '../util/async.js';
 import { HandlerOverran, HandlerThrew, handlerErrorKind } from './error-kind.js';
 

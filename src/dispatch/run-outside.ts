@@ -13,7 +13,7 @@ import { untilStopped } from '../db/retry.js';
 import type { CallAnswer, OutsideHandler } from '../handlers/handler.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { resultOf } from '../lifecycle/history.js';
-import type { CallRecord, Failure, Task } from '../store/task-store.js';
+import type { CallRecord, Failure, Task } from '../store/task-types.js';
 import { withTimeout } from '../util/async.js';
 import type { Outcomes } from './outcomes.js';
 

@@ -8,7 +8,7 @@
  * See docs/architecture.md#type-controls-and-the-waiting-room.
  */
 
-import type { Wait } from '../store/rows.js';
+import type { Wait } from '../store/task-types.js';
 
 export type WaitReason = 'paused' | 'concurrency' | 'rate';
 

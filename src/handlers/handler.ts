@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import type { Static, TSchema } from 'typebox';
 import type { Connection, Db } from '../db/connection.js';
-import type { Task } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 
 interface BaseContext<P> {
   task: Task;

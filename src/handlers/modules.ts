@@ -13,7 +13,7 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { HANDLER_TYPE_PATTERN, type HandlerTask, type QueryFunction } from '../contract/handler-module.js';
 import type { Connection } from '../db/connection.js';
-import type { Task } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import { HANDLER_EFFECTS, PermanentError, type TaskHandler } from './handler.js';
 import { idempotencyKey } from './webhook.js';
 import { workerType } from './worker-type.js';

@@ -7,7 +7,7 @@
  * admin tokens, which may create such tasks anyway, see them whole. No role (auth sets one on
  * every route that is not public) is shown the masked form.
  */
-import type { Task } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import { toIsoLocal, toIsoUtc } from '../time/zones.js';
 import type { Role } from '../contract/auth.js';
 import type { TaskJson } from '../contract/tasks.js';

@@ -7,7 +7,8 @@
  * each task it moves, so a repeat or a resume moves nothing twice.
  * See docs/architecture.md#the-lifecycle.
  */
-import type { FinishedStatus, PickCursor, Selector, Status, TaskStore, TypeWalk } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { FinishedStatus, PickCursor, Selector, Status, TypeWalk } from '../store/task-types.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 
@@ -38,7 +39,7 @@ async function chunked(
   for (const walk of 'type' in selector ? walks : [{}]) {
     let cursor: PickCursor | undefined;
     for (;;) {
-      const picked = await store.pick(selector, status, cursor, chunk, walk);
+      const picked = await store.changes.pick(selector, status, cursor, chunk, walk);
       if (picked.length === 0) break;
       counts.matched += picked.length;
       const result = await change(picked.map((row) => row.id));
@@ -76,7 +77,7 @@ export function bulkDelete(
   return chunked(
     store,
     selector,
-    async (ids) => ({ changed: (await store.deleteIn(ids, [status])).length, effects: [] }),
+    async (ids) => ({ changed: (await store.changes.deleteIn(ids, [status])).length, effects: [] }),
     apply,
     chunk,
     status,
@@ -94,7 +95,7 @@ export function bulkCancel(
     store,
     selector,
     async (ids) => {
-      const changed = await store.cancel(ids, now());
+      const changed = await store.changes.cancel(ids, now());
       // A task of the chunk that was no longer pending has no timer of ours to keep either.
       return { changed, effects: changed > 0 ? ids.map(disarm) : [] };
     },
@@ -116,10 +117,10 @@ export function bulkReschedule(
     selector,
     (ids) =>
       store.transaction(async (conn) => {
-        const pending = await store.lockPendingToMove(conn, ids);
+        const pending = await store.changes.lockPendingToMove(conn, ids);
         if ('shiftMs' in move) {
           const todo = pending.filter((task) => task.requestId !== move.requestId);
-          const shifted = await store.shiftBy(
+          const shifted = await store.changes.shiftBy(
             conn,
             todo.map((task) => task.id),
             move.shiftMs,
@@ -130,7 +131,7 @@ export function bulkReschedule(
           return { changed: todo.length, effects: todo.map((task) => arm(task.id, task.runAt + move.shiftMs, task.priority, task.type)) };
         }
         const todo = pending.filter((task) => task.runAt !== move.runAt || (move.timezone !== null && task.timezone !== move.timezone));
-        const moved = await store.moveTo(
+        const moved = await store.changes.moveTo(
           conn,
           todo.map((task) => task.id),
           move.runAt,
@@ -163,7 +164,7 @@ export function bulkRetry(
     selector,
     async (ids) => {
       const at = now();
-      const changed = await store.retryInZone(ids, at, at);
+      const changed = await store.changes.retryInZone(ids, at, at);
       // One that was no longer failed is not armed again: arming is a wish the refill checks anyway.
       return { changed, effects: changed > 0 ? ids.map((id) => arm(id, at, undefined, undefined)) : [] };
     },

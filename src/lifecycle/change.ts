@@ -4,7 +4,8 @@
  * affected rows say whether the task was in the state the change needs, so a change racing a
  * run (or another change) either happens whole or is refused with the task as it is now.
  */
-import type { Task, TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 
 /** A change that happened (the task after it), or was refused (the task as it is now). */
@@ -20,7 +21,7 @@ export interface Placement {
 }
 
 async function after(store: TaskStore, id: number, changed: boolean, effects: TimerEffect[]): Promise<ChangeResult> {
-  const task = await store.get(id);
+  const task = await store.reads.get(id);
   if (task === undefined) return { outcome: 'missing', effects: changed ? effects : [] };
   return changed ? { outcome: 'changed', task, effects } : { outcome: 'refused', task, effects: [] };
 }
@@ -31,14 +32,14 @@ async function after(store: TaskStore, id: number, changed: boolean, effects: Ti
  * nothing pending was found.
  */
 export async function cancel(store: TaskStore, task: Task, now: number): Promise<ChangeResult> {
-  const target = task.status !== 'pending' && task.cron !== null ? await store.pendingOccurrence(task.seriesId ?? task.id) : task;
-  if (target !== undefined && (await store.cancel([target.id], now)) === 1) return after(store, target.id, true, [disarm(target.id)]);
+  const target = task.status !== 'pending' && task.cron !== null ? await store.reads.pendingOccurrence(task.seriesId ?? task.id) : task;
+  if (target !== undefined && (await store.changes.cancel([target.id], now)) === 1) return after(store, target.id, true, [disarm(target.id)]);
   return after(store, task.id, false, []);
 }
 
 /** Moves a pending task to `place(task)`. Refused when it is not pending. */
 export async function reschedule(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
-  const moved = (await store.reschedule([task.id], place.runAt, place.timezone, now)) === 1;
+  const moved = (await store.changes.reschedule([task.id], place.runAt, place.timezone, now)) === 1;
   return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority, task.type)]);
 }
 
@@ -53,19 +54,19 @@ export const DELETABLE = ['pending', 'done', 'failed', 'cancelled', 'skipped'] a
 
 /** Deletes a task that is not running, with its runs; a pending one's timer goes with it. */
 export async function deleteTask(store: TaskStore, task: Task): Promise<DeleteResult> {
-  const gone = await store.deleteIn([task.id], DELETABLE);
+  const gone = await store.changes.deleteIn([task.id], DELETABLE);
   if (gone.length === 1) return { outcome: 'deleted', task, effects: [disarm(task.id)] };
-  const now = await store.get(task.id);
+  const now = await store.reads.get(task.id);
   return now === undefined ? { outcome: 'missing', effects: [] } : { outcome: 'refused', task: now, effects: [] };
 }
 
 /** A pending task's payload replaced. Refused when it is not pending. */
 export async function editPayload(store: TaskStore, task: Task, payload: unknown, now: number): Promise<ChangeResult> {
-  return after(store, task.id, await store.updatePayload(task.id, payload, now), []);
+  return after(store, task.id, await store.changes.updatePayload(task.id, payload, now), []);
 }
 
 /** failed → pending at `place`, its attempts reset. Refused when it is not failed. */
 export async function retry(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
-  const moved = (await store.retry([task.id], place.runAt, place.timezone, now)) === 1;
+  const moved = (await store.changes.retry([task.id], place.runAt, place.timezone, now)) === 1;
   return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority, task.type)]);
 }

@@ -15,7 +15,8 @@
  * is answered as its create would be.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { InsertResult, NewTask, Task, TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { InsertResult, NewTask, Task } from '../store/task-types.js';
 import { armCreated, type TimerEffect } from './effects.js';
 
 export interface CreateRequest {
@@ -58,12 +59,12 @@ function answer(result: InsertResult, request: CreateRequest): CreateResult {
 }
 
 export async function create(store: TaskStore, request: CreateRequest, now: number): Promise<CreateResult> {
-  return answer(await store.insert(request.task, now), request);
+  return answer(await store.changes.insert(request.task, now), request);
 }
 
 /** Each request answered as `create` would, in order; the new tasks are all written together, or none. */
 export async function createMany(store: TaskStore, requests: readonly CreateRequest[], now: number): Promise<CreateResult[]> {
-  const inserted = await store.insertMany(
+  const inserted = await store.changes.insertMany(
     requests.map((request) => request.task),
     now,
   );

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Connection } from '../db/connection.js';
 import type { NewRun, RunHistory, RunOutcome } from '../store/run-history.js';
-import type { Failure, Task } from '../store/task-store.js';
+import type { Failure, Task } from '../store/task-types.js';
 import { waitedMs } from '../store/rows.js';
 
 /** Where run rows go: the history and this process's name, or nowhere (RUN_HISTORY=off). */

@@ -7,7 +7,7 @@
  * straight into the table. A notification that fails for good notifies nobody (no loop).
  */
 import type { Connection } from '../db/connection.js';
-import type { Task } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 
 /** The key prefix of notification tasks. */
 export const NOTIFY_KEY_PREFIX = 'punctual:notify:';

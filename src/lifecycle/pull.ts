@@ -14,7 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import type { PullFailure, PullStore } from '../store/pulls.js';
-import type { Task, TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import { MAX_ERROR_LENGTH, type Task } from '../store/task-types.js';
 import { retryAt, type BackoffPolicy } from './backoff.js';
 import { arm, type EffectSink, type TimerEffect } from './effects.js';
 import { leaseHolder, pullRunOf, recordRuns, type RunRecorder } from './history.js';
@@ -24,8 +25,6 @@ import { EXPIRED_REASON, recoverLeases, skipWaited } from './repair.js';
 import { notifyFailures, type FailureNotifier } from './notify.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 
-/** How much of an error a nack keeps. */
-const MAX_ERROR_LENGTH = 2000;
 /** Expired leases recovered by one lease request at most (the reconcile recovers the rest). */
 const RECOVER_AT_MOST = 100;
 /** A type's expired leases are looked for at most this often (a lease request at 1,000/s must not pay for it each time). */
@@ -180,7 +179,7 @@ export class PullLifecycle {
       }
       for (const task of refused.values()) {
         const failure = { id: task.id, error: this.options.payloadProblem(task.type, task.payload)!, retryAt: null };
-        expectAll('fail unrunnable', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
+        expectAll('fail unrunnable', (await store.runs.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
         await notifyFailures(this.options.notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
       }
       effects.push(...(await nextOccurrences(store, conn, [...refused.values()], now)));
@@ -266,7 +265,7 @@ export class PullLifecycle {
    */
   async nack(id: number, token: string, error: string, options: { retryAt?: number; permanent?: boolean } = {}): Promise<SettleResult> {
     const { store, pulls, clock, retry } = this.options;
-    const task = await store.get(id);
+    const task = await store.reads.get(id);
     if (task === undefined) return { kind: 'missing' };
     if (!isPullToken(token)) return { kind: 'stale', task };
     const effects = await pulls.transaction(async (conn) => {
@@ -294,14 +293,14 @@ export class PullLifecycle {
     const { store, pulls, clock } = this.options;
     const now = clock.now();
     const extended = isPullToken(token) && (await pulls.extend({ id, token }, now + leaseMs, now));
-    const task = await store.get(id);
+    const task = await store.reads.get(id);
     if (task === undefined) return { kind: 'missing' };
     return { kind: extended ? 'settled' : 'stale', task };
   }
 
   async #answer(id: number, effects: TimerEffect[] | undefined): Promise<SettleResult> {
     if (effects !== undefined) this.#apply(effects);
-    const task = await this.options.store.get(id);
+    const task = await this.options.store.reads.get(id);
     if (task === undefined) return { kind: 'missing' };
     return { kind: effects === undefined ? 'stale' : 'settled', task };
   }

@@ -5,7 +5,8 @@
  */
 import type { Connection } from '../db/connection.js';
 import { nextOccurrence } from '../time/recurrence.js';
-import type { Task, TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import { arm, type TimerEffect } from './effects.js';
 
 /** Writes the next occurrence of each recurring task among `finished`; answers their timers. */
@@ -15,7 +16,7 @@ export async function nextOccurrences(store: TaskStore, conn: Connection, finish
     if (task.cron === null) continue;
     const runAt = nextOccurrence(task.cron, task.timezone, Math.max(task.runAt, now));
     if (runAt === null) continue;
-    const id = await store.insertOccurrence(conn, task, task.seriesId ?? task.id, runAt, now);
+    const id = await store.runs.insertOccurrence(conn, task, task.seriesId ?? task.id, runAt, now);
     effects.push(arm(id, runAt, task.priority, task.type));
   }
   return effects;

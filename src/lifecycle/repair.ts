@@ -7,7 +7,8 @@
  * See docs/architecture.md#the-lifecycle.
  */
 import type { Connection } from '../db/connection.js';
-import type { Task, TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
@@ -28,14 +29,14 @@ export async function skipMisfired(
 ): Promise<{ skipped: number; effects: TimerEffect[] }> {
   // Read first, then lock and update by id: a range UPDATE would lock every overdue row it
   // walks past, and deadlock with the batches of a process that is still running them.
-  const ids = await store.misfiredIds(before, shards);
+  const ids = await store.reads.misfiredIds(before, shards);
   const effects: TimerEffect[] = [];
   let skipped = 0;
   for (let i = 0; i < ids.length; i += SKIP_CHUNK) {
     const chunk = ids.slice(i, i + SKIP_CHUNK);
     const done = await store.transaction(async (conn) => {
-      const lapsed = await store.lockMisfired(conn, chunk, before);
-      const skippedNow = await store.markSkipped(
+      const lapsed = await store.runs.lockMisfired(conn, chunk, before);
+      const skippedNow = await store.runs.markSkipped(
         conn,
         lapsed.map((task) => task.id),
         SKIPPED_REASON,
@@ -62,7 +63,7 @@ export async function skipWaited(
   reason = WAITED_REASON,
 ): Promise<TimerEffect[]> {
   if (tasks.length === 0) return [];
-  const skipped = await store.markSkipped(
+  const skipped = await store.runs.markSkipped(
     conn,
     tasks.map((task) => task.id),
     reason,
@@ -91,7 +92,7 @@ export async function recoverExpiredLeases(
 ): Promise<LeaseRecovery> {
   // Read first, then lock by id: a locking range read would lock (and wait for) every running
   // row it walks past, those of other shards too.
-  return recoverLeases(store, await store.expiredLeaseIds(now, shards), now, recorder, notify);
+  return recoverLeases(store, await store.reads.expiredLeaseIds(now, shards), now, recorder, notify);
 }
 
 /**
@@ -109,7 +110,7 @@ export async function recoverLeases(
 ): Promise<LeaseRecovery> {
   if (ids.length === 0) return { recovered: 0, failed: 0, effects: [] };
   return store.transaction(async (conn) => {
-    const expired = await store.lockExpiredLeases(conn, [...ids], now);
+    const expired = await store.runs.lockExpiredLeases(conn, [...ids], now);
     // Each one a run that never reported: on record before the repair writes its row.
     await recorder?.history.recordLost(
       conn,
@@ -119,7 +120,7 @@ export async function recoverLeases(
     );
     const spent = expired.filter((task) => task.attempts >= task.maxAttempts);
     const again = expired.filter((task) => task.attempts < task.maxAttempts);
-    const failed = await store.failExpiredLeases(
+    const failed = await store.runs.failExpiredLeases(
       conn,
       spent.map((task) => task.id),
       now,
@@ -131,7 +132,7 @@ export async function recoverLeases(
       spent.map((task) => ({ task, attempt: task.attempts, error: 'lease expired on its last attempt' })),
       now,
     );
-    const released = await store.releaseExpiredLeases(
+    const released = await store.runs.releaseExpiredLeases(
       conn,
       again.map((task) => task.id),
       now,

@@ -14,7 +14,8 @@
  * many come.
  * See docs/tasks.md#replace-and-debounce.
  */
-import type { Task, TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { Task } from '../store/task-types.js';
 import type { CreateRequest, CreateResult } from './create.js';
 import { arm } from './effects.js';
 
@@ -29,8 +30,8 @@ export async function replaceIfAsked(store: TaskStore, result: CreateResult, req
   const existing = result.task;
   if (existing.status !== 'pending' || existing.type !== request.task.type || existing.cron !== null) return result;
   const ceiling = request.maxDelayMs === undefined ? null : existing.requestedRunAt + request.maxDelayMs;
-  const replaced = await store.replacePending(existing.id, request.task, ceiling, now);
-  const task: Task | undefined = await store.get(existing.id);
+  const replaced = await store.changes.replacePending(existing.id, request.task, ceiling, now);
+  const task: Task | undefined = await store.reads.get(existing.id);
   if (task === undefined) return result;
   // Not pending any more (claimed, cancelled): what it is now is the conflict's answer.
   if (!replaced) return { outcome: 'conflict', task, effects: [] };

@@ -10,8 +10,9 @@ import type { Connection } from '../db/connection.js';
 import { rootMessage } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
 import { RetryLater } from '../handlers/retry-after.js';
-import type { CallRecord, Failure, LeasedRun, Task, TaskStore } from '../store/task-store.js';
-import type { Wait } from '../store/rows.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { CallRecord, Failure, LeasedRun, Task } from '../store/task-types.js';
+import type { Wait } from '../store/task-types.js';
 import { arm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
@@ -48,7 +49,7 @@ export function unrunnable(task: Task, error: string): Failed {
 
 /** Locks the pending, due tasks among `ids`, in id order. */
 export function claim(store: TaskStore, conn: Connection, ids: number[], now: number): Promise<Task[]> {
-  return store.lockDue(conn, ids, now);
+  return store.runs.lockDue(conn, ids, now);
 }
 
 /** Claims locked tasks for an outside run: running, one attempt counted, leased to `owner` until `leaseUntil`. */
@@ -61,7 +62,7 @@ export async function lease(
   now: number,
 ): Promise<void> {
   const ids = tasks.map((task) => task.id);
-  expectAll('lease', await store.markRunning(conn, ids, owner, leaseUntil, now, waitsOf(tasks)), ids.length);
+  expectAll('lease', await store.runs.markRunning(conn, ids, owner, leaseUntil, now, waitsOf(tasks)), ids.length);
 }
 
 /** How long and what for each of `tasks` that waited for its type waited, by id. */
@@ -83,7 +84,7 @@ export async function complete(
   finish?: { at: number; by: string | null },
 ): Promise<TimerEffect[]> {
   const ids = tasks.map((task) => task.id);
-  expectAll('complete', await store.markDone(conn, ids, now, waitsOf(tasks), results, finish), ids.length);
+  expectAll('complete', await store.runs.markDone(conn, ids, now, waitsOf(tasks), results, finish), ids.length);
   return nextOccurrences(store, conn, tasks, now);
 }
 
@@ -91,7 +92,7 @@ export async function complete(
 export async function fail(store: TaskStore, conn: Connection, failed: Failed[], now: number): Promise<TimerEffect[]> {
   const effects: TimerEffect[] = [];
   for (const { task, failure } of failed) {
-    expectAll('fail', (await store.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
+    expectAll('fail', (await store.runs.failClaimed(conn, failure, task, now)) ? 1 : 0, 1);
     if (failure.retryAt !== null) effects.push(arm(failure.id, failure.retryAt, task.priority, task.type));
   }
   const final = failed.filter(({ failure }) => failure.retryAt === null).map(({ task }) => task);
@@ -123,7 +124,7 @@ export function completeLeased(
   recorder?: RunRecorder,
 ): Promise<Settled> {
   return store.transaction(async (conn) => {
-    const recorded = await store.completeLeased(conn, leasedRun(task, owner), call, now, recorder?.process ?? null);
+    const recorded = await store.runs.completeLeased(conn, leasedRun(task, owner), call, now, recorder?.process ?? null);
     if (!recorded) return { recorded, effects: [] };
     return { recorded, effects: await nextOccurrences(store, conn, [task], now) };
   });
@@ -142,7 +143,7 @@ export function failLeased(
   notify?: FailureNotifier,
 ): Promise<Settled> {
   return store.transaction(async (conn) => {
-    const recorded = await store.failLeased(conn, failure, leasedRun(task, owner), call, now);
+    const recorded = await store.runs.failLeased(conn, failure, leasedRun(task, owner), call, now);
     if (recorded && failure.retryAt === null)
       await notifyFailures(notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
     if (recorded && recorder !== undefined) {
@@ -167,7 +168,7 @@ export function failAlone(
   notify?: FailureNotifier,
 ): Promise<Settled> {
   return store.transaction(async (conn) => {
-    const recorded = await store.failClaimed(conn, failure, task, now);
+    const recorded = await store.runs.failClaimed(conn, failure, task, now);
     if (recorded && failure.retryAt === null)
       await notifyFailures(notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
     if (recorded && recorder !== undefined) {

@@ -9,7 +9,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
-import type { FinishedStatus, TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { FinishedStatus } from '../store/task-types.js';
 import type { AuditStore } from '../store/audit.js';
 
 export interface RetentionOptions {
@@ -120,9 +121,9 @@ export class Retention {
       const before = now - keepMs;
       for (;;) {
         if (this.#abort.signal.aborted) return { ...result, stopped: true };
-        const ids = await store.expiredIds(status, before, batchSize);
+        const ids = await store.changes.expiredIds(status, before, batchSize);
         if (ids.length === 0) break;
-        const deleted = await store.deleteExpired(ids, status, before);
+        const deleted = await store.changes.deleteExpired(ids, status, before);
         result.batches++;
         result.deleted[status] += deleted;
         this.#deleted.inc({ status }, deleted);

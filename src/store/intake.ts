@@ -23,7 +23,8 @@ import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
 import { autocommit, transaction } from '../db/transaction.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
-import { created, TupleWriter, type NewTask, type Task } from './rows.js';
+import { created, TupleWriter } from './rows.js';
+import type { NewTask, Task } from './task-types.js';
 import { SQL } from './sql/tasks.js';
 import { tagTuples } from './tags.js';
 

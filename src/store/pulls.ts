@@ -10,7 +10,8 @@ import { pipelineOf } from '../db/pipeline.js';
 import { lockConflicts } from '../db/retry.js';
 import { DB } from '../db/sql.js';
 import { autocommit, DEFAULT_TRIES, transaction } from '../db/transaction.js';
-import { fromRow, runAtValues, type Task, type TaskRow } from './rows.js';
+import { fromRow, runAtValues, type TaskRow } from './rows.js';
+import type { Task } from './task-types.js';
 import { PULL_SQL } from './sql/pulls.js';
 
 type Result = mysql.ResultSetHeader;

@@ -7,108 +7,11 @@ import type mysql from 'mysql2/promise';
 import type { MisfirePolicy, TaskStatus } from '../contract/limits.js';
 import { decodeJson } from '../util/json.js';
 import { datetimeLiteral, sqlLiteral } from '../db/connection.js';
-
-/** A task as the service sees it; times are epoch milliseconds. */
-export interface Task {
-  id: number;
-  key: string | null;
-  type: string;
-  payload: unknown;
-  status: TaskStatus;
-  runAt: number;
-  /**
-   * The instant the shop asked for: runAt as created, rescheduled or retried, never moved by a
-   * retry's backoff (what a repeated create is compared with); runAt on a row inserted straight.
-   */
-  requestedRunAt: number;
-  timezone: string;
-  attempts: number;
-  maxAttempts: number;
-  misfire: MisfirePolicy;
-  leaseOwner: string | null;
-  leaseUntil: number | null;
-  lastError: string | null;
-  createdAt: number;
-  updatedAt: number;
-  finishedAt: number | null;
-  /** Recurring: the cron expression, read in `timezone`. */
-  cron: string | null;
-  /** Recurring: the id of the series' first task (null on the first task itself). */
-  seriesId: number | null;
-  /** Tags given at create (see tags.ts), in their order. */
-  tags: string[];
-  /** How late the latest run started (start − runAt, ms); null before a run. */
-  latenessMs: number | null;
-  /** The latest outside run's HTTP status, duration (ms) and response size (bytes). */
-  lastHttpStatus: number | null;
-  lastDurationMs: number | null;
-  lastResponseBytes: number | null;
-  /** What the latest successful run's handler answered (history.ts resultOf); null when it said nothing. */
-  lastResult?: string | null;
-  /** Among tasks due now or overdue, a higher one is claimed first. */
-  priority: number;
-  /** No attempt starts later than this many ms after requestedRunAt: it is skipped as expired. */
-  expireAfterMs: number | null;
-  /** Its group under limits with `groupBy: "group"`. */
-  group: string | null;
-  /**
-   * Not stored on the task: how long this run waited in this process for its type's pause or
-   * limits before it was admitted (set by the dispatcher's plan on the runs it admits).
-   */
-  waited?: Wait;
-}
-
-/** What a waiting room held a run back for: `pause`, or `limit` (maxConcurrency, ratePerSecond). */
-export type WaitReason = 'pause' | 'limit';
-
-/** How long a run waited for its type, and for what the longest. */
-export interface Wait {
-  ms: number;
-  reason: WaitReason;
-}
+import type { NewTask, Task, TimerEntry } from './task-types.js';
 
 /** The ms `task`'s run waited for its type (0: it did not). */
 export function waitedMs(task: Pick<Task, 'waited'>): number {
   return task.waited?.ms ?? 0;
-}
-
-export interface NewTask {
-  key: string | null;
-  type: string;
-  payload: unknown;
-  /** `payload` as JSON, when the create wrote it already (to check its size); written as is. */
-  payloadJson?: string;
-  runAt: number;
-  timezone: string;
-  maxAttempts: number;
-  misfire: MisfirePolicy;
-  cron: string | null;
-  /** At most MAX_TAGS tags (see tags.ts); none when left out. */
-  tags?: string[];
-  /** 0 when left out. */
-  priority?: number;
-  /** The ceiling of replaces (maxDelayMs after the first runAt); none when left out. */
-  latestRunAt?: number | null;
-  /** None when left out. */
-  expireAfterMs?: number | null;
-  /** None when left out. */
-  group?: string | null;
-}
-
-/** What a timer needs: the id and the time. The rest is read when the task fires. */
-export interface TimerEntry {
-  id: number;
-  runAt: number;
-  /** 0 when left out: the order in which due tasks are handed to the dispatcher. */
-  priority?: number;
-  /** A worker type's task: it gets no timer, the pull hub watches when it falls due. */
-  untimed?: true;
-}
-
-/** Position in (runAt, id) order, for keyset pagination. */
-export interface RunAtCursor {
-  runAt: number;
-  id: number;
 }
 
 /** A DATETIME(3) column as epoch milliseconds, computed by the server, whatever its time_zone. */

@@ -13,7 +13,8 @@ import type mysql from 'mysql2/promise';
 import type { Connection, Database } from '../db/connection.js';
 import { pipelineOf } from '../db/pipeline.js';
 import { autocommit } from '../db/transaction.js';
-import type { WaitReason } from './rows.js';
+import { clip } from './run-writes.js';
+import type { WaitReason } from './task-types.js';
 import { TASK_RUNS } from './sql/task-runs.js';
 
 /** How a run ended: done; failed and to be tried again; failed for good; lost (its lease ran out). */
@@ -48,10 +49,8 @@ export interface TaskRun {
 /** A run to record: everything but its id. */
 export type NewRun = Omit<TaskRun, 'id'>;
 
-const MAX_ERROR_LENGTH = 2000;
-
-function clip(error: string | null): string | null {
-  return error !== null && error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error;
+function clipped(error: string | null): string | null {
+  return error === null ? null : clip(error);
 }
 
 type RunRow = [
@@ -147,7 +146,7 @@ export class RunHistory {
         new Date(run.finishedAt),
         Math.round(run.latenessMs),
         Math.min(Math.max(0, Math.round(run.durationMs)), MAX_DURATION_MS),
-        clip(run.error),
+        clipped(run.error),
         run.httpStatus === null ? null : Math.min(Math.max(0, Math.round(run.httpStatus)), 65_535),
         run.process.slice(0, 64),
         Math.min(Math.max(0, Math.round(run.waitedMs)), MAX_DURATION_MS),

@@ -6,7 +6,8 @@
  * reading is not kept; at most MAX_FILTERS filters are held, the oldest dropped first.
  */
 import type { Clock } from '../time/clock.js';
-import type { ListFilters, Status, TaskStore } from './task-store.js';
+import type { TaskStore } from './task-store.js';
+import type { ListFilters, Status } from './task-types.js';
 
 export const COUNTS_TTL_MS = 1500;
 const MAX_FILTERS = 64;
@@ -37,7 +38,7 @@ export class StatusCountsReader {
     ]);
     const held = this.#cached.get(key);
     if (held !== undefined && now - held.at <= COUNTS_TTL_MS) return held.value;
-    const value = this.store.countByStatus(filters).then((counts) => ({ counts, at: now }));
+    const value = this.store.reads.countByStatus(filters).then((counts) => ({ counts, at: now }));
     const entry = { at: now, value };
     this.#cached.delete(key);
     this.#cached.set(key, entry);

@@ -39,7 +39,7 @@ export class SummaryReader {
   async read(): Promise<SummaryReading> {
     const now = this.clock.now();
     if (this.#cached === undefined || now - this.#cached.at > SUMMARY_TTL_MS) {
-      const value = Promise.all([this.store.countOpen(), this.store.recentLateness(LATENESS_SAMPLE)]).then(
+      const value = Promise.all([this.store.reads.countOpen(), this.store.reads.recentLateness(LATENESS_SAMPLE)]).then(
         ([counts, { lateness, waits }]) => ({
           ...counts,
           latenessP50Ms: quantile(lateness, 0.5),

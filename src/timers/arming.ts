@@ -12,7 +12,7 @@
 import { everything, type Ownership } from '../cluster/lease-keeper.js';
 import { shardOf } from '../cluster/shards.js';
 import type { EffectSink, TimerEffect } from '../lifecycle/effects.js';
-import type { TimerEntry } from '../store/task-store.js';
+import type { TimerEntry } from '../store/task-types.js';
 import type { CreatedHere } from './created-here.js';
 import type { DueQueue } from './due-queue.js';
 import type { Timers } from './timers.js';

@@ -11,8 +11,9 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Clock } from '../time/clock.js';
 import { loggable } from '../db/errors.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
-import type { RunAtCursor, TaskStore } from '../store/task-store.js';
-import type { TimerEntry } from '../store/rows.js';
+import type { TaskStore } from '../store/task-store.js';
+import type { RunAtCursor } from '../store/task-types.js';
+import type { TimerEntry } from '../store/task-types.js';
 import { IdGaps } from './id-gaps.js';
 import type { Arming } from './arming.js';
 
@@ -101,14 +102,14 @@ export class Scheduler {
     const started = clock.now();
     // Sharded, it owns no shard yet: the repairs wait for the shards it acquires (armShards).
     const shards = this.#options.shards?.();
-    await this.#mendOpenFinished();
+    await this.#clearStrayFinishedAt();
     // Skip before recovering: a task that was mid-run when the process died did not misfire.
     const { skipped } = await lifecycle.skipMisfired(started - misfireGraceMs, shards);
     const leases = await lifecycle.recoverExpiredLeases(shards);
     this.#options.metrics?.leaseRecoveries.inc(leases.recovered + leases.failed);
     await this.#reconcileAtLeaseEnd(shards);
     // Read the id watermark first: rows inserted while the load runs are found by the id scan.
-    this.#lastId = await store.maxId();
+    this.#lastId = await store.reads.maxId();
     arming.coveredUntil = started + horizonMs;
     const armed = await this.#armDue(undefined, arming.coveredUntil);
     this.#lastReconcile = clock.now();
@@ -144,10 +145,10 @@ export class Scheduler {
    * invisible to the reads of open tasks, which range over finished_at IS NULL: clear it, at boot
    * and at every reconcile, so such a task is still armed and run (invariant 3).
    */
-  async #mendOpenFinished(): Promise<void> {
-    const mended = await this.#options.store.mendOpenFinished();
-    if (mended > 0)
-      this.#options.log.warn({ tasks: mended }, 'open tasks carried a finished_at, written outside punctual: cleared, so they run');
+  async #clearStrayFinishedAt(): Promise<void> {
+    const cleared = await this.#options.store.changes.clearStrayFinishedAt();
+    if (cleared > 0)
+      this.#options.log.warn({ tasks: cleared }, 'open tasks carried a finished_at, written outside punctual: cleared, so they run');
   }
 
   /** The safety net: recover expired leases and arm every pending task within the horizon (of the shards owned). */
@@ -156,7 +157,7 @@ export class Scheduler {
     const started = clock.now();
     const shards = this.#options.shards?.();
     const by = this.#reconcileBy;
-    await this.#mendOpenFinished();
+    await this.#clearStrayFinishedAt();
     const leases = await lifecycle.recoverExpiredLeases(shards);
     // Done with the lease it was run early for (unless a takeover meanwhile asked for a later one).
     if (this.#reconcileBy === by && by < started) this.#reconcileBy = Number.POSITIVE_INFINITY;
@@ -192,7 +193,7 @@ export class Scheduler {
    * A live owner renews its leases, and the reconcile then finds nothing to do.
    */
   async #reconcileAtLeaseEnd(shards: readonly number[] | undefined): Promise<void> {
-    const end = await this.#options.store.earliestLeaseEnd(shards);
+    const end = await this.#options.store.reads.earliestLeaseEnd(shards);
     if (end !== undefined) this.#reconcileBy = Math.min(this.#reconcileBy, end);
   }
 
@@ -234,7 +235,7 @@ export class Scheduler {
     let count = 0;
     if (shards !== undefined && shards.length === 0) return 0;
     for (;;) {
-      const page = await this.#options.store.pendingDueBetween(from, until, cursor, PAGE, shards);
+      const page = await this.#options.store.reads.pendingDueBetween(from, until, cursor, PAGE, shards);
       for (const entry of page) this.#options.arming.armRead(entry);
       count += page.length;
       const last = page[page.length - 1];
@@ -246,7 +247,7 @@ export class Scheduler {
   /** Arms rows inserted since the last scan (straight into the table or through the API). */
   async #armInserted(now: number): Promise<void> {
     for (;;) {
-      const rows = await this.#options.store.insertedAfter(this.#lastId, PAGE);
+      const rows = await this.#options.store.reads.insertedAfter(this.#lastId, PAGE);
       for (const row of rows) {
         this.#gaps.jumped(this.#lastId, row.id, now);
         this.#lastId = row.id;
@@ -261,7 +262,7 @@ export class Scheduler {
     this.#gaps.age(now);
     const ranges = this.#gaps.ranges();
     for (let start = 0; start < ranges.length; start += GAPS_PER_READ) {
-      const rows = await this.#options.store.insertedIn(ranges.slice(start, start + GAPS_PER_READ));
+      const rows = await this.#options.store.reads.insertedIn(ranges.slice(start, start + GAPS_PER_READ));
       this.#gaps.filled(rows.map((row) => row.id));
       for (const row of rows) this.#armNew(row);
     }

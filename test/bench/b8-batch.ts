@@ -26,7 +26,8 @@
 import { availableParallelism } from 'node:os';
 import mysql from 'mysql2/promise';
 import { datetimeLiteral } from '../../src/db/connection.js';
-import { insertTuple, type NewTask } from '../../src/store/rows.js';
+import { insertTuple } from '../../src/store/rows.js';
+import type { NewTask } from '../../src/store/task-types.js';
 import { SQL } from '../../src/store/sql/tasks.js';
 import { tagTuples } from '../../src/store/tags.js';
 import { insertValues } from '../helpers/insert-values.js';

@@ -24,17 +24,17 @@ describe('a black-holed connection', () => {
     const database = new Database({ url: proxy.url(db.name), poolSize: 3, lockWaitTimeoutS: 1, deadlineMs: 800 });
     const store = new TaskStore(database);
     try {
-      expect(await store.maxId()).toBe(0);
+      expect(await store.reads.maxId()).toBe(0);
       const swallowed = proxy.stallAll();
       const started = Date.now();
-      const stuck = await store.maxId().then(
+      const stuck = await store.reads.maxId().then(
         () => 'answered',
         (error: { code?: string; message: string }) => error,
       );
       const waited = Date.now() - started;
       expect(stuck).toMatchObject({ code: 'PROTOCOL_SEQUENCE_TIMEOUT' });
       const again = Date.now();
-      expect(await store.maxId()).toBe(0);
+      expect(await store.reads.maxId()).toBe(0);
       report('black hole', {
         'connections swallowed': swallowed,
         'statement gave up after ms': waited,

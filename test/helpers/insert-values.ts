@@ -3,7 +3,7 @@
  * for placeholders: what the intake's hand-written text (TupleWriter) is compared with, in the
  * literal tests and in bench B8.
  */
-import type { NewTask } from '../../src/store/rows.js';
+import type { NewTask } from '../../src/store/task-types.js';
 
 export function insertValues(task: NewTask, now: number): (string | number | Date | null)[] {
   const at = new Date(now);

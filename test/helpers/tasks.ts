@@ -1,5 +1,5 @@
 /** A task and a type's settings as the store answers them, for unit tests of decisions that take them. */
-import type { Task } from '../../src/store/task-store.js';
+import type { Task } from '../../src/store/task-types.js';
 import type { TypeControl } from '../../src/store/type-controls.js';
 
 export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {

@@ -13,7 +13,8 @@ import { Lifecycle } from '../../src/lifecycle/lifecycle.js';
 import { recoverExpiredLeases, skipMisfired } from '../../src/lifecycle/repair.js';
 import * as run from '../../src/lifecycle/run.js';
 import { nextOccurrence } from '../../src/time/recurrence.js';
-import { TaskStore, type NewTask, type Task } from '../../src/store/task-store.js';
+import { TaskStore } from '../../src/store/task-store.js';
+import type { NewTask, Task } from '../../src/store/task-types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;
@@ -70,7 +71,7 @@ async function setRow(id: number, columns: Record<string, unknown>): Promise<voi
 }
 
 async function row(id: number): Promise<Task> {
-  const task = await store.get(id);
+  const task = await store.reads.get(id);
   if (task === undefined) throw new Error(`no task ${id}`);
   return task;
 }

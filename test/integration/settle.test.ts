@@ -9,7 +9,8 @@ import { Database } from '../../src/db/connection.js';
 import { StateMoved } from '../../src/lifecycle/expect.js';
 import { recoverExpiredLeases } from '../../src/lifecycle/repair.js';
 import * as run from '../../src/lifecycle/run.js';
-import { TaskStore, type Task } from '../../src/store/task-store.js';
+import { TaskStore } from '../../src/store/task-store.js';
+import type { Task } from '../../src/store/task-types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
@@ -120,7 +121,7 @@ async function taskWith(columns: Record<string, unknown>): Promise<Task> {
   const { insertId } = await db.execute(`INSERT INTO punctual_tasks (${names.join(', ')}) VALUES (?)`, [
     names.map((name) => all[name as keyof typeof all]),
   ]);
-  return (await store.get(insertId))!;
+  return (await store.reads.get(insertId))!;
 }
 
 /** Every column of a task's row, to see that a refused write changed nothing. */
@@ -152,74 +153,74 @@ const refusals: {
   {
     name: 'markDone on a cancelled task',
     as: { status: 'cancelled' },
-    write: (t) => store.transaction((c) => store.markDone(c, [t.id], NOW)),
+    write: (t) => store.transaction((c) => store.runs.markDone(c, [t.id], NOW)),
   },
   {
     name: 'markRunning on a task done meanwhile',
     as: { status: 'done' },
-    write: (t) => store.transaction((c) => store.markRunning(c, [t.id], 'me', NOW + 60_000, NOW)),
+    write: (t) => store.transaction((c) => store.runs.markRunning(c, [t.id], 'me', NOW + 60_000, NOW)),
   },
   {
     name: 'failClaimed on a cancelled task',
     as: { status: 'cancelled' },
-    write: (t) => store.transaction((c) => store.failClaimed(c, failure(t), t, NOW)),
+    write: (t) => store.transaction((c) => store.runs.failClaimed(c, failure(t), t, NOW)),
   },
   {
     name: 'failClaimed on a task rescheduled meanwhile',
     as: {},
     meanwhile: 'UPDATE punctual_tasks SET run_at = run_at + INTERVAL 1 MINUTE WHERE id = ?',
-    write: (t) => store.transaction((c) => store.failClaimed(c, failure(t), t, NOW)),
+    write: (t) => store.transaction((c) => store.runs.failClaimed(c, failure(t), t, NOW)),
   },
   {
     name: 'failClaimed on a task another process ran and retried meanwhile',
     as: {},
     meanwhile: 'UPDATE punctual_tasks SET attempts = attempts + 1 WHERE id = ?',
-    write: (t) => store.transaction((c) => store.failClaimed(c, failure(t), t, NOW)),
+    write: (t) => store.transaction((c) => store.runs.failClaimed(c, failure(t), t, NOW)),
   },
   {
     name: "failLeased on another owner's lease",
     as: leased('other', 1),
-    write: (t) => store.transaction((c) => store.failLeased(c, failure(t), { id: t.id, owner: 'me', attempts: 1 }, call, NOW)),
+    write: (t) => store.transaction((c) => store.runs.failLeased(c, failure(t), { id: t.id, owner: 'me', attempts: 1 }, call, NOW)),
   },
   {
     name: 'failLeased on a later run under the same owner',
     as: leased('me', 2),
-    write: (t) => store.transaction((c) => store.failLeased(c, failure(t), { id: t.id, owner: 'me', attempts: 1 }, call, NOW)),
+    write: (t) => store.transaction((c) => store.runs.failLeased(c, failure(t), { id: t.id, owner: 'me', attempts: 1 }, call, NOW)),
   },
   {
     name: 'completeLeased on a later run under the same owner',
     as: leased('me', 2),
-    write: (t) => store.transaction((c) => store.completeLeased(c, { id: t.id, owner: 'me', attempts: 1 }, call, NOW)),
+    write: (t) => store.transaction((c) => store.runs.completeLeased(c, { id: t.id, owner: 'me', attempts: 1 }, call, NOW)),
   },
   {
     name: 'completeLeased on a cancelled task',
     as: { status: 'cancelled' },
-    write: (t) => store.transaction((c) => store.completeLeased(c, { id: t.id, owner: 'me', attempts: 0 }, call, NOW)),
+    write: (t) => store.transaction((c) => store.runs.completeLeased(c, { id: t.id, owner: 'me', attempts: 0 }, call, NOW)),
   },
   {
     name: 'markSkipped on a done task',
     as: { status: 'done' },
-    write: (t) => store.transaction((c) => store.markSkipped(c, [t.id], 'x', NOW)),
+    write: (t) => store.transaction((c) => store.runs.markSkipped(c, [t.id], 'x', NOW)),
   },
   {
     name: 'moveTo on a cancelled task',
     as: { status: 'cancelled' },
-    write: (t) => store.transaction((c) => store.moveTo(c, [t.id], NOW, 'UTC', NOW)),
+    write: (t) => store.transaction((c) => store.changes.moveTo(c, [t.id], NOW, 'UTC', NOW)),
   },
   {
     name: 'shiftBy on a done task',
     as: { status: 'done' },
-    write: (t) => store.transaction((c) => store.shiftBy(c, [t.id], 1000, 'r1', NOW)),
+    write: (t) => store.transaction((c) => store.changes.shiftBy(c, [t.id], 1000, 'r1', NOW)),
   },
   {
     name: 'releaseExpiredLeases on a lease renewed meanwhile',
     as: leased('other', 1),
-    write: (t) => store.transaction((c) => store.releaseExpiredLeases(c, [t.id], NOW)),
+    write: (t) => store.transaction((c) => store.runs.releaseExpiredLeases(c, [t.id], NOW)),
   },
   {
     name: 'failExpiredLeases on a task that finished meanwhile',
     as: { status: 'done', attempts: 1 },
-    write: (t) => store.transaction((c) => store.failExpiredLeases(c, [t.id], NOW)),
+    write: (t) => store.transaction((c) => store.runs.failExpiredLeases(c, [t.id], NOW)),
   },
 ];
 
@@ -250,8 +251,8 @@ describe('every settle names the state it expects', () => {
   it('leaves a lease renewed after the repair read it', async () => {
     const task = await taskWith({ ...leased('gone', 1), lease_until: new Date(NOW - 1000) });
     // The repair read the lease as run out; its owner renewed it before the repair took the row.
-    const renew = store.expiredLeaseIds.bind(store);
-    store.expiredLeaseIds = async (now, shards) => {
+    const renew = store.reads.expiredLeaseIds.bind(store.reads);
+    store.reads.expiredLeaseIds = async (now, shards) => {
       const ids = await renew(now, shards);
       await db.execute('UPDATE punctual_tasks SET lease_until = ? WHERE id = ?', [new Date(NOW + 60_000), task.id]);
       return ids;
@@ -259,7 +260,7 @@ describe('every settle names the state it expects', () => {
     try {
       expect(await recoverExpiredLeases(store, NOW)).toEqual({ recovered: 0, failed: 0, effects: [] });
     } finally {
-      store.expiredLeaseIds = renew;
+      store.reads.expiredLeaseIds = renew;
     }
     expect(await rowOf(task.id)).toMatchObject({ status: 'running', lease_owner: 'gone' });
   });

@@ -73,36 +73,36 @@ describe('the (status, finished_at, run_at, id, priority) index', () => {
   });
 
   it('a bulk change by type picks its chunks from the type index: about the rows it answers, either way, within a bound', async () => {
-    const first = await measured(() => store.pick({ type: 'close_order' }, 'pending', undefined, 100));
+    const first = await measured(() => store.changes.pick({ type: 'close_order' }, 'pending', undefined, 100));
     expect(first.result.map((row) => row.id)).toHaveLength(100);
     expect(first.read).toBeLessThan(150);
-    const next = await measured(() => store.pick({ type: 'close_order' }, 'pending', first.result.at(-1)!.cursor, 100));
+    const next = await measured(() => store.changes.pick({ type: 'close_order' }, 'pending', first.result.at(-1)!.cursor, 100));
     expect(next.result[0]!.id).toBeGreaterThan(first.result.at(-1)!.id);
     expect(next.read).toBeLessThan(150);
     // From the latest back, and the tasks due before NOW only: the 2,000 after it are not read.
     const back = await measured(() =>
-      store.pick({ type: 'close_order' }, 'pending', undefined, 100, { descending: true, runAt: { op: '<', at: NOW } }),
+      store.changes.pick({ type: 'close_order' }, 'pending', undefined, 100, { descending: true, runAt: { op: '<', at: NOW } }),
     );
     expect(back.result).toHaveLength(100);
     expect(back.result[0]!.cursor).toEqual({ runAt: NOW - 10, id: back.result[0]!.id });
     expect(back.read).toBeLessThan(150);
     // At one instant: its one task.
-    const at = await measured(() => store.pick({ type: 'close_order' }, 'pending', undefined, 100, { runAt: { op: '=', at: NOW } }));
+    const at = await measured(() => store.changes.pick({ type: 'close_order' }, 'pending', undefined, 100, { runAt: { op: '=', at: NOW } }));
     expect(at.result).toHaveLength(1);
     expect(at.read).toBeLessThan(10);
     // The done tasks of the type, a status of their own in the same index.
-    expect(await store.pick({ type: 'close_order' }, 'done', undefined, 10)).toHaveLength(10);
+    expect(await store.changes.pick({ type: 'close_order' }, 'done', undefined, 10)).toHaveLength(10);
   });
 
   it('a due page reads about the 100 rows it answers, not the done tasks nor the pending ones after it', async () => {
-    const { result, read } = await measured(() => store.pendingDueBetween(undefined, NOW, undefined, 100));
+    const { result, read } = await measured(() => store.reads.pendingDueBetween(undefined, NOW, undefined, 100));
     expect(result).toHaveLength(100);
     expect(result[0]!.runAt).toBe(NOW - (ROWS / 2) * 10);
     expect(read).toBeLessThan(150);
   });
 
   it('the newest done tasks come from the index in its order: about 50 rows read for 50, no sort of all done tasks', async () => {
-    const { result, read } = await measured(() => store.listFinished('done', 50));
+    const { result, read } = await measured(() => store.reads.listFinished('done', 50));
     expect(result).toHaveLength(50);
     const finished = result.map((task) => task.finishedAt!);
     expect(finished).toEqual([...finished].sort((a, b) => b - a));
@@ -112,7 +112,7 @@ describe('the (status, finished_at, run_at, id, priority) index', () => {
 
   it('a page of the pending list reads about its rows, soonest first', async () => {
     const { result, read } = await measured(() =>
-      store.listByStatus('pending', {}, { offset: 0, limit: 50, maxBytes: 1_000_000, rowBytes: 1000 }),
+      store.reads.listByStatus('pending', {}, { offset: 0, limit: 50, maxBytes: 1_000_000, rowBytes: 1000 }),
     );
     expect(result.tasks.length).toBe(50);
     // Two reads of about 50 rows each (the page's ids and sizes, then its rows): not the 4,000

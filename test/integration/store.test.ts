@@ -59,7 +59,7 @@ describe('intake', () => {
           misfire: 'run' as const,
           cron: null,
         }));
-        const results = await Promise.all(burst.map((task) => store.insert(task, now)));
+        const results = await Promise.all(burst.map((task) => store.changes.insert(task, now)));
         const created = results.filter((result) => result.created);
         expect(created.length).toBe(120 - 30); // 40 keyed creates over 10 keys: 30 repeats
         expect(new Set(created.map((result) => result.task.id)).size).toBe(created.length);

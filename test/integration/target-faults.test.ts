@@ -64,7 +64,7 @@ async function spread(target: string): Promise<Map<number, string>> {
   expect(answer.status).toBe(200);
   const keys = new Map<number, string>();
   for (const item of answer.body.results as { id: number }[]) {
-    const task = await service!.store.get(item.id);
+    const task = await service!.store.reads.get(item.id);
     keys.set(item.id, idempotencyKey(task!));
   }
   return keys;

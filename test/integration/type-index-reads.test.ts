@@ -112,7 +112,7 @@ describe('reads of a type on its (type, status, run_minute, run_at) index', () =
   it("a due page's worker tasks are found over the page's span, not their minute", async () => {
     const store = new TaskStore(database, () => ['pull_w']);
     const from = MINUTE_START + 1000 * STEP_MS;
-    const { result, read } = await measured(() => store.pendingDueBetween(from, NOW, undefined, 100));
+    const { result, read } = await measured(() => store.reads.pendingDueBetween(from, NOW, undefined, 100));
     expect(result).toHaveLength(100);
     // The page alternates the two types at each instant; the worker type's half is marked.
     expect(result.filter((entry) => entry.untimed)).toHaveLength(50);
@@ -128,7 +128,7 @@ describe('reads of a type on its (type, status, run_minute, run_at) index', () =
       at(cursorAt),
     ]);
     const { result, read } = await measured(() =>
-      store.listPendingWithin({
+      store.reads.listPendingWithin({
         type: 'pull_w',
         limit: 100,
         after: { runAt: cursorAt, id: cursorRow.id },

@@ -9,7 +9,7 @@ import { planBatch, type PlanInputs } from '../../src/dispatch/batch-plan.js';
 import { TypeAdmission } from '../../src/dispatch/limits.js';
 import type { OutsideHandler } from '../../src/handlers/handler.js';
 import { HandlerRegistry } from '../../src/handlers/registry.js';
-import type { Task } from '../../src/store/task-store.js';
+import type { Task } from '../../src/store/task-types.js';
 import type { TypeControl } from '../../src/store/type-controls.js';
 import { workerType } from '../../src/handlers/worker-type.js';
 import { testHandler } from '../helpers/handlers.js';

@@ -9,7 +9,8 @@ import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { MISFIRE_POLICIES } from '../../src/contract/limits.js';
 import { datetimeLiteral } from '../../src/db/connection.js';
-import { insertTuple, TupleWriter, type NewTask } from '../../src/store/rows.js';
+import { insertTuple, TupleWriter } from '../../src/store/rows.js';
+import type { NewTask } from '../../src/store/task-types.js';
 import { tagTuples } from '../../src/store/tags.js';
 import { insertValues } from '../helpers/insert-values.js';
 

@@ -9,7 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Clock } from '../../time/clock.js';
 import type { BulkMove } from '../../lifecycle/bulk.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
-import type { Selector } from '../../store/task-store.js';
+import type { Selector } from '../../store/task-types.js';
 import { instantOf, zoneOf } from '../create-input.js';
 import { badRequest } from '../errors.js';
 import { BulkCancelBody, BulkDeleteBody, BulkRescheduleBody, BulkResult, BulkRetryBody } from '../../contract/bulk.js';

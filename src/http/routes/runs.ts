@@ -92,7 +92,7 @@ export const runRoutes: FastifyPluginAsync<RunRoutesOptions> = async (fastify, o
     async (request) => {
       const { id } = request.params;
       const { limit = 100, cursor } = request.query;
-      if ((await options.store.get(id)) === undefined) throw notFound(`task ${id}`);
+      if ((await options.store.reads.get(id)) === undefined) throw notFound(`task ${id}`);
       const runs = await options.history.ofTask(id, limit + 1, cursor === undefined ? undefined : Number(cursor));
       const page = runs.slice(0, limit);
       return {

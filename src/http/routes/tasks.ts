@@ -11,7 +11,8 @@ import type { Clock } from '../../time/clock.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { ChangeResult, Placement } from '../../lifecycle/change.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
-import type { RunAtCursor, Task, TaskStore } from '../../store/task-store.js';
+import type { TaskStore } from '../../store/task-store.js';
+import type { RunAtCursor, Task } from '../../store/task-types.js';
 import type { SummaryReader } from '../../store/summary.js';
 import { StatusCountsReader } from '../../store/status-counts.js';
 import { toIsoUtc } from '../../time/zones.js';
@@ -116,13 +117,13 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
   const counts = new StatusCountsReader(store, clock);
 
   async function byId(id: number): Promise<Task> {
-    const task = await store.get(id);
+    const task = await store.reads.get(id);
     if (task === undefined) throw notFound(`task ${id}`);
     return task;
   }
 
   async function byKey(key: string): Promise<Task> {
-    const task = await store.getByKey(key);
+    const task = await store.reads.getByKey(key);
     if (task === undefined) throw notFound(`task with key ${JSON.stringify(key)}`);
     return task;
   }
@@ -196,7 +197,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     async (request) => {
       const { type, tag, keyPrefix, limit = DEFAULT_PAGE, cursor } = request.query;
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
-      const page = await store.listPendingWithin({
+      const page = await store.reads.listPendingWithin({
         type,
         tag,
         keyPrefix,
@@ -230,7 +231,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       const { status = 'pending', limit = 50, offset = 0 } = request.query;
       const filters = listFilters(request.query);
       const [page, reading] = await Promise.all([
-        store.listByStatus(status, filters, { offset, limit, maxBytes: PAGE_MAX_BYTES, rowBytes: PAGE_ROW_BYTES }),
+        store.reads.listByStatus(status, filters, { offset, limit, maxBytes: PAGE_MAX_BYTES, rowBytes: PAGE_ROW_BYTES }),
         counts.read(filters),
       ]);
       const next = offset + page.tasks.length;
@@ -272,7 +273,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
     async (request) => {
       const { status = 'done', limit = 50 } = request.query;
-      return { tasks: (await store.listFinished(status, limit)).map((task) => present(task, request.role)) };
+      return { tasks: (await store.reads.listFinished(status, limit)).map((task) => present(task, request.role)) };
     },
   );
 

@@ -14,7 +14,7 @@ import { parseRunAt, TimeInputError, toIsoLocal, toIsoUtc } from '../../time/zon
 import type { HandlerRegistry } from '../../handlers/registry.js';
 import { idempotencyKey } from '../../handlers/webhook.js';
 import type { PullLifecycle, SettleResult } from '../../lifecycle/pull.js';
-import type { Task } from '../../store/task-store.js';
+import type { Task } from '../../store/task-types.js';
 import { TooManyWaiting, type LeasedTask, type PullHub } from '../../dispatch/pull-hub.js';
 import { ErrorJson } from '../../contract/errors.js';
 import { IdParams, TaskJson } from '../../contract/tasks.js';
