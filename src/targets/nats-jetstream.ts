@@ -6,9 +6,8 @@
  * reconnected by the client forever, with backoff.
  */
 import { connect, Events, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
-import { redactCredentials } from '../observability/redact.js';
 import type { TargetSpec } from './spec.js';
-import { reconnectDelay, type OutgoingMessage, type Target, type TargetHealth } from './target.js';
+import { ConnectionState, type OutgoingMessage, type Target, type TargetHealth } from './target.js';
 
 /** How long a publish waits for its PubAck. */
 const ACK_TIMEOUT_MS = 5000;
@@ -18,10 +17,7 @@ export class NatsJetStreamTarget implements Target {
   readonly name: string;
   readonly #spec: TargetSpec;
   #connection: Promise<{ nc: NatsConnection; js: JetStreamClient }> | undefined;
-  #up = false;
-  #failures = 0;
-  #closed = false;
-  #lastError: string | null = null;
+  readonly #state = new ConnectionState();
 
   constructor(spec: TargetSpec) {
     this.name = spec.name;
@@ -47,35 +43,29 @@ export class NatsJetStreamTarget implements Target {
           ...auth,
           name: `punctual target ${this.name}`,
           maxReconnectAttempts: -1,
-          reconnectDelayHandler: () => reconnectDelay(++this.#failures),
+          reconnectDelayHandler: () => this.#state.nextDelay(),
           timeout: 5000,
         });
-        this.#up = true;
-        this.#failures = 0;
-        this.#lastError = null;
+        this.#state.connected();
         void (async () => {
           for await (const status of nc.status()) {
-            if (status.type === Events.Disconnect) this.#up = false;
-            if (status.type === Events.Reconnect) {
-              this.#up = true;
-              this.#failures = 0;
-            }
-            if (status.type === Events.Error) this.#lastError = redactCredentials(JSON.stringify(status.data));
+            if (status.type === Events.Disconnect) this.#state.up = false;
+            if (status.type === Events.Reconnect) this.#state.connected();
+            if (status.type === Events.Error) this.#state.failed(JSON.stringify(status.data));
           }
         })();
         void nc.closed().then(() => {
-          this.#up = false;
+          this.#state.up = false;
           this.#connection = undefined;
         });
         return { nc, js: nc.jetstream() };
       } catch (error) {
         // The first connect failed: the next publish tries again, after a pause.
-        this.#lastError = redactCredentials(error instanceof Error ? error.message : String(error));
-        const delay = reconnectDelay(++this.#failures);
+        this.#state.failed(error);
         setTimeout(() => {
           this.#connection = undefined;
-          if (!this.#closed) this.open();
-        }, delay).unref();
+          if (!this.#state.closed) this.open();
+        }, this.#state.nextDelay()).unref();
         throw error;
       }
     })();
@@ -96,21 +86,19 @@ export class NatsJetStreamTarget implements Target {
         headers: h,
         timeout: ACK_TIMEOUT_MS,
       });
-      this.#lastError = null;
+      this.#state.lastError = null;
       return ack.duplicate ? `duplicate of ${ack.stream}#${ack.seq}` : `${ack.stream}#${ack.seq}`;
     } catch (error) {
-      const text = redactCredentials(error instanceof Error ? error.message : String(error));
-      this.#lastError = text;
-      throw new Error(`nats target ${this.name}: ${text}`, { cause: error });
+      throw new Error(`nats target ${this.name}: ${this.#state.failed(error)}`, { cause: error });
     }
   }
 
   health(): TargetHealth {
-    return { kind: this.kind, up: this.#up, lastError: this.#lastError };
+    return this.#state.health(this.kind);
   }
 
   async close(): Promise<void> {
-    this.#closed = true;
+    this.#state.closed = true;
     const connection = this.#connection;
     this.#connection = undefined;
     if (connection !== undefined) await (await connection.catch(() => undefined))?.nc.close().catch(() => undefined);

@@ -7,9 +7,8 @@
  * One connection and one confirm channel, opened again with backoff when they close.
  */
 import { connect, type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
-import { redactCredentials } from '../observability/redact.js';
 import type { TargetSpec } from './spec.js';
-import { firstBrokerReserved, reconnectDelay, type OutgoingMessage, type Target, type TargetHealth } from './target.js';
+import { ConnectionState, firstBrokerReserved, type OutgoingMessage, type Target, type TargetHealth } from './target.js';
 
 /** How long a publish waits for its confirm. */
 const CONFIRM_TIMEOUT_MS = 5000;
@@ -26,11 +25,8 @@ export class RabbitTarget implements Target {
   readonly name: string;
   readonly #spec: TargetSpec;
   #open: Promise<Open> | undefined;
-  #up = false;
-  #failures = 0;
-  #closed = false;
+  readonly #state = new ConnectionState();
   #retry: NodeJS.Timeout | undefined;
-  #lastError: string | null = null;
 
   constructor(spec: TargetSpec) {
     this.name = spec.name;
@@ -41,18 +37,12 @@ export class RabbitTarget implements Target {
     void this.#connect().catch(() => undefined);
   }
 
-  #fail(error: unknown): string {
-    const text = redactCredentials(error instanceof Error ? error.message : String(error));
-    this.#lastError = text;
-    return text;
-  }
-
   /** The open channel, or a new connection; after a failure, again only once the backoff passed. */
   #connect(): Promise<Open> {
-    if (this.#closed) return Promise.reject(new Error('target closed'));
+    if (this.#state.closed) return Promise.reject(new Error('target closed'));
     // Publishes while a reconnect waits fail at once: the broker sees the backoff, not a connect per publish.
     if (this.#open === undefined && this.#retry !== undefined) {
-      return Promise.reject(new Error(`reconnecting after: ${this.#lastError ?? 'connection lost'}`));
+      return Promise.reject(new Error(`reconnecting after: ${this.#state.lastError ?? 'connection lost'}`));
     }
     const opening = (this.#open ??= (async () => {
       try {
@@ -64,27 +54,25 @@ export class RabbitTarget implements Target {
           if (id !== undefined) open.returned.add(id);
         });
         const lost = (error?: unknown) => {
-          if (error !== undefined) this.#fail(error);
+          if (error !== undefined) this.#state.failed(error);
           // A late close of a connection already replaced must not take down the new one.
           if (this.#open !== opening) return;
-          this.#up = false;
+          this.#state.up = false;
           this.#open = undefined;
           this.#scheduleReconnect();
         };
-        connection.on('error', (error) => this.#fail(error));
+        connection.on('error', (error) => this.#state.failed(error));
         connection.on('close', () => lost());
-        channel.on('error', (error) => this.#fail(error));
+        channel.on('error', (error) => this.#state.failed(error));
         channel.on('close', () => {
           // A channel closed by the broker (a missing exchange: 404) with the connection still up.
           void connection.close().catch(() => undefined);
           lost();
         });
-        this.#up = true;
-        this.#failures = 0;
-        this.#lastError = null;
+        this.#state.connected();
         return open;
       } catch (error) {
-        this.#fail(error);
+        this.#state.failed(error);
         this.#open = undefined;
         this.#scheduleReconnect();
         throw error;
@@ -94,11 +82,11 @@ export class RabbitTarget implements Target {
   }
 
   #scheduleReconnect(): void {
-    if (this.#closed || this.#retry !== undefined) return;
+    if (this.#state.closed || this.#retry !== undefined) return;
     this.#retry = setTimeout(() => {
       this.#retry = undefined;
       this.open();
-    }, reconnectDelay(++this.#failures));
+    }, this.#state.nextDelay());
     this.#retry.unref();
   }
 
@@ -143,19 +131,19 @@ export class RabbitTarget implements Target {
           `unroutable: no queue is bound to exchange ${JSON.stringify(this.#spec.destination)} for ${JSON.stringify(this.#spec.routingKey)}`,
         );
       }
-      this.#lastError = null;
+      this.#state.lastError = null;
       return 'confirmed';
     } catch (error) {
-      throw new Error(`amqp target ${this.name}: ${this.#fail(error)}`, { cause: error });
+      throw new Error(`amqp target ${this.name}: ${this.#state.failed(error)}`, { cause: error });
     }
   }
 
   health(): TargetHealth {
-    return { kind: this.kind, up: this.#up, lastError: this.#lastError };
+    return this.#state.health(this.kind);
   }
 
   async close(): Promise<void> {
-    this.#closed = true;
+    this.#state.closed = true;
     clearTimeout(this.#retry);
     const open = this.#open;
     this.#open = undefined;

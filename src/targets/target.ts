@@ -7,6 +7,8 @@
  * with the task's idempotency key as the message id. See docs/targets.md.
  */
 
+import { redactCredentials } from '../observability/redact.js';
+
 export type TargetKind = 'redis' | 'amqp' | 'nats';
 
 /** One message of a task's attempt. */
@@ -66,4 +68,38 @@ export class TargetRefused extends Error {
 export function reconnectDelay(failures: number): number {
   const base = Math.min(10_000, 200 * 2 ** Math.max(0, failures - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+/**
+ * A broker connection's state as its target's health tells it (the AMQP and NATS targets; Redis's
+ * client keeps its own): up or not, the failures in a row that pace the reconnects, the last
+ * error with its credentials masked, and whether the target was closed.
+ */
+export class ConnectionState {
+  up = false;
+  closed = false;
+  lastError: string | null = null;
+  #failures = 0;
+
+  /** Connected (or reconnected): the backoff starts over. */
+  connected(): void {
+    this.up = true;
+    this.#failures = 0;
+    this.lastError = null;
+  }
+
+  /** Records `error` (masked) as the last; answers its text. */
+  failed(error: unknown): string {
+    this.lastError = redactCredentials(error instanceof Error ? error.message : String(error));
+    return this.lastError;
+  }
+
+  /** One more failure in a row: the wait before the next reconnect. */
+  nextDelay(): number {
+    return reconnectDelay(++this.#failures);
+  }
+
+  health(kind: TargetKind): TargetHealth {
+    return { kind, up: this.up, lastError: this.lastError };
+  }
 }
