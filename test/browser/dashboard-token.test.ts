@@ -6,26 +6,24 @@
  * and Sign out asks again.
  */
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { serviceFixture } from '../helpers/fixture.js';
 
 const TOKEN = 'dashboard-token-test-0123456789';
-let db: TestDatabase;
-let service: TestService | undefined;
+const fixture = serviceFixture('dashboard_token');
 let browser: Browser;
 let baseUrl: string;
 
 /** Requests the service refused for their token: what a poll without a token would pile up. */
 function refused(status: number): number {
-  return service!.logs.filter((line) => line.msg === 'request refused' && line.statusCode === status).length;
+  return fixture.service!.logs.filter((line) => line.msg === 'request refused' && line.statusCode === status).length;
 }
 
 async function start(env: Record<string, string> = {}) {
-  service = await startTestService(db, { API_TOKENS: `ops-desk:admin:${TOKEN}`, PORT: '0', ...env });
-  baseUrl = await service.start();
-  await service.call(
+  fixture.service = await fixture.start({ API_TOKENS: `ops-desk:admin:${TOKEN}`, PORT: '0', ...env });
+  baseUrl = await fixture.service.start();
+  await fixture.service.call(
     'POST',
     '/tasks',
     { type: 'close_order', payload: { orderSn: 'T1' }, delayMs: 600_000 },
@@ -41,18 +39,11 @@ async function open(): Promise<Page> {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase('dashboard_token');
   browser = await launchBrowser();
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
 });
 
 afterAll(async () => {
   await browser?.close();
-  await db?.drop();
 });
 
 describe('the token prompt', () => {

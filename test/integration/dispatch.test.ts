@@ -1,14 +1,12 @@
 import { sql } from 'drizzle-orm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/handlers/handler.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
 import { checkShop, createShop, insertOrders, makeOrders, type Order, runsOf } from '../helpers/shop.js';
+import { serviceFixture } from '../helpers/fixture.js';
 
-let db: TestDatabase;
-let service: TestService | undefined;
+const fixture = serviceFixture('dispatch');
 const orders: Order[] = makeOrders(60);
 
 /** Runs of the test handlers: which task, which attempt, when. */
@@ -38,11 +36,11 @@ const slowFirst = testHandler(
 );
 
 async function task(id: number) {
-  return (await service!.call('GET', `/tasks/${id}`)).body;
+  return (await fixture.service!.call('GET', `/tasks/${id}`)).body;
 }
 
 async function create(body: Record<string, unknown>) {
-  const answer = await service!.call('POST', '/tasks', body);
+  const answer = await fixture.service!.call('POST', '/tasks', body);
   expect(answer.status).toBe(201);
   return answer.body;
 }
@@ -59,27 +57,17 @@ function settled(id: number, statuses = ['done', 'failed']) {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase('dispatch');
-  await createShop(db);
-  await insertOrders(db, orders);
-  await db.execute("UPDATE orders SET status = 'paid' WHERE order_sn = ?", [orders[1]!.orderSn]);
-  await db.execute('CREATE TABLE side_effects (task_id BIGINT NOT NULL)');
-  await db.execute('CREATE TABLE scratch (id INT PRIMARY KEY, v INT NOT NULL)');
-  await db.execute('INSERT INTO scratch (id, v) VALUES ?', [Array.from({ length: 200 }, (_, i) => [i + 1, 0])]);
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-});
-
-afterAll(async () => {
-  await db?.drop();
+  await createShop(fixture.db);
+  await insertOrders(fixture.db, orders);
+  await fixture.db.execute("UPDATE orders SET status = 'paid' WHERE order_sn = ?", [orders[1]!.orderSn]);
+  await fixture.db.execute('CREATE TABLE side_effects (task_id BIGINT NOT NULL)');
+  await fixture.db.execute('CREATE TABLE scratch (id INT PRIMARY KEY, v INT NOT NULL)');
+  await fixture.db.execute('INSERT INTO scratch (id, v) VALUES ?', [Array.from({ length: 200 }, (_, i) => [i + 1, 0])]);
 });
 
 describe('close_order', () => {
   it('closes an unpaid order at its time and puts its stock back, exactly once', async () => {
-    service = await startTestService(db, {}, { handlers: [] });
+    fixture.service = await fixture.start({}, { handlers: [] });
     const [unpaid, paid] = orders;
     const due = Date.now() + 300;
     const closeUnpaid = await create({ type: 'close_order', payload: { orderSn: unpaid!.orderSn }, runAt: due });
@@ -93,35 +81,35 @@ describe('close_order', () => {
       expect(done).toMatchObject({ status: 'done', attempts: 1, lastError: null });
       expect(Date.parse(done.finishedAt)).toBeGreaterThanOrEqual(Date.parse(done.runAt));
     }
-    const [order] = await db.query<any[]>('SELECT status, closed_at FROM orders WHERE order_sn = ?', [unpaid!.orderSn]);
+    const [order] = await fixture.db.query<any[]>('SELECT status, closed_at FROM orders WHERE order_sn = ?', [unpaid!.orderSn]);
     expect(order.status).toBe('closed');
     expect(order.closed_at.getTime()).toBeGreaterThanOrEqual(due);
-    const [stillPaid] = await db.query<any[]>('SELECT status, closed_at FROM orders WHERE order_sn = ?', [paid!.orderSn]);
+    const [stillPaid] = await fixture.db.query<any[]>('SELECT status, closed_at FROM orders WHERE order_sn = ?', [paid!.orderSn]);
     expect(stillPaid).toMatchObject({ status: 'paid', closed_at: null });
-    const check = await checkShop(db, orders);
+    const check = await checkShop(fixture.db, orders);
     expect(check).toMatchObject({ closed: 1, ranTwice: 0, stockMatches: true });
     // Every one of them ran exactly once, the paid and the missing order's too: the ledger's rows.
     const ids = [closeUnpaid, closePaid, closeMissing, closeAgain].map((t) => t.id as number);
-    expect(await runsOf(db, ids)).toEqual(new Map(ids.map((id) => [id, 1])));
+    expect(await runsOf(fixture.db, ids)).toEqual(new Map(ids.map((id) => [id, 1])));
   });
 
   it('locks goods in id order: many closes sharing goods all commit, stock adds up', async () => {
-    service = await startTestService(db, { CONCURRENCY: '4', BATCH_SIZE: '5' });
+    fixture.service = await fixture.start({ CONCURRENCY: '4', BATCH_SIZE: '5' });
     const batch = orders.slice(2, 52);
     const due = Date.now() + 300;
     const created = [];
     for (const order of batch) created.push(await create({ type: 'close_order', payload: { orderSn: order.orderSn }, runAt: due }));
     for (const t of created) expect(await settled(t.id)).toMatchObject({ status: 'done', attempts: 1 });
-    const check = await checkShop(db, orders);
+    const check = await checkShop(fixture.db, orders);
     expect(check).toMatchObject({ closed: 51, ranTwice: 0, stockMatches: true });
     const ids = created.map((t) => t.id as number);
-    expect(await runsOf(db, ids)).toEqual(new Map(ids.map((id) => [id, 1])));
+    expect(await runsOf(fixture.db, ids)).toEqual(new Map(ids.map((id) => [id, 1])));
   });
 });
 
 describe('failures', () => {
   it("rolls back a failing handler's writes; the rest of its batch still commits", async () => {
-    service = await startTestService(db, { MAX_ATTEMPTS: '1' }, { handlers: [writeThenThrow] });
+    fixture.service = await fixture.start({ MAX_ATTEMPTS: '1' }, { handlers: [writeThenThrow] });
     const due = Date.now() + 300;
     const failing = await create({ type: 'write_then_throw', payload: {}, runAt: due });
     const closing = await create({ type: 'close_order', payload: { orderSn: orders[55]!.orderSn }, runAt: due });
@@ -129,11 +117,11 @@ describe('failures', () => {
     const failed = await settled(failing.id);
     expect(failed).toMatchObject({ status: 'failed', attempts: 1, lastError: 'boom' });
     expect(failed.finishedAt).not.toBeNull();
-    expect(await db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [failing.id])).toEqual([]);
+    expect(await fixture.db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [failing.id])).toEqual([]);
   });
 
   it('retries with exponential backoff until maxAttempts, then fails and stays visible', async () => {
-    service = await startTestService(db, { RETRY_BASE_MS: '200' }, { handlers: [writeThenThrow] });
+    fixture.service = await fixture.start({ RETRY_BASE_MS: '200' }, { handlers: [writeThenThrow] });
     runs.length = 0;
     const t = await create({ type: 'write_then_throw', payload: {}, delayMs: 0, maxAttempts: 3 });
     const failed = await settled(t.id, ['failed']);
@@ -144,24 +132,24 @@ describe('failures', () => {
     const gaps = [mine[1]!.at - mine[0]!.at, mine[2]!.at - mine[1]!.at];
     expect(gaps[0]).toBeGreaterThanOrEqual(200);
     expect(gaps[1]).toBeGreaterThanOrEqual(400);
-    expect(await db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [t.id])).toEqual([]);
-    const pending = await service.call('GET', '/tasks/pending');
+    expect(await fixture.db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [t.id])).toEqual([]);
+    const pending = await fixture.service.call('GET', '/tasks/pending');
     expect(pending.body.tasks.map((p: { id: number }) => p.id)).not.toContain(t.id);
   });
 
   it('fails a task at once on an error a retry cannot fix', async () => {
-    service = await startTestService(db, {}, { handlers: [refuse] });
+    fixture.service = await fixture.start({}, { handlers: [refuse] });
     const t = await create({ type: 'refuse', payload: {}, delayMs: 0, maxAttempts: 5 });
     expect(await settled(t.id)).toMatchObject({ status: 'failed', attempts: 1, lastError: 'this order can never be closed' });
   });
 
   it('fails a row someone inserted with an unknown type or a bad payload, without running anything', async () => {
-    service = await startTestService(db, { REFILL_INTERVAL_MS: '100' });
-    await db.execute(
+    fixture.service = await fixture.start({ REFILL_INTERVAL_MS: '100' });
+    await fixture.db.execute(
       `INSERT INTO punctual_tasks (type, payload, run_at) VALUES ('no_such_type', '{}', UTC_TIMESTAMP(3)), ('close_order', '{"orderSn": 7}', UTC_TIMESTAMP(3))`,
     );
     const rows = await waitFor(async () => {
-      const found = await db.query<any[]>(
+      const found = await fixture.db.query<any[]>(
         "SELECT type, status, last_error FROM punctual_tasks WHERE type IN ('no_such_type', 'close_order') AND status = 'failed' ORDER BY id",
       );
       return found.length === 2 ? found : undefined;
@@ -171,9 +159,9 @@ describe('failures', () => {
   });
 
   it('keeps a task whose row makes the batch fail from holding back the tasks batched with it', async () => {
-    service = await startTestService(db, { BATCH_SIZE: '20', CONCURRENCY: '1' });
+    fixture.service = await fixture.start({ BATCH_SIZE: '20', CONCURRENCY: '1' });
     // The shop's trigger refuses to let one task's row be completed: every batch holding it fails.
-    await db.execute(
+    await fixture.db.execute(
       `CREATE TRIGGER poison BEFORE UPDATE ON punctual_tasks FOR EACH ROW
          IF JSON_VALUE(NEW.payload, '$.orderSn') = 'SN-POISON' AND NEW.status <> OLD.status THEN
            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the shop';
@@ -194,34 +182,34 @@ describe('failures', () => {
       }
       expect((await task(poisoned.id)).status).toBe('pending');
     } finally {
-      await db.execute('DROP TRIGGER poison');
+      await fixture.db.execute('DROP TRIGGER poison');
     }
     expect(await settled(poisoned.id)).toMatchObject({ status: 'done' });
   });
 
   it('kills a handler that overruns its time, and retries it', async () => {
-    service = await startTestService(db, {}, { handlers: [slowFirst] });
+    fixture.service = await fixture.start({}, { handlers: [slowFirst] });
     const t = await create({ type: 'slow_first', payload: {}, delayMs: 0 });
     const done = await settled(t.id, ['done']);
     // lastError describes the latest run, which succeeded; the overrun is in the run history.
     expect(done).toMatchObject({ status: 'done', attempts: 2, lastError: null });
-    const runs = (await service.call('GET', `/tasks/${t.id}/runs`)).body.runs;
+    const runs = (await fixture.service.call('GET', `/tasks/${t.id}/runs`)).body.runs;
     expect(runs.map((run: any) => [run.attempt, run.outcome, run.error])).toEqual([
       [2, 'done', null],
       [1, 'retry', 'handler timed out after 300 ms'],
     ]);
-    expect(await db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [t.id])).toHaveLength(1);
+    expect(await fixture.db.query<any[]>('SELECT * FROM side_effects WHERE task_id = ?', [t.id])).toHaveLength(1);
     // The killed connection is gone; the service goes on.
-    expect((await service.call('GET', '/readyz')).status).toBe(200);
+    expect((await fixture.service.call('GET', '/readyz')).status).toBe(200);
   });
 });
 
 describe('lock conflicts are retried transparently', () => {
   it('waits out a lock-wait timeout without counting an attempt', async () => {
-    service = await startTestService(db, { LOCK_WAIT_TIMEOUT_S: '1' });
+    fixture.service = await fixture.start({ LOCK_WAIT_TIMEOUT_S: '1' });
     const order = orders[56]!;
     const goodsId = order.items[0]!.goods_id;
-    const shop = await db.pool.getConnection();
+    const shop = await fixture.db.pool.getConnection();
     try {
       await shop.query('BEGIN');
       await shop.query('SELECT stock FROM goods WHERE id = ? FOR UPDATE', [goodsId]);
@@ -234,10 +222,10 @@ describe('lock conflicts are retried transparently', () => {
       let waits = 0;
       await waitFor(
         async () => {
-          const [rows] = await db.pool.query<any[]>(
+          const [rows] = await fixture.db.pool.query<any[]>(
             `SELECT ID AS thread, TIME_MS AS ms FROM information_schema.PROCESSLIST
               WHERE DB = ? AND ID <> ? AND INFO LIKE 'UPDATE goods%'`,
-            [db.name, me.id],
+            [fixture.db.name, me.id],
           );
           for (const row of rows) {
             const before = waited.get(Number(row.thread));
@@ -258,16 +246,16 @@ describe('lock conflicts are retried transparently', () => {
       await shop.query('ROLLBACK');
       shop.release();
     }
-    expect(await checkShop(db, orders)).toMatchObject({ ranTwice: 0, stockMatches: true });
+    expect(await checkShop(fixture.db, orders)).toMatchObject({ ranTwice: 0, stockMatches: true });
   });
 
   it('retries a deadlock without counting an attempt', async () => {
-    service = await startTestService(db, { LOCK_WAIT_TIMEOUT_S: '10' });
+    fixture.service = await fixture.start({ LOCK_WAIT_TIMEOUT_S: '10' });
     const order = orders[57]!;
     const goodsId = Math.max(...order.items.map((item) => item.goods_id));
-    const deadlocks = async () => Number((await db.query<any[]>("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'"))[0]?.Value);
+    const deadlocks = async () => Number((await fixture.db.query<any[]>("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'"))[0]?.Value);
     const deadlocksBefore = await deadlocks();
-    const shop = await db.pool.getConnection();
+    const shop = await fixture.db.pool.getConnection();
     try {
       // The shop's transaction is the heavier one, so InnoDB picks the close as the victim.
       await shop.query('BEGIN');
@@ -277,7 +265,7 @@ describe('lock conflicts are retried transparently', () => {
       // The close locks the order, then waits for the goods row the shop holds…
       await waitFor(
         async () => {
-          const waiting = await db.query<any[]>(
+          const waiting = await fixture.db.query<any[]>(
             "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE goods%'",
           );
           return Number(waiting[0].n) > 0;
@@ -296,8 +284,8 @@ describe('lock conflicts are retried transparently', () => {
     }
     // InnoDB found the deadlock, and the shop's statement was not its victim: the close was.
     expect(await deadlocks()).toBeGreaterThan(deadlocksBefore);
-    const [closed] = await db.query<any[]>('SELECT status FROM orders WHERE order_sn = ?', [order.orderSn]);
+    const [closed] = await fixture.db.query<any[]>('SELECT status FROM orders WHERE order_sn = ?', [order.orderSn]);
     expect(closed.status).toBe('closed');
-    expect(await checkShop(db, orders)).toMatchObject({ ranTwice: 0, stockMatches: true });
+    expect(await checkShop(fixture.db, orders)).toMatchObject({ ranTwice: 0, stockMatches: true });
   });
 });

@@ -4,17 +4,16 @@
  * event once), a position too far behind starts at the window after a `gap`, and the read role may
  * listen but is not shown who made a change.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { describe, expect, it } from 'vitest';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestService } from '../helpers/service.js';
+import { serviceFixture } from '../helpers/fixture.js';
 
 const ADMIN = 'events-admin-token-0123456789';
 const VIEWER = 'events-read-token-0123456789';
 
-let db: TestDatabase;
-let service: TestService | undefined;
+const fixture = serviceFixture('events');
 let base: string;
 
 const quick = testHandler('quick_event', async () => undefined);
@@ -68,7 +67,7 @@ async function listen(token: string, lastEventId?: string) {
 }
 
 async function runTask(n: number): Promise<number> {
-  const answer = await service!.call(
+  const answer = await fixture.service!.call(
     'POST',
     '/tasks',
     { type: 'quick_event', payload: { n }, delayMs: 0 },
@@ -77,32 +76,19 @@ async function runTask(n: number): Promise<number> {
   expect(answer.status).toBe(201);
   const id = answer.body.id as number;
   await waitFor(
-    async () => (await db.query<any>("SELECT id FROM punctual_tasks WHERE id = ? AND status = 'done'", [id])).length > 0,
+    async () => (await fixture.db.query<any>("SELECT id FROM punctual_tasks WHERE id = ? AND status = 'done'", [id])).length > 0,
     10_000,
   );
   return id;
 }
 
-beforeAll(async () => {
-  db = await createTestDatabase('events');
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
-
 async function start(env: Record<string, string> = {}) {
-  service = await startTestService(
-    db,
+  fixture.service = await startTestService(
+    fixture.db,
     { API_TOKENS: `ops:admin:${ADMIN},wall:read:${VIEWER}`, EVENTS_POLL_MS: '50', PORT: '0', ...env },
     { handlers: [quick] },
   );
-  base = await service.start();
+  base = await fixture.service.start();
 }
 
 describe('GET /events', () => {
@@ -111,15 +97,15 @@ describe('GET /events', () => {
     const first = await listen(ADMIN);
     const a = await runTask(1);
     const b = await runTask(2);
-    const pending = await service!.call(
+    const pending = await fixture.service!.call(
       'POST',
       '/tasks',
       { type: 'quick_event', delayMs: 3_600_000 },
       { authorization: `Bearer ${ADMIN}` },
     );
-    expect((await service!.call('POST', `/tasks/${pending.body.id}/cancel`, undefined, { authorization: `Bearer ${ADMIN}` })).status).toBe(
-      200,
-    );
+    expect(
+      (await fixture.service!.call('POST', `/tasks/${pending.body.id}/cancel`, undefined, { authorization: `Bearer ${ADMIN}` })).status,
+    ).toBe(200);
     await waitFor(async () => first.events.length >= 3, 10_000, 'the first events');
     await first.close();
     expect(first.events.map((e) => [e.event, e.data.taskId ?? e.data.target])).toEqual([
@@ -167,13 +153,13 @@ describe('GET /events', () => {
   it('lets the read role listen without showing who made a change, and no token none', async () => {
     await start();
     const stream = await listen(VIEWER);
-    const pending = await service!.call(
+    const pending = await fixture.service!.call(
       'POST',
       '/tasks',
       { type: 'quick_event', delayMs: 3_600_000 },
       { authorization: `Bearer ${ADMIN}` },
     );
-    await service!.call('POST', `/tasks/${pending.body.id}/cancel`, undefined, { authorization: `Bearer ${ADMIN}` });
+    await fixture.service!.call('POST', `/tasks/${pending.body.id}/cancel`, undefined, { authorization: `Bearer ${ADMIN}` });
     await waitFor(async () => stream.events.length >= 1, 10_000, 'the change');
     await stream.close();
     expect(stream.events[0]!.data).toMatchObject({ action: 'cancel', target: `task:${pending.body.id}` });
@@ -185,8 +171,8 @@ describe('GET /events', () => {
     await start();
     const stream = await listen(ADMIN);
     const started = Date.now();
-    await service!.stop();
-    service = undefined;
+    await fixture.service!.stop();
+    fixture.service = undefined;
     await stream.close();
     expect(Date.now() - started).toBeLessThan(5000);
   });

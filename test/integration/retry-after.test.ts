@@ -5,13 +5,11 @@
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { serviceFixture } from '../helpers/fixture.js';
 
-let db: TestDatabase;
-let service: TestService | undefined;
+const fixture = serviceFixture('retry_after');
 let receiver: Server;
 let base: string;
 /** Calls by path: when each came. */
@@ -20,7 +18,6 @@ const calls = new Map<string, number[]>();
 const first = new Map<string, (res: ServerResponse) => void>();
 
 beforeAll(async () => {
-  db = await createTestDatabase('retry_after');
   receiver = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
@@ -37,34 +34,28 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 });
 
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-});
-
 afterAll(async () => {
   receiver.closeAllConnections();
   await new Promise((resolve) => receiver.close(resolve));
-  await db?.drop();
 });
 
 async function start(env: Record<string, string> = {}) {
-  service = await startTestService(db, {
+  fixture.service = await fixture.start({
     WEBHOOK_SECRET: 'whsec-retry-after',
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     RETRY_BASE_MS: '100',
     ...env,
   });
-  return service;
+  return fixture.service;
 }
 
 /** Creates a webhook to `path`, waits until it is done, answers the gap between its first two calls. */
 async function gapBetweenCalls(path: string): Promise<{ gapMs: number; task: Record<string, unknown> }> {
-  const created = await service!.call('POST', '/tasks', { type: 'webhook', payload: { url: `${base}${path}` }, delayMs: 0 });
+  const created = await fixture.service!.call('POST', '/tasks', { type: 'webhook', payload: { url: `${base}${path}` }, delayMs: 0 });
   expect(created.status).toBe(201);
   const task = await waitFor(
     async () => {
-      const t = (await service!.call('GET', `/tasks/${created.body.id}`)).body;
+      const t = (await fixture.service!.call('GET', `/tasks/${created.body.id}`)).body;
       return t.status === 'done' || t.status === 'failed' ? t : undefined;
     },
     15_000,
@@ -101,10 +92,10 @@ describe('Retry-After', () => {
   it('a Retry-After past RETRY_MAX_MS waits RETRY_MAX_MS, and lastError says what was asked', async () => {
     await start({ RETRY_MAX_MS: '1500' });
     first.set('/long', (res) => res.writeHead(429, { 'retry-after': '3600' }).end('come back in an hour'));
-    const created = await service!.call('POST', '/tasks', { type: 'webhook', payload: { url: `${base}/long` }, delayMs: 0 });
+    const created = await fixture.service!.call('POST', '/tasks', { type: 'webhook', payload: { url: `${base}/long` }, delayMs: 0 });
     const failedOnce = await waitFor(
       async () => {
-        const t = (await service!.call('GET', `/tasks/${created.body.id}`)).body;
+        const t = (await fixture.service!.call('GET', `/tasks/${created.body.id}`)).body;
         return t.attempts === 1 && t.status === 'pending' ? t : undefined;
       },
       10_000,
@@ -113,7 +104,7 @@ describe('Retry-After', () => {
     expect(failedOnce.lastError).toMatch(/answered 429.*Retry-After 3600 s/);
     expect(failedOnce.lastHttpStatus).toBe(429);
     await waitFor(
-      async () => ((await service!.call('GET', `/tasks/${created.body.id}`)).body.status === 'done' ? true : undefined),
+      async () => ((await fixture.service!.call('GET', `/tasks/${created.body.id}`)).body.status === 'done' ? true : undefined),
       10_000,
       'done',
     );

@@ -4,20 +4,18 @@
  * run that lost it. Real MariaDB; effects are counted in a ledger, a row per run with a unique key.
  */
 import { sql } from 'drizzle-orm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../../src/db/connection.js';
 import { StateMoved } from '../../src/lifecycle/expect.js';
 import { recoverExpiredLeases } from '../../src/lifecycle/repair.js';
 import * as run from '../../src/lifecycle/run.js';
 import { TaskStore } from '../../src/store/task-store.js';
 import type { Task } from '../../src/store/task-types.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { serviceFixture } from '../helpers/fixture.js';
 
-let db: TestDatabase;
-let service: TestService | undefined;
+const fixture = serviceFixture('settle');
 let database: Database;
 let store: TaskStore;
 
@@ -39,20 +37,13 @@ const overrun = testHandler(
 );
 
 beforeAll(async () => {
-  db = await createTestDatabase('settle');
-  await db.execute('CREATE TABLE run_ledger (task_id BIGINT NOT NULL, attempt INT NOT NULL, UNIQUE KEY run (task_id, attempt))');
-  database = new Database({ url: db.url, poolSize: 4, lockWaitTimeoutS: 5 });
+  await fixture.db.execute('CREATE TABLE run_ledger (task_id BIGINT NOT NULL, attempt INT NOT NULL, UNIQUE KEY run (task_id, attempt))');
+  database = new Database({ url: fixture.db.url, poolSize: 4, lockWaitTimeoutS: 5 });
   store = new TaskStore(database);
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
 });
 
 afterAll(async () => {
   await database?.close();
-  await db?.drop();
 });
 
 /**
@@ -60,10 +51,10 @@ afterAll(async () => {
  * here). PROCESSLIST is read live, where INNODB_TRX is a cached snapshot that can miss a wait.
  */
 async function running(pattern: string): Promise<boolean> {
-  const [row] = await db.query<any[]>(
+  const [row] = await fixture.db.query<any[]>(
     `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
       WHERE DB = ? AND ID <> CONNECTION_ID() AND COMMAND = 'Query' AND INFO LIKE ?`,
-    [db.name, pattern],
+    [fixture.db.name, pattern],
   );
   return Number(row.n) > 0;
 }
@@ -86,27 +77,27 @@ const changes = [
 
 describe('a database handler that overran', () => {
   it.each(changes)('does not undo a $name that waited for its row: the change stays, the effect is not committed', async (change) => {
-    service = await startTestService(db, {}, { handlers: [overrun] });
-    const { body: task } = await service.call('POST', '/tasks', { type: 'overrun', payload: {}, delayMs: 0 });
+    fixture.service = await fixture.start({}, { handlers: [overrun] });
+    const { body: task } = await fixture.service.call('POST', '/tasks', { type: 'overrun', payload: {}, delayMs: 0 });
     await waitFor(async () => started.has(task.id), OVERRUN_MS, 'the handler to start');
     // The handler holds the task's row (its claim): the change waits for it, seen live in PROCESSLIST.
     const { url, body } = change.request(task.id);
-    const changed = service.call('POST', url, body);
+    const changed = fixture.service.call('POST', url, body);
     await waitFor(() => running(change.statement), OVERRUN_MS, `the ${change.name} to wait`);
     // The overrun kills the handler's connection: the claim rolls back, the change takes the row.
     const answer = await changed;
     expect(answer).toMatchObject({ status: 200, body: change.after });
     // The dispatcher has recorded the overrun on its own, after the change.
     await waitFor(
-      async () => service!.logs.some((line) => line.taskId === task.id && /^task (will be retried|failed)$/.test(String(line.msg))),
+      async () => fixture.service!.logs.some((line) => line.taskId === task.id && /^task (will be retried|failed)$/.test(String(line.msg))),
       10_000,
       'the overrun to be recorded',
     );
-    const now = (await service.call('GET', `/tasks/${task.id}`)).body;
+    const now = (await fixture.service.call('GET', `/tasks/${task.id}`)).body;
     expect(now).toMatchObject({ ...change.after, attempts: 0, lastError: null });
-    expect(await db.query<any[]>('SELECT * FROM run_ledger WHERE task_id = ?', [task.id])).toEqual([]);
+    expect(await fixture.db.query<any[]>('SELECT * FROM run_ledger WHERE task_id = ?', [task.id])).toEqual([]);
     // No retry was armed for it: the failure was not written.
-    expect(service.timers.has(task.id)).toBe(false);
+    expect(fixture.service.timers.has(task.id)).toBe(false);
   });
 });
 
@@ -118,7 +109,7 @@ const call = { httpStatus: 500, durationMs: 5, responseBytes: 2 };
 async function taskWith(columns: Record<string, unknown>): Promise<Task> {
   const all = { type: 'overrun', payload: '{}', run_at: new Date(NOW - 1000), ...columns };
   const names = Object.keys(all);
-  const { insertId } = await db.execute(`INSERT INTO punctual_tasks (${names.join(', ')}) VALUES (?)`, [
+  const { insertId } = await fixture.db.execute(`INSERT INTO punctual_tasks (${names.join(', ')}) VALUES (?)`, [
     names.map((name) => all[name as keyof typeof all]),
   ]);
   return (await store.reads.get(insertId))!;
@@ -126,7 +117,7 @@ async function taskWith(columns: Record<string, unknown>): Promise<Task> {
 
 /** Every column of a task's row, to see that a refused write changed nothing. */
 async function rowOf(id: number): Promise<Record<string, unknown>> {
-  const [row] = await db.query<any[]>('SELECT * FROM punctual_tasks WHERE id = ?', [id]);
+  const [row] = await fixture.db.query<any[]>('SELECT * FROM punctual_tasks WHERE id = ?', [id]);
   return { ...row };
 }
 
@@ -227,7 +218,7 @@ const refusals: {
 describe('every settle names the state it expects', () => {
   it.each(refusals)('$name writes nothing and says so', async ({ as, meanwhile, write }) => {
     const task = await taskWith(as);
-    if (meanwhile !== undefined) await db.execute(meanwhile, [task.id]);
+    if (meanwhile !== undefined) await fixture.db.execute(meanwhile, [task.id]);
     const before = await rowOf(task.id);
     const written = await write(task);
     expect(written === false || written === 0).toBe(true);
@@ -240,11 +231,11 @@ describe('every settle names the state it expects', () => {
       store.transaction(async (conn) => {
         await conn.query('INSERT INTO run_ledger (task_id, attempt) VALUES (?, 1)', [task.id]);
         // As on an engine whose locking read did not lock: another run finished it in between.
-        await db.execute("UPDATE punctual_tasks SET status = 'done' WHERE id = ?", [task.id]);
+        await fixture.db.execute("UPDATE punctual_tasks SET status = 'done' WHERE id = ?", [task.id]);
         return run.complete(store, conn, [task], NOW);
       }),
     ).rejects.toBeInstanceOf(StateMoved);
-    expect(await db.query<any[]>('SELECT * FROM run_ledger WHERE task_id = ?', [task.id])).toEqual([]);
+    expect(await fixture.db.query<any[]>('SELECT * FROM run_ledger WHERE task_id = ?', [task.id])).toEqual([]);
     expect((await rowOf(task.id)).attempts).toBe(0);
   });
 
@@ -254,7 +245,7 @@ describe('every settle names the state it expects', () => {
     const renew = store.reads.expiredLeaseIds.bind(store.reads);
     store.reads.expiredLeaseIds = async (now, shards) => {
       const ids = await renew(now, shards);
-      await db.execute('UPDATE punctual_tasks SET lease_until = ? WHERE id = ?', [new Date(NOW + 60_000), task.id]);
+      await fixture.db.execute('UPDATE punctual_tasks SET lease_until = ? WHERE id = ?', [new Date(NOW + 60_000), task.id]);
       return ids;
     };
     try {

@@ -4,27 +4,17 @@
  * and end shows what ran at once.
  */
 import type { RowDataPacket } from 'mysql2';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { serviceFixture } from '../helpers/fixture.js';
 
-let db: TestDatabase;
-let service: TestService | undefined;
+const fixture = serviceFixture('task_group');
 
 beforeAll(async () => {
-  db = await createTestDatabase('task_group');
-  await db.execute('CREATE TABLE ledger (task_id BIGINT UNSIGNED PRIMARY KEY, grp VARCHAR(64), started DATETIME(3), ended DATETIME(3))');
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-});
-
-afterAll(async () => {
-  await db?.drop();
+  await fixture.db.execute(
+    'CREATE TABLE ledger (task_id BIGINT UNSIGNED PRIMARY KEY, grp VARCHAR(64), started DATETIME(3), ended DATETIME(3))',
+  );
 });
 
 const slow = testHandler('slowjob', async ({ conn, task }) => {
@@ -35,8 +25,8 @@ const slow = testHandler('slowjob', async ({ conn, task }) => {
 
 describe('a task-level group', () => {
   it('is taken on create and batch by every type, built-in ones too, and shown on the task', async () => {
-    service = await startTestService(db, {}, { handlers: [slow] });
-    const one = await service.call('POST', '/tasks', {
+    fixture.service = await fixture.start({}, { handlers: [slow] });
+    const one = await fixture.service.call('POST', '/tasks', {
       type: 'close_order',
       payload: { orderSn: 'G1' },
       delayMs: 60_000,
@@ -44,21 +34,23 @@ describe('a task-level group', () => {
     });
     expect(one.status).toBe(201);
     expect(one.body.group).toBe('merchant:42');
-    const batch = await service.call('POST', '/tasks/batch', {
+    const batch = await fixture.service.call('POST', '/tasks/batch', {
       tasks: [
         { type: 'close_order', payload: { orderSn: 'G2' }, delayMs: 60_000, group: 'merchant:7' },
         { type: 'close_order', payload: { orderSn: 'G3' }, delayMs: 60_000, group: 'bad group!' },
       ],
     });
     expect(batch.body.results.map((r: { status: number }) => r.status)).toEqual([201, 400]);
-    expect((await service.call('GET', `/tasks/${batch.body.results[0].id}`)).body.group).toBe('merchant:7');
-    expect((await service.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: 'G4' }, delayMs: 0 })).body.group).toBeNull();
+    expect((await fixture.service.call('GET', `/tasks/${batch.body.results[0].id}`)).body.group).toBe('merchant:7');
+    expect(
+      (await fixture.service.call('POST', '/tasks', { type: 'close_order', payload: { orderSn: 'G4' }, delayMs: 0 })).body.group,
+    ).toBeNull();
   });
 
   it('limits with groupBy "group" hold per group: one at a time in each, the groups side by side', async () => {
-    service = await startTestService(db, { CONCURRENCY: '4', BATCH_SIZE: '1' }, { handlers: [slow] });
+    fixture.service = await fixture.start({ CONCURRENCY: '4', BATCH_SIZE: '1' }, { handlers: [slow] });
     // One task a batch: a batch runs its database tasks one after another, batches run side by side.
-    const limits = await service.call('PUT', '/types/slowjob/limits', { maxConcurrency: 1, groupBy: 'group' });
+    const limits = await fixture.service.call('PUT', '/types/slowjob/limits', { maxConcurrency: 1, groupBy: 'group' });
     expect(limits.status).toBe(200);
     const tasks = ['a', 'a', 'a', 'b', 'b', 'b'].map((group) => ({
       type: 'slowjob',
@@ -66,13 +58,14 @@ describe('a task-level group', () => {
       delayMs: 100,
       group: `merchant:${group}`,
     }));
-    const created = await service.call('POST', '/tasks/batch', { tasks });
+    const created = await fixture.service.call('POST', '/tasks/batch', { tasks });
     const ids: number[] = created.body.results.map((r: { id: number }) => r.id);
     const rows = await waitFor(
       async () => {
-        const found = await db.query<RowDataPacket[]>('SELECT grp, started, ended FROM ledger WHERE task_id IN (?) AND ended IS NOT NULL', [
-          ids,
-        ]);
+        const found = await fixture.db.query<RowDataPacket[]>(
+          'SELECT grp, started, ended FROM ledger WHERE task_id IN (?) AND ended IS NOT NULL',
+          [ids],
+        );
         return found.length === ids.length ? found : undefined;
       },
       15_000,

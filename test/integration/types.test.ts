@@ -8,12 +8,12 @@
 import { sql } from 'drizzle-orm';
 import { PunctualClient, PunctualError } from '../../clients/ts/src/client.js';
 import { Type } from 'typebox';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { OutsideHandler, TaskHandler } from '../../src/handlers/handler.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { type TestService } from '../helpers/service.js';
+import { serviceFixture } from '../helpers/fixture.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
 const READ = 'read-token-0123456789abcdef';
@@ -23,8 +23,7 @@ const ENV = { API_TOKENS_ADMIN: ADMIN, API_TOKENS_READ: READ };
 /** How much closer two runs' stamped `now`s may be than their rate slots' takes (see the rate test). */
 const TAKE_JITTER_MS = 200;
 
-let db: TestDatabase;
-let service: TestService | undefined;
+const fixture = serviceFixture('types');
 
 /** One ledger row per run: a second run of a task breaks the unique key (and fails loudly). */
 const ledgered = (type: string) =>
@@ -70,50 +69,40 @@ const HANDLERS: TaskHandler[] = [
 ];
 
 async function boot(): Promise<TestService> {
-  service = await startTestService(db, { ...ENV, MISFIRE_GRACE_MS: '1500' }, { handlers: HANDLERS });
-  return service;
+  fixture.service = await fixture.start({ ...ENV, MISFIRE_GRACE_MS: '1500' }, { handlers: HANDLERS });
+  return fixture.service;
 }
 
 async function create(type: string, body: Record<string, unknown> = {}): Promise<number> {
-  const answer = await service!.call('POST', '/tasks', { type, payload: {}, delayMs: 0, ...body }, admin);
+  const answer = await fixture.service!.call('POST', '/tasks', { type, payload: {}, delayMs: 0, ...body }, admin);
   expect(answer.status, JSON.stringify(answer.body)).toBe(201);
   return answer.body.id;
 }
 
 async function ledger(type: string): Promise<{ task_id: number; started_at: number }[]> {
-  return db.query<any[]>('SELECT task_id, started_at FROM ledger WHERE type = ? ORDER BY id', [type]);
+  return fixture.db.query<any[]>('SELECT task_id, started_at FROM ledger WHERE type = ? ORDER BY id', [type]);
 }
 
 async function typeOf(type: string): Promise<any> {
-  const answer = await service!.call('GET', '/types', undefined, reader);
+  const answer = await fixture.service!.call('GET', '/types', undefined, reader);
   expect(answer.status).toBe(200);
   return answer.body.types.find((entry: any) => entry.type === type);
 }
 
 async function statuses(ids: number[]): Promise<string[]> {
-  return Promise.all(ids.map(async (id) => (await service!.call('GET', `/tasks/${id}`, undefined, reader)).body.status));
+  return Promise.all(ids.map(async (id) => (await fixture.service!.call('GET', `/tasks/${id}`, undefined, reader)).body.status));
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase('types');
-  await db.execute(
+  await fixture.db.execute(
     'CREATE TABLE ledger (id BIGINT AUTO_INCREMENT PRIMARY KEY, task_id BIGINT UNSIGNED NOT NULL UNIQUE, type VARCHAR(64) NOT NULL, started_at BIGINT NOT NULL)',
   );
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-});
-
-afterAll(async () => {
-  await db?.drop();
 });
 
 describe('a paused type', () => {
   it('runs nothing while paused, stays paused through a restart, and runs what waited in runAt order once resumed', async () => {
     await boot();
-    const paused = await service!.call('POST', '/types/alpha/pause', undefined, admin);
+    const paused = await fixture.service!.call('POST', '/types/alpha/pause', undefined, admin);
     expect(paused.status).toBe(200);
     expect(paused.body).toMatchObject({ type: 'alpha', paused: true, running: 0 });
     // Created in id order, due in the reverse order: runAt order is not id order.
@@ -134,14 +123,14 @@ describe('a paused type', () => {
     );
     expect(await ledger('alpha')).toEqual([]);
     expect(await typeOf('alpha')).toMatchObject({ paused: true, waiting: 6, due: 6 });
-    const task = (await service!.call('GET', `/tasks/${alpha[0]}`, undefined, reader)).body;
+    const task = (await fixture.service!.call('GET', `/tasks/${alpha[0]}`, undefined, reader)).body;
     expect(task).toMatchObject({ status: 'pending', attempts: 0 });
-    const metrics = (await service!.app.inject({ url: '/metrics', headers: reader })).body;
+    const metrics = (await fixture.service!.app.inject({ url: '/metrics', headers: reader })).body;
     expect(metrics).toContain('punctual_type_paused{type="alpha"} 1');
     expect(metrics).toContain('punctual_type_waiting{type="alpha"} 6');
 
     // A restart on the same database: still paused, still nothing runs.
-    await service!.stop();
+    await fixture.service!.stop();
     await boot();
     expect(await typeOf('alpha')).toMatchObject({ paused: true });
     await waitFor(async () => (await typeOf('alpha')).waiting === 6, 10_000, 'alpha waiting after the restart');
@@ -149,28 +138,28 @@ describe('a paused type', () => {
     const late = await create('beta');
     await waitFor(async () => (await ledger('beta')).some((row) => Number(row.task_id) === late), 10_000, 'beta after the restart');
 
-    const resumed = await service!.call('POST', '/types/alpha/resume', undefined, admin);
+    const resumed = await fixture.service!.call('POST', '/types/alpha/resume', undefined, admin);
     expect(resumed.body).toMatchObject({ paused: false });
     await waitFor(async () => (await ledger('alpha')).length === 6, 10_000, 'alpha runs after resume');
     // runAt order: the last created was due first.
     expect((await ledger('alpha')).map((row) => Number(row.task_id))).toEqual([...alpha].reverse());
     expect(await statuses(alpha)).toEqual(alpha.map(() => 'done'));
-    expect((await service!.call('GET', `/tasks/${alpha[0]}`, undefined, reader)).body.attempts).toBe(1);
+    expect((await fixture.service!.call('GET', `/tasks/${alpha[0]}`, undefined, reader)).body.attempts).toBe(1);
     expect(beta).toHaveLength(3);
   });
 
   it('skips, on resume, a task that asked to be skipped and waited past the misfire grace; the others run', async () => {
     await boot();
-    await service!.call('POST', '/types/lapsing/pause', undefined, admin);
+    await fixture.service!.call('POST', '/types/lapsing/pause', undefined, admin);
     const skip = await create('lapsing', { misfire: 'skip' });
     const run = await create('lapsing');
     await waitFor(async () => (await typeOf('lapsing')).waiting === 2, 10_000, 'lapsing waiting');
-    const due = (await service!.call('GET', `/tasks/${skip}`, undefined, reader)).body.runAt;
+    const due = (await fixture.service!.call('GET', `/tasks/${skip}`, undefined, reader)).body.runAt;
     await waitFor(async () => Date.now() > Date.parse(due) + 1500 + 100, 10_000, 'the grace to pass');
-    await service!.call('POST', '/types/lapsing/resume', undefined, admin);
+    await fixture.service!.call('POST', '/types/lapsing/resume', undefined, admin);
     await waitFor(async () => (await ledger('lapsing')).length === 1, 10_000, 'the run');
     expect((await ledger('lapsing')).map((row) => Number(row.task_id))).toEqual([run]);
-    const skipped = (await service!.call('GET', `/tasks/${skip}`, undefined, reader)).body;
+    const skipped = (await fixture.service!.call('GET', `/tasks/${skip}`, undefined, reader)).body;
     expect(skipped).toMatchObject({ status: 'skipped', attempts: 0 });
     expect(skipped.lastError).toContain('paused');
   });
@@ -179,8 +168,8 @@ describe('a paused type', () => {
 describe('two processes', () => {
   it('learn of a pause made through the other at their next reconcile, and hold its tasks back', async () => {
     const env = { ...ENV, RECONCILE_INTERVAL_MS: '200' };
-    service = await startTestService(db, env, { handlers: HANDLERS });
-    const other = await startTestService(db, env, { handlers: HANDLERS });
+    fixture.service = await fixture.start(env, { handlers: HANDLERS });
+    const other = await fixture.start(env, { handlers: HANDLERS });
     try {
       expect((await other.call('POST', '/types/beta/pause', undefined, admin)).body).toMatchObject({ paused: true });
       await waitFor(async () => (await typeOf('beta')).paused, 10_000, 'the pause to reach the first process');
@@ -192,7 +181,7 @@ describe('two processes', () => {
         (await other.call('GET', '/types', undefined, reader)).body.types.find((t: any) => t.type === 'beta').waiting;
       await waitFor(async () => (await waiting()) >= 2, 10_000, 'the processes to hold the tasks back');
       expect((await ledger('beta')).filter((row) => ids.includes(Number(row.task_id)))).toEqual([]);
-      await service.call('POST', '/types/beta/resume', undefined, admin);
+      await fixture.service.call('POST', '/types/beta/resume', undefined, admin);
       await waitFor(
         async () => (await ledger('beta')).filter((row) => ids.includes(Number(row.task_id))).length === 2,
         10_000,
@@ -207,7 +196,7 @@ describe('two processes', () => {
 describe('limits', () => {
   it('a concurrency limit of 2: never more than 2 runs at once, measured in the handler', async () => {
     await boot();
-    const set = await service!.call('PUT', '/types/slow/limits', { maxConcurrency: 2 }, admin);
+    const set = await fixture.service!.call('PUT', '/types/slow/limits', { maxConcurrency: 2 }, admin);
     expect(set.status).toBe(200);
     expect(set.body).toMatchObject({ maxConcurrency: 2, ratePerSecond: null, groupBy: null });
     const ids: number[] = [];
@@ -215,12 +204,12 @@ describe('limits', () => {
     await waitFor(async () => ids.every((id) => finished.includes(id)), 20_000, 'the slow runs');
     await waitFor(async () => (await statuses(ids)).every((status) => status === 'done'), 10_000, 'all done');
     expect(maxInFlight.get('slow:')).toBe(2);
-    expect((await service!.call('GET', `/tasks/${ids[7]}`, undefined, reader)).body.attempts).toBe(1);
+    expect((await fixture.service!.call('GET', `/tasks/${ids[7]}`, undefined, reader)).body.attempts).toBe(1);
   });
 
   it('a rate limit of 5 per second: no one-second window holds more than 5 starts', async () => {
     await boot();
-    expect((await service!.call('PUT', '/types/rated/limits', { ratePerSecond: 5 }, admin)).status).toBe(200);
+    expect((await fixture.service!.call('PUT', '/types/rated/limits', { ratePerSecond: 5 }, admin)).status).toBe(200);
     const ids: number[] = [];
     for (let i = 0; i < 16; i++) ids.push(await create('rated'));
     await waitFor(async () => (await ledger('rated')).length === 16, 20_000, 'the rated runs');
@@ -241,7 +230,7 @@ describe('limits', () => {
 
   it('per group: a busy merchant at its limit does not hold back another merchant', async () => {
     await boot();
-    const set = await service!.call('PUT', '/types/grouped/limits', { maxConcurrency: 1, groupBy: 'merchant' }, admin);
+    const set = await fixture.service!.call('PUT', '/types/grouped/limits', { maxConcurrency: 1, groupBy: 'merchant' }, admin);
     expect(set.body).toMatchObject({ maxConcurrency: 1, groupBy: 'merchant' });
     gate = new Promise((resolve) => (openGate = resolve));
     const a1 = await create('grouped', { payload: { merchant: 'A', wait: true } });
@@ -264,13 +253,13 @@ describe('the type routes', () => {
   it('refuse a read token on the changes and bad input with 400, changing nothing; an unknown type is a 404', async () => {
     await boot();
     const before = await typeOf('beta');
-    const stored = await db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type');
+    const stored = await fixture.db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type');
     for (const [method, url, body] of [
       ['PUT', '/types/beta/limits', { maxConcurrency: 3 }],
       ['POST', '/types/beta/pause', undefined],
       ['POST', '/types/beta/resume', undefined],
     ] as const) {
-      const answer = await service!.call(method, url, body, reader);
+      const answer = await fixture.service!.call(method, url, body, reader);
       expect(answer.status, `${method} ${url}`).toBe(403);
     }
     for (const body of [
@@ -286,44 +275,47 @@ describe('the type routes', () => {
       { maxConcurrency: 2, limit: 3 },
       'not json',
     ]) {
-      const answer = await service!.call('PUT', '/types/beta/limits', body, admin);
+      const answer = await fixture.service!.call('PUT', '/types/beta/limits', body, admin);
       expect(answer.status, JSON.stringify(body)).toBe(400);
       expect(answer.body.statusCode).toBe(400);
     }
     expect(await typeOf('beta')).toEqual(before);
-    expect(await db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type')).toEqual(stored);
+    expect(await fixture.db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type')).toEqual(stored);
     for (const [method, url, body] of [
       ['PUT', '/types/nope/limits', { maxConcurrency: 3 }],
       ['POST', '/types/nope/pause', undefined],
       ['POST', '/types/nope/resume', undefined],
     ] as const) {
-      const answer = await service!.call(method, url, body, admin);
+      const answer = await fixture.service!.call(method, url, body, admin);
       expect(answer.status, `${method} ${url}`).toBe(404);
     }
-    expect(await db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type')).toEqual(stored);
+    expect(await fixture.db.query<any[]>('SELECT * FROM punctual_type_controls ORDER BY type')).toEqual(stored);
   });
 
   it('keep what a change leaves out, clear what it sets to null, and list every known type', async () => {
     await boot();
-    await service!.call('PUT', '/types/beta/limits', { maxConcurrency: 3, ratePerSecond: 2.5, groupBy: 'merchant' }, admin);
-    expect((await service!.call('PUT', '/types/beta/limits', { ratePerSecond: null }, admin)).body).toMatchObject({
+    await fixture.service!.call('PUT', '/types/beta/limits', { maxConcurrency: 3, ratePerSecond: 2.5, groupBy: 'merchant' }, admin);
+    expect((await fixture.service!.call('PUT', '/types/beta/limits', { ratePerSecond: null }, admin)).body).toMatchObject({
       maxConcurrency: 3,
       ratePerSecond: null,
       groupBy: 'merchant',
     });
-    expect((await service!.call('POST', '/types/beta/pause', undefined, admin)).body).toMatchObject({ paused: true, maxConcurrency: 3 });
-    const cleared = await service!.call('PUT', '/types/beta/limits', { maxConcurrency: null, groupBy: null }, admin);
+    expect((await fixture.service!.call('POST', '/types/beta/pause', undefined, admin)).body).toMatchObject({
+      paused: true,
+      maxConcurrency: 3,
+    });
+    const cleared = await fixture.service!.call('PUT', '/types/beta/limits', { maxConcurrency: null, groupBy: null }, admin);
     expect(cleared.body).toMatchObject({ paused: true, maxConcurrency: null, ratePerSecond: null, groupBy: null });
-    await service!.call('POST', '/types/beta/resume', undefined, admin);
-    const list = (await service!.call('GET', '/types', undefined, reader)).body.types.map((entry: any) => entry.type);
+    await fixture.service!.call('POST', '/types/beta/resume', undefined, admin);
+    const list = (await fixture.service!.call('GET', '/types', undefined, reader)).body.types.map((entry: any) => entry.type);
     expect(list).toEqual(expect.arrayContaining(['alpha', 'beta', 'close_order', 'slow']));
   });
 });
 
 describe('the TypeScript client', () => {
   it('lists, limits, pauses and resumes a type; a read token gets a PunctualError 403', async () => {
-    service = await startTestService(db, { ...ENV, PORT: '0' }, { handlers: HANDLERS, boot: false });
-    const baseUrl = await service.start();
+    fixture.service = await fixture.start({ ...ENV, PORT: '0' }, { handlers: HANDLERS, boot: false });
+    const baseUrl = await fixture.service.start();
     const client = new PunctualClient({ baseUrl, token: ADMIN });
     expect((await client.types()).map((type) => type.type)).toEqual(expect.arrayContaining(['alpha', 'beta', 'close_order']));
     expect(await client.setLimits('alpha', { maxConcurrency: 5, ratePerSecond: 1.5, groupBy: 'merchant' })).toMatchObject({

@@ -4,14 +4,13 @@
  * summary's and the charts' waited figures), never its lateness, which stays small; and the run
  * history, the /metrics histograms, GET /tasks/summary and GET /charts/recent agree on the same runs.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { describe, expect, it } from 'vitest';
 import { testHandler } from '../helpers/handlers.js';
 import { waitFor } from '../helpers/server.js';
-import { sleep, startTestService, type TestService } from '../helpers/service.js';
+import { sleep } from '../helpers/service.js';
+import { serviceFixture } from '../helpers/fixture.js';
 
-let db: TestDatabase;
-let service: TestService | undefined;
+const fixture = serviceFixture('waits');
 
 /** Holds its run (and, with maxConcurrency 1, the next) for 400 ms. */
 const SLOW_MS = 400;
@@ -29,7 +28,7 @@ const LATE_MARGIN_MS = 1000;
 async function createMany(type: string, n: number): Promise<number[]> {
   const ids: number[] = [];
   for (let i = 0; i < n; i++) {
-    const answer = await service!.call('POST', '/tasks', { type, payload: { i }, delayMs: 0 });
+    const answer = await fixture.service!.call('POST', '/tasks', { type, payload: { i }, delayMs: 0 });
     expect(answer.status).toBe(201);
     ids.push(answer.body.id as number);
   }
@@ -39,7 +38,7 @@ async function createMany(type: string, n: number): Promise<number[]> {
 function allDone(ids: number[]): Promise<void> {
   return waitFor(
     async () => {
-      const [row] = await db.query<any>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [ids]);
+      const [row] = await fixture.db.query<any>("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [ids]);
       return Number(row!.n) === ids.length ? true : undefined;
     },
     30_000,
@@ -51,7 +50,7 @@ function allDone(ids: number[]): Promise<void> {
 async function runsOf(ids: number[]): Promise<any[]> {
   const runs: any[] = [];
   for (const id of ids) {
-    const answer = await service!.call('GET', `/tasks/${id}/runs`);
+    const answer = await fixture.service!.call('GET', `/tasks/${id}/runs`);
     expect(answer.status).toBe(200);
     expect(answer.body.runs).toHaveLength(1);
     runs.push(answer.body.runs[0]);
@@ -61,7 +60,7 @@ async function runsOf(ids: number[]): Promise<any[]> {
 
 /** A sample's value from the /metrics text: `name{labels}` exactly as exposed (labels in their order). */
 async function metric(name: string, labels: string): Promise<number> {
-  const text = (await service!.app.inject({ url: '/metrics' })).body;
+  const text = (await fixture.service!.app.inject({ url: '/metrics' })).body;
   const line = String(text)
     .split('\n')
     .find((l) => l.startsWith(`${name}{${labels}}`));
@@ -74,23 +73,10 @@ function nearestRank(values: number[], q: number): number {
   return sorted[Math.max(1, Math.ceil(q * sorted.length)) - 1]!;
 }
 
-beforeAll(async () => {
-  db = await createTestDatabase('waits');
-});
-
-afterEach(async () => {
-  await service?.stop();
-  service = undefined;
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
-
 describe('waits for a pause or a limit', () => {
   it('a paused type: its runs show the pause as their wait (reason pause), and their lateness stays small', async () => {
-    service = await startTestService(db, {}, { handlers: HANDLERS });
-    expect((await service.call('POST', '/types/w_paused/pause')).status).toBe(200);
+    fixture.service = await fixture.start({}, { handlers: HANDLERS });
+    expect((await fixture.service.call('POST', '/types/w_paused/pause')).status).toBe(200);
     const pausedAt = Date.now();
     const ids = await createMany('w_paused', 3);
     // Held in the waiting room (no attempt used), then the pause lasts PAUSE_MS.
@@ -100,12 +86,12 @@ describe('waits for a pause or a limit', () => {
       'all 3 to wait',
     );
     await waitFor(async () => (Date.now() - pausedAt >= PAUSE_MS ? true : undefined), PAUSE_MS + 1000, 'the pause to last');
-    const [held] = await db.query<any>('SELECT COUNT(*) AS n, MAX(attempts) AS a FROM punctual_tasks WHERE id IN (?) AND status = ?', [
-      ids,
-      'pending',
-    ]);
+    const [held] = await fixture.db.query<any>(
+      'SELECT COUNT(*) AS n, MAX(attempts) AS a FROM punctual_tasks WHERE id IN (?) AND status = ?',
+      [ids, 'pending'],
+    );
     expect([Number(held!.n), Number(held!.a)]).toEqual([3, 0]);
-    expect((await service.call('POST', '/types/w_paused/resume')).status).toBe(200);
+    expect((await fixture.service.call('POST', '/types/w_paused/resume')).status).toBe(200);
     await allDone(ids);
     const runs = await runsOf(ids);
     for (const run of runs) {
@@ -125,7 +111,7 @@ describe('waits for a pause or a limit', () => {
     expect(await metric('punctual_task_lateness_seconds_count', 'type="w_paused"')).toBe(3);
     expect(await metric('punctual_task_lateness_seconds_sum', 'type="w_paused"')).toBeLessThan((3 * LATE_MARGIN_MS) / 1000);
     // And the task's own lateness (the summary's source) leaves the wait out too.
-    const stored = await db.query<any>('SELECT lateness_ms, waited_ms FROM punctual_tasks WHERE id IN (?)', [ids]);
+    const stored = await fixture.db.query<any>('SELECT lateness_ms, waited_ms FROM punctual_tasks WHERE id IN (?)', [ids]);
     for (const row of stored) {
       expect(Number(row.lateness_ms)).toBeLessThan(LATE_MARGIN_MS);
       expect(Number(row.waited_ms)).toBeGreaterThanOrEqual(PAUSE_MS - 1000);
@@ -133,8 +119,8 @@ describe('waits for a pause or a limit', () => {
   });
 
   it('a limit (maxConcurrency 1, slow runs): the runs that queued show their wait with reason limit, not lateness', async () => {
-    service = await startTestService(db, {}, { handlers: HANDLERS });
-    expect((await service.call('PUT', '/types/w_slow/limits', { maxConcurrency: 1 })).status).toBe(200);
+    fixture.service = await fixture.start({}, { handlers: HANDLERS });
+    expect((await fixture.service.call('PUT', '/types/w_slow/limits', { maxConcurrency: 1 })).status).toBe(200);
     const ids = await createMany('w_slow', 4);
     await allDone(ids);
     const runs = await runsOf(ids);
@@ -151,10 +137,10 @@ describe('waits for a pause or a limit', () => {
 
 describe('one meaning per figure', () => {
   it('the run history, the /metrics histograms, the summary and the charts agree on the same runs', async () => {
-    service = await startTestService(db, {}, { handlers: HANDLERS });
+    fixture.service = await fixture.start({}, { handlers: HANDLERS });
     // The summary reads the latest done tasks of the table: only this test's.
-    await db.execute('DELETE FROM punctual_tasks');
-    expect((await service.call('PUT', '/types/w_slow/limits', { maxConcurrency: 1 })).status).toBe(200);
+    await fixture.db.execute('DELETE FROM punctual_tasks');
+    expect((await fixture.service.call('PUT', '/types/w_slow/limits', { maxConcurrency: 1 })).status).toBe(200);
     const slow = await createMany('w_slow', 3);
     const plain = await createMany('w_plain', 20);
     await allDone([...slow, ...plain]);
@@ -178,7 +164,7 @@ describe('one meaning per figure', () => {
     expect(Math.abs(waitSum * 1000 - waits.reduce((a, b) => a + b, 0))).toBeLessThanOrEqual(waits.length);
 
     // The summary: the same runs' lateness and waits, the same quantile rule (index ⌊(n−1)q⌋).
-    const summary = (await service.call('GET', '/tasks/summary')).body;
+    const summary = (await fixture.service.call('GET', '/tasks/summary')).body;
     const sorted = [...late].sort((a, b) => a - b);
     const sortedWaits = [...waits].sort((a, b) => a - b);
     expect(summary.latenessP99Ms).toBe(sorted[Math.floor((sorted.length - 1) * 0.99)]);
@@ -187,7 +173,7 @@ describe('one meaning per figure', () => {
     expect(summary.waitedP99Ms).toBe(sortedWaits[Math.floor((sortedWaits.length - 1) * 0.99)]);
 
     // The charts: per 10 s slot, as many runs and waits, and p99s within the ring's bucket precision (5 % high at most).
-    const recent = (await service.call('GET', '/charts/recent')).body;
+    const recent = (await fixture.service.call('GET', '/charts/recent')).body;
     const start = Date.parse(recent.start);
     const total = (recent.done as number[]).reduce((a, b) => a + b, 0);
     expect(total).toBe(runs.length);
