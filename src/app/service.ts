@@ -201,7 +201,6 @@ export class Service {
     const notify =
       config.webhook.notifyUrl === undefined ? undefined : { url: config.webhook.notifyUrl, maxAttempts: config.tasks.maxAttempts };
     this.lifecycle = new Lifecycle({
-      database: this.database,
       store: this.store,
       clock,
       retry: config.retry,

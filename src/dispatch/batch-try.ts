@@ -1,5 +1,5 @@
 /**
- * One try of a batch, as one transaction of the lifecycle: claim the due tasks among the ids
+ * One try of a batch, in one transaction it opens: claim the due tasks among the ids
  * (`FOR UPDATE SKIP LOCKED`), plan what becomes of each (batch-plan.ts), lease the outside ones,
  * run the database ones (run-database.ts), and record the outcomes, all before COMMIT. A crash or
  * a rollback at any point leaves every task pending as it was, and the runs the type limits
@@ -12,7 +12,9 @@
  * it carries) waits for that time; otherwise the batch waits for it before any handler starts.
  * Either way nothing commits, and no outside call or other handler starts, before its `runAt`.
  */
+import type { Database } from '../db/connection.js';
 import { pipelineOf } from '../db/pipeline.js';
+import { ONCE, transaction } from '../db/transaction.js';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { Lifecycle, RunTransaction } from '../lifecycle/lifecycle.js';
 import { resultOf } from '../lifecycle/history.js';
@@ -33,6 +35,7 @@ const BATCH_DEADLINE_MARGIN_MS = 15_000;
 
 /** What a batch's try works with, the same for every try. */
 export interface BatchParts {
+  database: Database;
   lifecycle: Lifecycle;
   registry: HandlerRegistry;
   limits: TypeAdmission;
@@ -77,11 +80,40 @@ export interface BatchResult extends DatabaseRuns, Omit<BatchPlan, 'failures' | 
   at: number;
 }
 
+/**
+ * One batch's transaction (the transaction runner, one try: the dispatcher retries a batch whole,
+ * as it re-reads the clock and its limits for each try), with the lifecycle's run transitions bound
+ * to it; the timer effects they ask for are handed back to the lifecycle once COMMIT succeeded.
+ * Where the server checks the completion's row count inline and runs a multi-statement text as
+ * one transaction, BEGIN and COMMIT travel with the work (db/pipeline.ts).
+ */
+export async function inBatchTransaction<T>(
+  database: Database,
+  lifecycle: Lifecycle,
+  fn: (tx: RunTransaction) => Promise<T>,
+  deadlineMs?: number,
+): Promise<T> {
+  const { value, effects } = await transaction(
+    database,
+    async (conn) => {
+      const tx = lifecycle.runTransitions(conn);
+      const value = await fn(tx);
+      await tx.finish();
+      return { value, effects: tx.effects };
+    },
+    { retry: ONCE, deadlineMs, pipelined: await database.pipelines() },
+  );
+  lifecycle.afterCommit(effects);
+  return value;
+}
+
 /** Runs one try in its own transaction; on a rollback, its admitted runs are handed back. */
 export async function tryBatch(parts: BatchParts, attempt: BatchAttempt): Promise<BatchResult> {
   let admitted: BatchPlan['tickets'] = new Map();
   try {
-    return await parts.lifecycle.inTransaction(
+    return await inBatchTransaction(
+      parts.database,
+      parts.lifecycle,
       (tx) => runLocked(tx, parts, attempt, (tickets) => (admitted = tickets)),
       parts.registry.longestTimeoutMs + BATCH_DEADLINE_MARGIN_MS,
     );

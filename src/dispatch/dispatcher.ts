@@ -132,6 +132,7 @@ export class Dispatcher {
     this.#outsideSlots = new OutsideSlots(options.concurrency);
     this.#lines = { 'outside-waiting': this.#outsideWaiting, released: this.#released, due: options.queue };
     this.#parts = {
+      database: options.database,
       lifecycle: options.lifecycle,
       registry: options.registry,
       limits: options.limits,
@@ -307,7 +308,7 @@ export class Dispatcher {
             if (next.threw !== undefined) threw.set(next.threw.taskId, next.threw.error);
             mode = 'careful';
             break;
-          case 'fail-alone':
+          case 'fail-overran':
             await this.#failOverran(next.overran, now);
             pending = pending.filter((id) => id !== next.overran.task.id);
             break;
@@ -388,7 +389,7 @@ export class Dispatcher {
     const { lifecycle, clock, queue } = this.#options;
     const failure = lifecycle.failureOf(error.task, error.task.attempts + 1, error, now);
     await lifecycle
-      .failAlone(
+      .failRolledBack(
         error.task,
         failure,
         untilStopped(this.#abort.signal, (cause, _round, delay) =>

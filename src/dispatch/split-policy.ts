@@ -10,7 +10,7 @@ import type { BatchError, HandlerOverran } from './error-kind.js';
 
 export type BatchStep =
   | { step: 'rerun-carefully'; threw?: { taskId: number; error: unknown } }
-  | { step: 'fail-alone'; overran: HandlerOverran }
+  | { step: 'fail-overran'; overran: HandlerOverran }
   | { step: 'split' }
   | { step: 'recheck' }
   | { step: 'back-off' };
@@ -22,7 +22,7 @@ export function nextStep(failed: BatchError, tasks: number): BatchStep {
       return taskId === undefined ? { step: 'rerun-carefully' } : { step: 'rerun-carefully', threw: { taskId, error } };
     }
     case 'overran':
-      return { step: 'fail-alone', overran: failed.error };
+      return { step: 'fail-overran', overran: failed.error };
     case 'lock-conflict':
       return tasks > 1 ? { step: 'split' } : { step: 'recheck' };
     case 'row-failure':

@@ -85,7 +85,7 @@ export function checkedPayload(registry: HandlerRegistry, type: string, payload:
 }
 
 /** A body the schema already accepted, read into a create; throws a 400 HttpError. */
-export function createRequest(body: CreateTaskBody, input: CreateInput, now: number): CreateRequest {
+export function createFromBody(body: CreateTaskBody, input: CreateInput, now: number): CreateRequest {
   const { registry } = input;
   if (registry.get(body.type) === undefined) {
     throw badRequest('body/type', `is not a known task type: ${JSON.stringify(body.type)} (known: ${registry.types.join(', ')})`);
@@ -146,7 +146,8 @@ export function createRequest(body: CreateTaskBody, input: CreateInput, now: num
     },
     delayMs: body.delayMs,
   };
-  // Set where given, not spread in: three objects an item of a batch otherwise.
+  // The optional fields are set only when given, not spread in: spreading would build three more
+  // objects for each item of a batch.
   if (offsetMs !== 0) request.offsetMs = offsetMs;
   if (body.onKeyConflict === 'replace') request.onKeyConflict = 'replace';
   if (body.maxDelayMs !== undefined) request.maxDelayMs = body.maxDelayMs;
@@ -166,8 +167,8 @@ const compileCreateBody = () => Compile(CreateTaskBody);
  * An item of a batch, not yet checked against the schema (the batch schema takes any item, so
  * one bad item cannot refuse the others): the same check and the same message as POST /tasks.
  */
-export function createRequestOf(item: unknown, input: CreateInput, now: number): CreateRequest {
+export function createFromBatchItem(item: unknown, input: CreateInput, now: number): CreateRequest {
   const createBody = (compiled ??= compileCreateBody());
   if (!createBody.Check(item)) throw new HttpError(400, 'PUNCTUAL_BAD_REQUEST', describeErrors(createBody.Errors(item), 'body'));
-  return createRequest(item, input, now);
+  return createFromBody(item, input, now);
 }

@@ -21,28 +21,79 @@ export interface BulkCounts {
   changed: number;
 }
 
+/** A bulk change: what it does to each task it picks. */
+export type BulkChange =
+  | { kind: 'cancel' }
+  /** failed → pending, due now, attempts reset, each in its zone: what a retry without a time does. */
+  | { kind: 'retry' }
+  /** Deleted with its runs: a task in `status` (a finished one), which it must still be in. */
+  | { kind: 'delete'; status: FinishedStatus }
+  | { kind: 'move'; move: BulkMove };
+
+/** How a bulk change goes through the tasks: in which status, in which passes, and what it does to a chunk of ids. */
+interface BulkSteps {
+  status: Status;
+  walks: readonly TypeWalk[];
+  chunk(ids: number[]): Promise<{ changed: number; effects: TimerEffect[] }>;
+}
+
+function stepsOf(store: TaskStore, change: BulkChange, now: () => number): BulkSteps {
+  switch (change.kind) {
+    case 'cancel':
+      return {
+        status: 'pending',
+        walks: [{}],
+        chunk: async (ids) => {
+          const changed = await store.changes.cancel(ids, now());
+          // A task of the chunk that was no longer pending has no timer of ours to keep either.
+          return { changed, effects: changed > 0 ? ids.map(disarm) : [] };
+        },
+      };
+    case 'retry':
+      return {
+        status: 'failed',
+        walks: [{}],
+        chunk: async (ids) => {
+          const at = now();
+          const changed = await store.changes.retryInZone(ids, at, at);
+          // One that was no longer failed is not armed again: the arming checks the table anyway.
+          return { changed, effects: changed > 0 ? ids.map((id) => arm(id, at, undefined, undefined)) : [] };
+        },
+      };
+    case 'delete':
+      return {
+        status: change.status,
+        walks: [{}],
+        chunk: async (ids) => ({ changed: (await store.changes.deleteIn(ids, [change.status])).length, effects: [] }),
+      };
+    case 'move':
+      return { status: 'pending', walks: typeWalks(change.move), chunk: (ids) => moveChunk(store, ids, change.move, now()) };
+  }
+}
+
 /**
- * Walks the selected tasks in `status` a chunk at a time; `change` answers what it changed and its
- * effects. A selector by type walks the type's tasks in run_at order (the index it has), which a
- * move changes: `walks` are the passes that never meet a moved task again (typeWalks).
+ * Applies `change` to every task `selector` picks in the status it changes, `chunk` ids at a
+ * time: picked without locks after a cursor, changed conditionally, `apply` given the effects of
+ * each chunk after its write. A selector by type walks the type's tasks in run_at order (the index
+ * it has), which a move changes: a move's passes never meet a task it moved (typeWalks).
  */
-async function chunked(
+export async function bulkChange(
   store: TaskStore,
   selector: Selector,
-  change: (ids: number[]) => Promise<{ changed: number; effects: TimerEffect[] }>,
+  change: BulkChange,
+  now: () => number,
   apply: (effects: TimerEffect[]) => void,
-  chunk: number,
-  status: Status = 'pending',
-  walks: readonly TypeWalk[] = [{}],
+  chunk = BULK_CHUNK,
 ): Promise<BulkCounts> {
+  const steps = stepsOf(store, change, now);
   const counts = { matched: 0, changed: 0 };
-  for (const walk of 'type' in selector ? walks : [{}]) {
+  for (const walk of 'type' in selector ? steps.walks : [{}]) {
     let cursor: PickCursor | undefined;
     for (;;) {
-      const picked = await store.changes.pick(selector, status, cursor, chunk, walk);
+      const picked = await store.changes.pick(selector, steps.status, cursor, chunk, walk);
       if (picked.length === 0) break;
       counts.matched += picked.length;
-      const result = await change(picked.map((row) => row.id));
+      const result = await steps.chunk(picked.map((row) => row.id));
       counts.changed += result.changed;
       apply(result.effects);
       cursor = picked[picked.length - 1]!.cursor;
@@ -63,113 +114,31 @@ export function typeWalks(move: BulkMove): TypeWalk[] {
   return (['=', '<', '>'] as const).map((op) => ({ runAt: { op, at: move.runAt } }));
 }
 
-/**
- * Deletes every task in `status` (a finished one: failed, done, cancelled, skipped) that
- * `selector` picks, with its runs, a chunk at a time; a task that left the status meanwhile stays.
- */
-export function bulkDelete(
-  store: TaskStore,
-  selector: Selector,
-  status: FinishedStatus,
-  apply: (effects: TimerEffect[]) => void,
-  chunk = BULK_CHUNK,
-): Promise<BulkCounts> {
-  return chunked(
-    store,
-    selector,
-    async (ids) => ({ changed: (await store.changes.deleteIn(ids, [status])).length, effects: [] }),
-    apply,
-    chunk,
-    status,
-  );
-}
-
-export function bulkCancel(
-  store: TaskStore,
-  selector: Selector,
-  now: () => number,
-  apply: (effects: TimerEffect[]) => void,
-  chunk = BULK_CHUNK,
-): Promise<BulkCounts> {
-  return chunked(
-    store,
-    selector,
-    async (ids) => {
-      const changed = await store.changes.cancel(ids, now());
-      // A task of the chunk that was no longer pending has no timer of ours to keep either.
-      return { changed, effects: changed > 0 ? ids.map(disarm) : [] };
-    },
-    apply,
-    chunk,
-  );
-}
-
-export function bulkReschedule(
-  store: TaskStore,
-  selector: Selector,
-  move: BulkMove,
-  now: () => number,
-  apply: (effects: TimerEffect[]) => void,
-  chunk = BULK_CHUNK,
-): Promise<BulkCounts> {
-  return chunked(
-    store,
-    selector,
-    (ids) =>
-      store.transaction(async (conn) => {
-        const pending = await store.changes.lockPendingToMove(conn, ids);
-        if ('shiftMs' in move) {
-          const todo = pending.filter((task) => task.requestId !== move.requestId);
-          const shifted = await store.changes.shiftBy(
-            conn,
-            todo.map((task) => task.id),
-            move.shiftMs,
-            move.requestId,
-            now(),
-          );
-          expectAll('shift', shifted, todo.length);
-          return { changed: todo.length, effects: todo.map((task) => arm(task.id, task.runAt + move.shiftMs, task.priority, task.type)) };
-        }
-        const todo = pending.filter((task) => task.runAt !== move.runAt || (move.timezone !== null && task.timezone !== move.timezone));
-        const moved = await store.changes.moveTo(
-          conn,
-          todo.map((task) => task.id),
-          move.runAt,
-          move.timezone,
-          now(),
-        );
-        expectAll('move', moved, todo.length);
-        return { changed: todo.length, effects: todo.map((task) => arm(task.id, move.runAt, task.priority, task.type)) };
-      }),
-    apply,
-    chunk,
-    'pending',
-    typeWalks(move),
-  );
-}
-
-/**
- * failed → pending, due now, attempts reset, for every failed task `selector` picks: what a
- * single retry without a time does, a chunk at a time. Each task keeps its zone.
- */
-export function bulkRetry(
-  store: TaskStore,
-  selector: Selector,
-  now: () => number,
-  apply: (effects: TimerEffect[]) => void,
-  chunk = BULK_CHUNK,
-): Promise<BulkCounts> {
-  return chunked(
-    store,
-    selector,
-    async (ids) => {
-      const at = now();
-      const changed = await store.changes.retryInZone(ids, at, at);
-      // One that was no longer failed is not armed again: arming is a wish the refill checks anyway.
-      return { changed, effects: changed > 0 ? ids.map((id) => arm(id, at, undefined, undefined)) : [] };
-    },
-    apply,
-    chunk,
-    'failed',
-  );
+/** Moves the pending ones among `ids`, locked in one transaction; a shift skips those its requestId moved already. */
+function moveChunk(store: TaskStore, ids: number[], move: BulkMove, now: number): Promise<{ changed: number; effects: TimerEffect[] }> {
+  return store.transaction(async (conn) => {
+    const pending = await store.changes.lockPendingToMove(conn, ids);
+    if ('shiftMs' in move) {
+      const todo = pending.filter((task) => task.requestId !== move.requestId);
+      const shifted = await store.changes.shiftBy(
+        conn,
+        todo.map((task) => task.id),
+        move.shiftMs,
+        move.requestId,
+        now,
+      );
+      expectAll('shift', shifted, todo.length);
+      return { changed: todo.length, effects: todo.map((task) => arm(task.id, task.runAt + move.shiftMs, task.priority, task.type)) };
+    }
+    const todo = pending.filter((task) => task.runAt !== move.runAt || (move.timezone !== null && task.timezone !== move.timezone));
+    const moved = await store.changes.moveTo(
+      conn,
+      todo.map((task) => task.id),
+      move.runAt,
+      move.timezone,
+      now,
+    );
+    expectAll('move', moved, todo.length);
+    return { changed: todo.length, effects: todo.map((task) => arm(task.id, move.runAt, task.priority, task.type)) };
+  });
 }

@@ -8,18 +8,17 @@
  */
 import type { Clock } from '../time/clock.js';
 import { inShards } from '../cluster/shards.js';
-import type { Connection, Database } from '../db/connection.js';
+import type { Connection } from '../db/connection.js';
 import { retrying, type RetryPolicy } from '../db/retry.js';
-import { ONCE, transaction } from '../db/transaction.js';
 import { heldAt, type ClaimFence } from '../store/leases.js';
 import type { TaskStore } from '../store/task-store.js';
-import type { CallRecord, Failure, FinishedStatus, Selector, Task } from '../store/task-types.js';
+import type { CallRecord, Failure, Selector, Task } from '../store/task-types.js';
 import type { BackoffPolicy } from './backoff.js';
-import { bulkCancel, bulkDelete, bulkReschedule, bulkRetry, type BulkCounts, type BulkMove } from './bulk.js';
+import { bulkChange, type BulkChange, type BulkCounts } from './bulk.js';
 import { cancel, deleteTask, editPayload, reschedule, retry, type ChangeResult, type DeleteResult, type Placement } from './change.js';
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
-import { EXPIRED_REASON, recoverExpiredLeases, skipMisfired, skipWaited } from './repair.js';
+import { EXPIRED_REASON, recoverExpiredLeases, skipLocked, skipMisfired } from './repair.js';
 import { asksReplace, replaceIfAsked } from './replace.js';
 import { failureOutcome, recordRuns, runOf, type RunRecorder } from './history.js';
 import type { NewRun } from '../store/run-history.js';
@@ -27,7 +26,6 @@ import { notifyFailures, type FailureNotifier } from './notify.js';
 import * as run from './run.js';
 
 export interface LifecycleOptions {
-  database: Database;
   store: TaskStore;
   clock: Clock;
   /** Backoff of a failed run. */
@@ -43,6 +41,8 @@ export interface LifecycleOptions {
 /** The run transitions inside one transaction (a dispatcher batch); effects are applied after COMMIT. */
 export interface RunTransaction {
   readonly conn: Connection;
+  /** The timers the transitions so far ask for, once COMMIT succeeded (Lifecycle.afterCommit). */
+  readonly effects: readonly TimerEffect[];
   /**
    * Locks the pending, due tasks among `ids`. With `fence` (SHARDING=on), only those of the
    * shards this process still holds at the fence's epochs, as the database says at the claim.
@@ -56,6 +56,8 @@ export interface RunTransaction {
   skip(tasks: Task[], now: number): Promise<void>;
   /** Locked tasks past their expireAfterMs: skipped as expired. */
   expire(tasks: Task[], now: number): Promise<void>;
+  /** Writes the failed runs' rows, before COMMIT. */
+  finish(): Promise<void>;
 }
 
 export class Lifecycle {
@@ -119,37 +121,12 @@ export class Lifecycle {
     return editPayload(this.#options.store, task, payload, this.#options.clock.now());
   }
 
-  /** Deletes every task in a finished `status` that `selector` picks, a chunk at a time (bulk.ts). */
-  bulkDelete(selector: Selector, status: FinishedStatus): Promise<BulkCounts> {
-    return bulkDelete(this.#options.store, selector, status, (effects) => this.#apply({ effects }));
-  }
-
-  /** Cancels every pending task `selector` picks, a chunk at a time (bulk.ts). */
-  bulkCancel(selector: Selector): Promise<BulkCounts> {
-    return bulkCancel(
+  /** Cancels, retries, deletes or moves every task `selector` picks, a chunk at a time (bulk.ts). */
+  bulk(selector: Selector, change: BulkChange): Promise<BulkCounts> {
+    return bulkChange(
       this.#options.store,
       selector,
-      () => this.#options.clock.now(),
-      (effects) => this.#apply({ effects }),
-    );
-  }
-
-  /** Runs every failed task `selector` picks again now, its attempts reset, a chunk at a time. */
-  bulkRetry(selector: Selector): Promise<BulkCounts> {
-    return bulkRetry(
-      this.#options.store,
-      selector,
-      () => this.#options.clock.now(),
-      (effects) => this.#apply({ effects }),
-    );
-  }
-
-  /** Moves every pending task `selector` picks to an instant or by a duration, a chunk at a time. */
-  bulkReschedule(selector: Selector, move: BulkMove): Promise<BulkCounts> {
-    return bulkReschedule(
-      this.#options.store,
-      selector,
-      move,
+      change,
       () => this.#options.clock.now(),
       (effects) => this.#apply({ effects }),
     );
@@ -177,60 +154,56 @@ export class Lifecycle {
   }
 
   /**
-   * Runs `fn` in one transaction (the transaction runner, one try: the caller retries a batch
-   * whole, as it re-reads the clock and its limits for each try) with the run transitions bound
-   * to it. The effects they return are applied once COMMIT succeeded; a rollback drops them with the rows.
+   * The run transitions bound to `conn`, a transaction the caller (a dispatcher batch) opened: the
+   * writes happen on it, and the timer effects they ask for gather in `effects` for the caller to
+   * hand to afterCommit once COMMIT succeeded; a rollback drops them with the rows. `finish`
+   * writes the batch's failed runs, together, before COMMIT.
    */
-  async inTransaction<T>(fn: (tx: RunTransaction) => Promise<T>, deadlineMs?: number): Promise<T> {
-    const { store, database, clock, runs: recorder, notify } = this.#options;
+  runTransitions(conn: Connection): RunTransaction {
+    const { store, clock, runs: recorder, notify } = this.#options;
     const effects: TimerEffect[] = [];
-    const value = await transaction(
-      database,
-      async (conn) => {
-        // The batch's failed runs, written together in one statement before COMMIT: on record with their outcomes.
-        const runs: NewRun[] = [];
-        const result = await fn({
-          conn,
-          claim: async (ids, now, fence) => {
-            let claimable = fence === undefined ? ids : inShards(ids, await heldAt(conn, fence));
-            if (fence?.unfenced !== undefined && fence.unfenced.length > 0) {
-              const fenced = new Set(claimable);
-              claimable = [...claimable, ...fence.unfenced.filter((id) => !fenced.has(id) && ids.includes(id))];
-            }
-            return claimable.length === 0 ? [] : run.claim(store, conn, claimable, now);
-          },
-          lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
-          complete: async (tasks, now, results) => {
-            // A successful run is on record in its task's row, with no row of its own (store/run-history.ts).
-            // Run ahead: it ends when it commits, at `now` or later.
-            const finish = { at: Math.max(now, clock.now()), by: recorder?.process ?? null };
-            effects.push(...(await run.complete(store, conn, tasks, now, results, finish)));
-          },
-          fail: async (failed, now) => {
-            effects.push(...(await run.fail(store, conn, failed, now)));
-            const final = failed.filter(({ failure }) => failure.retryAt === null);
-            await notifyFailures(
-              notify,
-              conn,
-              final.map(({ task, failure }) => ({ task, attempt: task.attempts + 1, error: failure.error })),
-              now,
-            );
-            if (recorder === undefined) return;
-            const times = { startedAt: now, finishedAt: Math.max(now, clock.now()) }; // run ahead: it ends when it commits, at `now` or later
-            for (const { task, failure } of failed) runs.push(runOf(recorder, task, failureOutcome(failure), failure.error, times));
-          },
-          skip: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now))),
-          expire: async (tasks, now) => void effects.push(...(await skipWaited(store, conn, tasks, now, EXPIRED_REASON))),
-        });
-        await recordRuns(recorder, conn, runs);
-        return result;
+    // The batch's failed runs, written together in one statement before COMMIT: on record with their outcomes.
+    const runs: NewRun[] = [];
+    return {
+      conn,
+      effects,
+      claim: async (ids, now, fence) => {
+        let claimable = fence === undefined ? ids : inShards(ids, await heldAt(conn, fence));
+        if (fence?.unfenced !== undefined && fence.unfenced.length > 0) {
+          const fenced = new Set(claimable);
+          claimable = [...claimable, ...fence.unfenced.filter((id) => !fenced.has(id) && ids.includes(id))];
+        }
+        return claimable.length === 0 ? [] : run.claim(store, conn, claimable, now);
       },
-      // Where the server checks the completion's row count inline and runs a multi-statement text
-      // as one transaction, BEGIN and COMMIT travel with the work (db/pipeline.ts).
-      { retry: ONCE, deadlineMs, pipelined: await database.pipelines() },
-    );
+      lease: (tasks, owner, leaseUntil, now) => run.lease(store, conn, tasks, owner, leaseUntil, now),
+      complete: async (tasks, now, results) => {
+        // A successful run is on record in its task's row, with no row of its own (store/run-history.ts).
+        // Run ahead: it ends when it commits, at `now` or later.
+        const finish = { at: Math.max(now, clock.now()), by: recorder?.process ?? null };
+        effects.push(...(await run.complete(store, conn, tasks, now, results, finish)));
+      },
+      fail: async (failed, now) => {
+        effects.push(...(await run.fail(store, conn, failed, now)));
+        const final = failed.filter(({ failure }) => failure.retryAt === null);
+        await notifyFailures(
+          notify,
+          conn,
+          final.map(({ task, failure }) => ({ task, attempt: task.attempts + 1, error: failure.error })),
+          now,
+        );
+        if (recorder === undefined) return;
+        const times = { startedAt: now, finishedAt: Math.max(now, clock.now()) }; // run ahead: it ends when it commits, at `now` or later
+        for (const { task, failure } of failed) runs.push(runOf(recorder, task, failureOutcome(failure), failure.error, times));
+      },
+      skip: async (tasks, now) => void effects.push(...(await skipLocked(store, conn, tasks, now))),
+      expire: async (tasks, now) => void effects.push(...(await skipLocked(store, conn, tasks, now, EXPIRED_REASON))),
+      finish: () => recordRuns(recorder, conn, runs),
+    };
+  }
+
+  /** A batch's effects (runTransitions), once its COMMIT succeeded. */
+  afterCommit(effects: readonly TimerEffect[]): void {
     this.#apply({ effects });
-    return value;
   }
 
   /** Completes an outside run if it is still the run this process leased (`task` as claimed); retried per `persist`. */
@@ -254,8 +227,8 @@ export class Lifecycle {
   }
 
   /** Records the failure of a run (started at `startedAt`) that lost its transaction, if `task` is still pending as it was claimed. */
-  async failAlone(task: Task, failure: Failure, persist: RetryPolicy, startedAt?: number): Promise<run.Settled> {
+  async failRolledBack(task: Task, failure: Failure, persist: RetryPolicy, startedAt?: number): Promise<run.Settled> {
     const { store, clock, runs, notify } = this.#options;
-    return this.#apply(await retrying(() => run.failAlone(store, task, failure, clock.now(), runs, startedAt, notify), persist));
+    return this.#apply(await retrying(() => run.failRolledBack(store, task, failure, clock.now(), runs, startedAt, notify), persist));
   }
 }

@@ -21,7 +21,7 @@ import { arm, type EffectSink, type TimerEffect } from './effects.js';
 import { leaseHolder, pullRunOf, recordRuns, type RunRecorder } from './history.js';
 import { expectAll } from './expect.js';
 import { nextOccurrences } from './recur.js';
-import { EXPIRED_REASON, recoverLeases, skipWaited } from './repair.js';
+import { EXPIRED_REASON, recoverLeases, skipLocked } from './repair.js';
 import { notifyFailures, type FailureNotifier } from './notify.js';
 import { Batcher, type Outcome } from '../util/batcher.js';
 
@@ -183,7 +183,7 @@ export class PullLifecycle {
         await notifyFailures(this.options.notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
       }
       effects.push(...(await nextOccurrences(store, conn, [...refused.values()], now)));
-      effects.push(...(await skipWaited(store, conn, [...expired.values()], now, EXPIRED_REASON)));
+      effects.push(...(await skipLocked(store, conn, [...expired.values()], now, EXPIRED_REASON)));
       const rows = asks.flatMap((ask, i) => leased[i]!.map((task) => ({ id: task.id, token: ask.token, leaseUntil: now + ask.leaseMs })));
       expectAll('pull lease', await pulls.leaseRows(conn, rows, now), rows.length);
       return {

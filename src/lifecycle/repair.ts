@@ -1,6 +1,6 @@
 /**
  * The scheduler's repairs, at boot and by the reconcile: skip a misfired task that asked for it (or
- * that waited for its type past the grace: skipWaited), and recover an expired lease (pending again
+ * that waited for its type past the grace: skipLocked), and recover an expired lease (pending again
  * and armed, or failed for good), so nothing is lost (invariant 3). With `shards` a repair reaches
  * only the shards this process owns or just acquired. Ids are read without locks, then locked by id
  * and written conditionally (expect.ts; invariant 13: every settle is conditional).
@@ -36,15 +36,7 @@ export async function skipMisfired(
     const chunk = ids.slice(i, i + SKIP_CHUNK);
     const done = await store.transaction(async (conn) => {
       const lapsed = await store.runs.lockMisfired(conn, chunk, before);
-      const skippedNow = await store.runs.markSkipped(
-        conn,
-        lapsed.map((task) => task.id),
-        SKIPPED_REASON,
-        now,
-      );
-      expectAll('skip misfired', skippedNow, lapsed.length);
-      const next = await nextOccurrences(store, conn, lapsed, now);
-      return { count: lapsed.length, effects: [...lapsed.map((task) => disarm(task.id)), ...next] };
+      return { count: lapsed.length, effects: await skipLocked(store, conn, lapsed, now, SKIPPED_REASON) };
     });
     skipped += done.count;
     effects.push(...done.effects);
@@ -54,8 +46,12 @@ export async function skipMisfired(
 
 export const WAITED_REASON = 'skipped: its time passed while its type was paused or over a limit';
 
-/** Locked tasks that waited for their type past the grace, in the caller's transaction: skipped. */
-export async function skipWaited(
+/**
+ * Locked tasks skipped in the caller's transaction, with `reason` as their lastError: a misfire,
+ * a wait for their type past the grace (the default reason), an expiry. Their timers go, and a
+ * recurring task's next occurrence comes.
+ */
+export async function skipLocked(
   store: TaskStore,
   conn: Connection,
   tasks: Task[],
@@ -69,7 +65,7 @@ export async function skipWaited(
     reason,
     now,
   );
-  expectAll('skip waited', skipped, tasks.length);
+  expectAll('skip', skipped, tasks.length);
   return [...tasks.map((task) => disarm(task.id)), ...(await nextOccurrences(store, conn, tasks, now))];
 }
 

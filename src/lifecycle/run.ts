@@ -142,23 +142,16 @@ export function failLeased(
   startedAt = now,
   notify?: FailureNotifier,
 ): Promise<Settled> {
-  return store.transaction(async (conn) => {
-    const recorded = await store.runs.failLeased(conn, failure, leasedRun(task, owner), call, now);
-    if (recorded && failure.retryAt === null)
-      await notifyFailures(notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
-    if (recorded && recorder !== undefined) {
-      await recordRuns(recorder, conn, [runOf(recorder, task, failureOutcome(failure), failure.error, leasedTimes(startedAt, call, now))]);
-    }
-    return afterFailure(store, conn, task, failure, recorded, now);
-  });
+  const write = (conn: Connection) => store.runs.failLeased(conn, failure, leasedRun(task, owner), call, now);
+  return failOnItsOwn(store, task, failure, write, leasedTimes(startedAt, call, now), now, recorder, notify);
 }
 
 /**
- * Records a failed run outside any batch (a handler that overran and lost its transaction, its
- * claim rolled back with it), counting the attempt, if the task is still pending as `task` was
+ * Records a failed run whose batch rolled back (a handler that overran and took its transaction,
+ * and its claim, with it), counting the attempt, if the task is still pending as `task` was
  * claimed: a cancel or a reschedule that took the row meanwhile stays as it is.
  */
-export function failAlone(
+export function failRolledBack(
   store: TaskStore,
   task: Task,
   failure: Failure,
@@ -167,12 +160,30 @@ export function failAlone(
   startedAt = now,
   notify?: FailureNotifier,
 ): Promise<Settled> {
+  const write = (conn: Connection) => store.runs.failClaimed(conn, failure, task, now);
+  return failOnItsOwn(store, task, failure, write, { startedAt, finishedAt: now }, now, recorder, notify);
+}
+
+/**
+ * A failed run written in a transaction of its own by `write` (conditional on the run it expects):
+ * when written, its failure notice and its run row go with it.
+ */
+function failOnItsOwn(
+  store: TaskStore,
+  task: Task,
+  failure: Failure,
+  write: (conn: Connection) => Promise<boolean>,
+  times: RunTimes,
+  now: number,
+  recorder: RunRecorder | undefined,
+  notify: FailureNotifier | undefined,
+): Promise<Settled> {
   return store.transaction(async (conn) => {
-    const recorded = await store.runs.failClaimed(conn, failure, task, now);
+    const recorded = await write(conn);
     if (recorded && failure.retryAt === null)
       await notifyFailures(notify, conn, [{ task, attempt: task.attempts + 1, error: failure.error }], now);
     if (recorded && recorder !== undefined) {
-      await recordRuns(recorder, conn, [runOf(recorder, task, failureOutcome(failure), failure.error, { startedAt, finishedAt: now })]);
+      await recordRuns(recorder, conn, [runOf(recorder, task, failureOutcome(failure), failure.error, times)]);
     }
     return afterFailure(store, conn, task, failure, recorded, now);
   });

@@ -50,7 +50,7 @@ export class Arming implements EffectSink {
       else if (effect.type !== undefined && this.#untimed?.has(effect.type) === true) {
         this.timers.disarm(effect.id);
         if (!this.#stopped) this.#untimed.due(effect.type, effect.runAt);
-      } else this.#wish(effect.id, effect.runAt, effect.priority, effect.created === true);
+      } else this.#armWritten(effect.id, effect.runAt, effect.priority, effect.created === true);
     }
   }
 
@@ -62,15 +62,15 @@ export class Arming implements EffectSink {
    * re-arms; an earlier one it would miss). A create there is armed here only when due soon: the
    * owner's refill finds new rows by their ids.
    */
-  #wish(id: number, runAt: number, priority: number | undefined, created: boolean): void {
+  #armWritten(id: number, runAt: number, priority: number | undefined, created: boolean): void {
     if (this.#stopped) return;
-    const here = runAt <= this.coveredUntil && (this.ownership.owns(id) || this.#stray(id, runAt, created));
+    const here = runAt <= this.coveredUntil && (this.ownership.owns(id) || this.#armedForOtherOwner(id, runAt, created));
     if (here) this.timers.arm(id, runAt, priority);
     else this.timers.disarm(id);
   }
 
-  /** Armed here in a shard another process owns: a create due soon, or a move (created-here.ts). */
-  #stray(id: number, runAt: number, created: boolean): boolean {
+  /** Whether a task of a shard another process owns is armed here too: a create due soon, or a move (created-here.ts). */
+  #armedForOtherOwner(id: number, runAt: number, created: boolean): boolean {
     const here = this.createdHere;
     if (here === undefined) return false;
     return created ? here.set.add(id, runAt, here.now()) : here.set.keep(id, runAt, here.now());

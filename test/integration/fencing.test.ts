@@ -12,6 +12,7 @@ import { shardsFor } from '../../src/cluster/rendezvous.js';
 import { SHARDS } from '../../src/cluster/shards.js';
 import { Database } from '../../src/db/connection.js';
 import { Lifecycle } from '../../src/lifecycle/lifecycle.js';
+import { inBatchTransaction } from '../../src/dispatch/batch-try.js';
 import type { ClaimFence } from '../../src/store/leases.js';
 import { TaskStore } from '../../src/store/task-store.js';
 import { systemClock } from '../../src/time/clock.js';
@@ -37,14 +38,12 @@ class RolledBack extends Error {}
 /** The ids a claim of `ids` under `fence` locks, in a transaction rolled back after it: the task stays pending. */
 async function claimed(ids: number[], fence: ClaimFence): Promise<number[]> {
   let locked: number[] = [];
-  await lifecycle
-    .inTransaction(async (tx) => {
-      locked = (await tx.claim(ids, Date.now(), fence)).map((task) => task.id);
-      throw new RolledBack();
-    })
-    .catch((error: unknown) => {
-      if (!(error instanceof RolledBack)) throw error;
-    });
+  await inBatchTransaction(database, lifecycle, async (tx) => {
+    locked = (await tx.claim(ids, Date.now(), fence)).map((task) => task.id);
+    throw new RolledBack();
+  }).catch((error: unknown) => {
+    if (!(error instanceof RolledBack)) throw error;
+  });
   return locked;
 }
 
@@ -61,7 +60,6 @@ beforeAll(async () => {
   database = new Database({ url: db.url, poolSize: 4, lockWaitTimeoutS: 5 });
   const store = new TaskStore(database);
   lifecycle = new Lifecycle({
-    database,
     store,
     clock: systemClock,
     retry: { baseMs: 1000, maxMs: 60_000 },
@@ -85,7 +83,10 @@ describe('a shard lease epoch', () => {
     // A task in a shard that B takes from A while both are live.
     const shard = [...shardsFor('B', ['A', 'B'])][0]!;
     const id = shard + SHARDS * 1000;
-    await db.execute("INSERT INTO punctual_tasks (id, type, payload, run_at) VALUES (?, 'tick', '{}', ?)", [id, new Date(Date.now() - 1000)]);
+    await db.execute("INSERT INTO punctual_tasks (id, type, payload, run_at) VALUES (?, 'tick', '{}', ?)", [
+      id,
+      new Date(Date.now() - 1000),
+    ]);
 
     const a = keeper('A');
     await a.start();

@@ -9,6 +9,7 @@ import { PermanentError } from '../../src/handlers/handler.js';
 import { cancel, reschedule, retry } from '../../src/lifecycle/change.js';
 import { create } from '../../src/lifecycle/create.js';
 import { arm, armCreated, disarm, type TimerEffect } from '../../src/lifecycle/effects.js';
+import { inBatchTransaction } from '../../src/dispatch/batch-try.js';
 import { Lifecycle } from '../../src/lifecycle/lifecycle.js';
 import { recoverExpiredLeases, skipMisfired } from '../../src/lifecycle/repair.js';
 import * as run from '../../src/lifecycle/run.js';
@@ -266,7 +267,6 @@ describe('repairs', () => {
 describe('the Lifecycle applies the effects', () => {
   function lifecycle(applied: TimerEffect[][]) {
     return new Lifecycle({
-      database,
       store,
       clock: { now: () => NOW },
       retry: policy,
@@ -287,14 +287,14 @@ describe('the Lifecycle applies the effects', () => {
     const task = await inserted({ runAt: NOW - 10 });
     const failure = run.failureOf(policy, task, 1, new Error('x'), NOW);
     await expect(
-      lifecycle(applied).inTransaction(async (tx) => {
+      inBatchTransaction(database, lifecycle(applied), async (tx) => {
         await tx.fail([{ task, failure }], NOW);
         throw new Error('rolled back');
       }),
     ).rejects.toThrow('rolled back');
     expect(applied).toEqual([]);
     expect((await row(task.id)).attempts).toBe(0);
-    await lifecycle(applied).inTransaction(async (tx) => {
+    await inBatchTransaction(database, lifecycle(applied), async (tx) => {
       const claimed = await tx.claim([task.id], NOW);
       await tx.fail([{ task: claimed[0]!, failure }], NOW);
       expect(applied).toEqual([]); // not before COMMIT

@@ -16,7 +16,7 @@ describe('the split policy', () => {
 
   it('fails an overrunning task on its own, whatever the size', () => {
     const overran = new HandlerOverran(aTask({ id: 9 }), 300);
-    for (const size of [1, 5]) expect(nextStep({ kind: 'overran', error: overran }, size)).toEqual({ step: 'fail-alone', overran });
+    for (const size of [1, 5]) expect(nextStep({ kind: 'overran', error: overran }, size)).toEqual({ step: 'fail-overran', overran });
   });
 
   it('splits a batch of several after a lock conflict or a row-level failure', () => {

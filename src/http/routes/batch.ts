@@ -14,7 +14,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Clock } from '../../time/clock.js';
 import type { CreateRequest } from '../../lifecycle/create.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
-import { conflictMessage, createRequestOf, MAX_PAYLOAD_BYTES, type CreateInput } from '../create-input.js';
+import { conflictMessage, createFromBatchItem, MAX_PAYLOAD_BYTES, type CreateInput } from '../create-input.js';
 import { HttpError } from '../errors.js';
 import { BatchBody, BatchResult } from '../../contract/batch.js';
 import { ErrorJson } from '../../contract/errors.js';
@@ -64,7 +64,7 @@ export const batchRoutes: FastifyPluginAsync<BatchRoutesOptions> = async (fastif
           since = performance.now();
         }
         try {
-          creates.push(createRequestOf(items[index], options, now));
+          creates.push(createFromBatchItem(items[index], options, now));
           at.push(index);
         } catch (error) {
           if (!(error instanceof HttpError)) throw error;

@@ -49,7 +49,7 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
         response: responses,
       },
     },
-    async (request) => lifecycle.bulkCancel(selectorOf(request.body, WITH_IDS)),
+    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_IDS), { kind: 'cancel' }),
   );
 
   app.post(
@@ -64,7 +64,7 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
         response: responses,
       },
     },
-    async (request) => lifecycle.bulkRetry(selectorOf(request.body, WITH_IDS)),
+    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_IDS), { kind: 'retry' }),
   );
 
   app.post(
@@ -79,7 +79,7 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
         response: responses,
       },
     },
-    async (request) => lifecycle.bulkDelete(selectorOf(request.body, WITH_IDS), request.body.status),
+    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_IDS), { kind: 'delete', status: request.body.status }),
   );
 
   app.post(
@@ -107,7 +107,7 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
         const zone = zoneOf(body.timezone, options.timezone);
         move = { runAt: instantOf({ runAt: body.runAt }, zone, clock.now()), timezone: body.timezone === undefined ? null : zone };
       }
-      return lifecycle.bulkReschedule(selector, move);
+      return lifecycle.bulk(selector, { kind: 'move', move });
     },
   );
 };

@@ -16,7 +16,7 @@ import type { RunAtCursor, Task } from '../../store/task-types.js';
 import type { SummaryReader } from '../../store/summary.js';
 import { StatusCountsReader } from '../../store/status-counts.js';
 import { toIsoUtc } from '../../time/zones.js';
-import { checkedPayload, conflictMessage, createRequest, instantOf, zoneOf } from '../create-input.js';
+import { checkedPayload, conflictMessage, createFromBody, instantOf, zoneOf } from '../create-input.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';
 import type { Role } from '../../contract/auth.js';
@@ -175,7 +175,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
     async (request, reply) => {
       const now = clock.now();
-      const result = await lifecycle.create(createRequest(request.body, input, now), now);
+      const result = await lifecycle.create(createFromBody(request.body, input, now), now);
       if (result.outcome === 'conflict') {
         throw conflict(conflictMessage(result.task), present(result.task, request.role));
       }
