@@ -92,21 +92,27 @@ describe('a batch locked ahead', () => {
   });
 
   it('behind by more than the lead, never keeps a late task waiting for one ahead of it in the same claim', async () => {
-    service = await startTestService(db, { LOCK_AHEAD_MS: String(LEAD_MS) });
+    // The longest lead there is (LOCK_AHEAD_MS ≤ 1000), so that the one ahead is still within it when
+    // a loaded machine gets to the claim, and waiting for it (AHEAD_MS) stands far above a slow
+    // close: it was 300 ms ahead, and a close once took 212 ms under load.
+    const lead = 1000;
+    const AHEAD_MS = 800;
+    service = await startTestService(db, { LOCK_AHEAD_MS: String(lead) });
     const now = Date.now();
     const [due, ahead] = [orders[5]!, orders[6]!];
     // One request: both timers fire in one turn, and one claim locks both.
     const { status, body } = await service.call('POST', '/tasks/batch', {
       tasks: [
-        { type: 'close_order', payload: { orderSn: due.orderSn }, runAt: now - 2 * LEAD_MS },
-        { type: 'close_order', payload: { orderSn: ahead.orderSn }, runAt: now + 300 },
+        { type: 'close_order', payload: { orderSn: due.orderSn }, runAt: now - 2 * lead },
+        { type: 'close_order', payload: { orderSn: ahead.orderSn }, runAt: now + AHEAD_MS },
       ],
     });
     expect(status).toBe(200);
     const ids = (body.results as { id: number }[]).map((result) => result.id);
     for (const id of ids) expect((await settled(id)).status).toBe('done');
     const [dueClose, aheadClose] = await closeLateness(db, ids);
-    expect(dueClose!.late - 2 * LEAD_MS, 'the late one closed without waiting for the other').toBeLessThan(200);
+    // Waiting for the other would close it AHEAD_MS or more after the request.
+    expect(dueClose!.late - 2 * lead, 'the late one closed without waiting for the other').toBeLessThan(AHEAD_MS);
     expect(aheadClose!.late).toBeGreaterThanOrEqual(0);
     expect(await runsOf(db, ids)).toEqual(new Map(ids.map((id) => [id, 1])));
   });

@@ -256,7 +256,9 @@ describe('leasing', () => {
   it('nack retries with backoff or at retryAt, and a permanent nack fails the task for good', async () => {
     const id = await create('t_nack', { memberId: 8 });
     const [first] = await worker.lease({ types: ['t_nack'], waitMs: 5000 });
-    const retryAt = Date.now() + 400;
+    // Far enough ahead that the nack and the lease after it are done before it on a loaded machine
+    // (a nack and a lease once took over 400 ms there, and the task was due already).
+    const retryAt = Date.now() + 3000;
     expect(await worker.nack(first!, 'member locked', { retryAt })).toMatchObject({
       id,
       status: 'pending',
