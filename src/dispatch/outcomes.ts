@@ -8,9 +8,9 @@ import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withoutRedaction } from '../observability/log.js';
 import type { RecentRuns, RunOutcome } from '../observability/recent-runs.js';
-import type { Failure, Task } from '../store/task-types.js';
+import { resultOf } from '../lifecycle/history.js';
 import { waitedMs } from '../store/rows.js';
-import type { Wait } from '../store/task-types.js';
+import type { Failure, Task, Wait } from '../store/task-types.js';
 import { printableJson } from '../util/printable.js';
 
 /** Seconds, from 1 ms to 60 s. */
@@ -112,6 +112,13 @@ export class DispatchMetrics {
  */
 const logged = (text: string | null): string | null => (text === null ? null : printableJson(text));
 
+/**
+ * A handler's answer as its run line carries it: a string alone (anything else is 'done', so an
+ * object a handler returns never reaches a line written without redaction), cleaned and bounded
+ * as the stored result is (resultOf), then escaped as keys and errors are.
+ */
+const loggedAnswer = (answer: unknown): string => printableJson(resultOf(answer) ?? 'done');
+
 export class Outcomes {
   /** The run lines: every field is one of these methods' own, none a secret, so none is redacted. */
   private readonly log: Logger;
@@ -125,8 +132,8 @@ export class Outcomes {
     this.log = withoutRedaction(log);
   }
 
-  /** `startedAt` is when the run began (its lateness is measured from runAt to it, less its wait for its type). */
-  done(task: Task, startedAt: number, durationMs: number, outcome: string): void {
+  /** `startedAt` is when the run began (its lateness is measured from runAt to it, less its wait for its type); `answer` is its handler's. */
+  done(task: Task, startedAt: number, durationMs: number, answer: unknown): void {
     this.log.info(
       {
         taskId: task.id,
@@ -136,7 +143,7 @@ export class Outcomes {
         lateMs: startedAt - task.runAt - waitedMs(task),
         ...(task.waited === undefined ? {} : { waitedMs: task.waited.ms, waitReason: task.waited.reason }),
         durationMs,
-        outcome,
+        outcome: loggedAnswer(answer),
         ...(this.createdHere?.(task.id) === true ? { createdHere: true } : {}),
       },
       'task done',

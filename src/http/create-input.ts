@@ -6,13 +6,14 @@
 import { Compile } from 'typebox/compile';
 import type { HandlerRegistry } from '../handlers/registry.js';
 import type { CreateRequest } from '../lifecycle/create.js';
-import { NOTIFY_KEY_PREFIX } from '../lifecycle/notify.js';
+import { isReservedKey, RESERVED_KEY_PREFIX } from '../store/task-types.js';
 import { checkCron, CronError, nextOccurrence } from '../time/recurrence.js';
 import { tagsProblem } from '../store/tags.js';
 import { spreadOffset } from '../time/spread.js';
 import { canonicalZone, parseRunAt, TimeInputError, zoneOfOffset } from '../time/zones.js';
 import { describeErrors, jsonProblem } from '../util/schema-errors.js';
 import { badRequest, HttpError } from './errors.js';
+import { storedInstant } from './instants.js';
 import { CreateTaskBody } from '../contract/tasks.js';
 
 /** Payloads are kept small: a task names its work, it does not carry it. */
@@ -45,7 +46,7 @@ export function zoneOf(requested: string | undefined, fallback: string): string 
  */
 export function instantOf(body: { runAt?: string | number; delayMs?: number; cron?: string }, zone: string, now: number): number {
   if (body.runAt !== undefined && body.delayMs !== undefined) throw badRequest('body/runAt', 'and body/delayMs cannot both be given');
-  if (body.delayMs !== undefined) return now + body.delayMs;
+  if (body.delayMs !== undefined) return storedInstant('body/delayMs', now + body.delayMs);
   if (body.runAt === undefined) {
     if (body.cron === undefined) throw badRequest('body/runAt', 'or body/delayMs is required');
     const first = nextOccurrence(body.cron, zone, now);
@@ -53,7 +54,7 @@ export function instantOf(body: { runAt?: string | number; delayMs?: number; cro
     return first;
   }
   try {
-    return parseRunAt(body.runAt, zone, now);
+    return storedInstant('body/runAt', parseRunAt(body.runAt, zone, now));
   } catch (error) {
     if (error instanceof TimeInputError) throw badRequest('body/runAt', error.message);
     throw error;
@@ -98,8 +99,8 @@ export function createFromBody(body: CreateTaskBody, input: CreateInput, now: nu
   }
   // A failure notice is written under its key with ON DUPLICATE KEY UPDATE: a task that took the
   // key first (ids are sequential, so a notice's key is easy to foresee) would silence the notice.
-  if (body.key?.startsWith(NOTIFY_KEY_PREFIX)) {
-    throw badRequest('body/key', `must not start with ${JSON.stringify(NOTIFY_KEY_PREFIX)}: those keys are punctual's failure notices`);
+  if (body.key !== undefined && isReservedKey(body.key)) {
+    throw badRequest('body/key', `must not start with ${JSON.stringify(RESERVED_KEY_PREFIX)}: those keys are punctual's failure notices`);
   }
   const tags = body.tags ?? [];
   const badTags = tagsProblem(tags, 'body/tags');

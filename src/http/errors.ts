@@ -6,6 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { isConnectionError, isLockConflict, loggable } from '../db/errors.js';
 import { describeErrors } from '../util/schema-errors.js';
+import { ReservedTask } from '../lifecycle/lifecycle.js';
 import type { TaskJson } from '../contract/tasks.js';
 
 export class HttpError extends Error {
@@ -57,6 +58,9 @@ export function installErrorHandler(app: FastifyInstance): void {
         message: error.message,
         ...error.extra,
       });
+    }
+    if (error instanceof ReservedTask) {
+      return reply.status(403).send({ statusCode: 403, code: 'PUNCTUAL_RESERVED_TASK', error: STATUS_CODES[403], message: error.message });
     }
     const status = error.statusCode ?? 500;
     if (status < 500) {

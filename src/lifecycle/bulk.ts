@@ -8,7 +8,15 @@
  * See docs/architecture.md#the-lifecycle.
  */
 import type { TaskStore } from '../store/task-store.js';
-import type { FinishedStatus, PickCursor, Selector, Status, TypeWalk } from '../store/task-types.js';
+import {
+  EARLIEST_INSTANT_MS,
+  LATEST_INSTANT_MS,
+  type FinishedStatus,
+  type PickCursor,
+  type Selector,
+  type Status,
+  type TypeWalk,
+} from '../store/task-types.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 
@@ -119,7 +127,9 @@ function moveChunk(store: TaskStore, ids: number[], move: BulkMove, now: number)
   return store.transaction(async (conn) => {
     const pending = await store.changes.lockPendingToMove(conn, ids);
     if ('shiftMs' in move) {
-      const todo = pending.filter((task) => task.requestId !== move.requestId);
+      // A task the shift would move out of the instants a task may take stays where it is.
+      const inRange = (at: number) => at >= EARLIEST_INSTANT_MS && at <= LATEST_INSTANT_MS;
+      const todo = pending.filter((task) => task.requestId !== move.requestId && inRange(task.runAt + move.shiftMs));
       const shifted = await store.changes.shiftBy(
         conn,
         todo.map((task) => task.id),

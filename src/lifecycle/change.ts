@@ -33,7 +33,8 @@ async function after(store: TaskStore, id: number, changed: boolean, effects: Ti
  */
 export async function cancel(store: TaskStore, task: Task, now: number): Promise<ChangeResult> {
   const target = task.status !== 'pending' && task.cron !== null ? await store.reads.pendingOccurrence(task.seriesId ?? task.id) : task;
-  if (target !== undefined && (await store.changes.cancel([target.id], now)) === 1) return after(store, target.id, true, [disarm(target.id)]);
+  if (target !== undefined && (await store.changes.cancel([target.id], now)) === 1)
+    return after(store, target.id, true, [disarm(target.id)]);
   return after(store, task.id, false, []);
 }
 

@@ -54,7 +54,11 @@ export function sameRequest(existing: Task, request: CreateRequest): boolean {
 
 function answer(result: InsertResult, request: CreateRequest): CreateResult {
   if (result.created)
-    return { outcome: 'created', task: result.task, effects: [armCreated(result.task.id, result.task.runAt, result.task.priority, result.task.type)] };
+    return {
+      outcome: 'created',
+      task: result.task,
+      effects: [armCreated(result.task.id, result.task.runAt, result.task.priority, result.task.type)],
+    };
   return { outcome: sameRequest(result.task, request) ? 'repeated' : 'conflict', task: result.task, effects: [] };
 }
 

@@ -8,8 +8,7 @@
  * what belongs to a shard this process owns); the refill arms the rest when it comes near.
  */
 export type TimerEffect =
-  | { kind: 'arm'; id: number; runAt: number; priority?: number; created?: true; type?: string }
-  | { kind: 'disarm'; id: number };
+  { kind: 'arm'; id: number; runAt: number; priority?: number; created?: true; type?: string } | { kind: 'disarm'; id: number };
 
 /**
  * `priority`: the task's, so that when it is due it is handed over before lower ones (0 when left

@@ -12,7 +12,7 @@ import type { Connection } from '../db/connection.js';
 import { retrying, type RetryPolicy } from '../db/retry.js';
 import { heldAt, type ClaimFence } from '../store/leases.js';
 import type { TaskStore } from '../store/task-store.js';
-import type { CallRecord, Failure, Selector, Task } from '../store/task-types.js';
+import { isReservedKey, type CallRecord, type Failure, type Selector, type Task } from '../store/task-types.js';
 import type { BackoffPolicy } from './backoff.js';
 import { bulkChange, type BulkChange, type BulkCounts } from './bulk.js';
 import { cancel, deleteTask, editPayload, reschedule, retry, type ChangeResult, type DeleteResult, type Placement } from './change.js';
@@ -60,6 +60,19 @@ export interface RunTransaction {
   finish(): Promise<void>;
 }
 
+/** A change through the API to a task punctual owns (its failure notice): refused, whatever the route. */
+export class ReservedTask extends Error {
+  override name = 'ReservedTask';
+  constructor(readonly task: Task) {
+    super(`task ${task.id} is a failure notice punctual sends (key ${JSON.stringify(task.key)}): it cannot be changed through the API`);
+  }
+}
+
+/** The one check every change of a single task passes (bulk changes never pick such a task: store/sql/tasks.ts). */
+function refuseReserved(task: Task): void {
+  if (isReservedKey(task.key)) throw new ReservedTask(task);
+}
+
 export class Lifecycle {
   readonly #options: LifecycleOptions;
 
@@ -96,28 +109,33 @@ export class Lifecycle {
   }
 
   async cancel(task: Task): Promise<ChangeResult> {
+    refuseReserved(task);
     return this.#apply(await cancel(this.#options.store, task, this.#options.clock.now()));
   }
 
   /** Moves a pending task; `place` reads the request against the task and the time now. */
   async reschedule(task: Task, place: (task: Task, now: number) => Placement): Promise<ChangeResult> {
+    refuseReserved(task);
     const now = this.#options.clock.now();
     return this.#apply(await reschedule(this.#options.store, task, place(task, now), now));
   }
 
   /** Runs a failed task again at `place(task, now)`, its attempts reset. */
   async retry(task: Task, place: (task: Task, now: number) => Placement): Promise<ChangeResult> {
+    refuseReserved(task);
     const now = this.#options.clock.now();
     return this.#apply(await retry(this.#options.store, task, place(task, now), now));
   }
 
   /** Deletes a task that is not running, with its runs (change.ts). */
   async delete(task: Task): Promise<DeleteResult> {
+    refuseReserved(task);
     return this.#apply(await deleteTask(this.#options.store, task));
   }
 
   /** Replaces a pending task's payload (already checked against its type's schema). */
   async editPayload(task: Task, payload: unknown): Promise<ChangeResult> {
+    refuseReserved(task);
     return editPayload(this.#options.store, task, payload, this.#options.clock.now());
   }
 

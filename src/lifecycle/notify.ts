@@ -7,10 +7,7 @@
  * straight into the table. A notification that fails for good notifies nobody (no loop).
  */
 import type { Connection } from '../db/connection.js';
-import type { Task } from '../store/task-types.js';
-
-/** The key prefix of notification tasks. */
-export const NOTIFY_KEY_PREFIX = 'punctual:notify:';
+import { isReservedKey, RESERVED_KEY_PREFIX, type Task } from '../store/task-types.js';
 
 export interface FailureNotifier {
   url: string;
@@ -37,7 +34,7 @@ export async function notifyFailures(
 ): Promise<void> {
   if (notifier === undefined) return;
   const rows = failures
-    .filter(({ task }) => !(task.key ?? '').startsWith(NOTIFY_KEY_PREFIX))
+    .filter(({ task }) => !isReservedKey(task.key))
     .map(({ task, attempt, error }) => {
       const at = new Date(now);
       const body = {
@@ -54,7 +51,7 @@ export async function notifyFailures(
         },
       };
       return [
-        `${NOTIFY_KEY_PREFIX}failed:${task.id}:${attempt}`,
+        `${RESERVED_KEY_PREFIX}failed:${task.id}:${attempt}`,
         'webhook',
         JSON.stringify({ url: notifier.url, method: 'POST', body }),
         at,

@@ -1,6 +1,6 @@
 /**
  * What a task is to the service, and the shapes the store's statements take and answer, with no
- * code: a module that only names a task imports this, not the store's classes. Times are epoch
+ * code but the reserved keys' test: a module that only names a task imports this, not the store's classes. Times are epoch
  * milliseconds. The rows they are read from: rows.ts; the statements: sql/tasks.ts.
  */
 import type { MisfirePolicy, TaskStatus } from '../contract/limits.js';
@@ -109,6 +109,25 @@ export interface Failure {
   error: string;
   retryAt: number | null;
 }
+
+/**
+ * The keys punctual owns: its failure notices' (NOTIFY_URL). No create may take one, and no change
+ * through the API (edit, move, cancel, delete, retry, a bulk change) may touch their tasks.
+ */
+export const RESERVED_KEY_PREFIX = 'punctual:notify:';
+
+/** Whether `key` is one punctual owns (RESERVED_KEY_PREFIX). */
+export function isReservedKey(key: string | null): boolean {
+  return key !== null && key.startsWith(RESERVED_KEY_PREFIX);
+}
+
+/**
+ * The instants a task's times may take, in UTC: from the epoch to the last minute `run_minute` (a
+ * signed INT of minutes since the epoch, generated from run_at) holds, in 6053. Past them a row is
+ * refused, and a filter is no error the database reports (`'10000-01-01 …'` compares as text).
+ */
+export const EARLIEST_INSTANT_MS = 0;
+export const LATEST_INSTANT_MS = (2 ** 31 - 1) * 60_000 + 59_999;
 
 /** How much of a run's error a task keeps (its lastError, a run row's error, a nack's). */
 export const MAX_ERROR_LENGTH = 2000;

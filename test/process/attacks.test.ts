@@ -61,6 +61,8 @@ beforeAll(async () => {
       res
         .writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
         .end('bad\u2028{"level":60,"msg":"forged"}\u0085\u009b2J\u202eevil');
+    } else if (call.path.startsWith('/busy')) {
+      res.writeHead(503, { 'retry-after': '30' }).end('busy');
     } else if (call.path.startsWith('/error')) {
       res
         .writeHead(500, { 'content-type': 'text/html' })
@@ -566,6 +568,132 @@ describe('log lines', () => {
     const stored = (await server!.request('GET', `/tasks/${failed.id}`)).body;
     expect(stored.lastError).toContain('forged');
     expect(stored.lastError).not.toMatch(raw);
+  });
+});
+
+describe("a handler's answer in the run line (fourth review, finding 1)", () => {
+  it('is escaped, bounded as the stored result, and only a string: an object answer, a 300 KB one and one with line breakers', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'punctual-answers-'));
+    try {
+      const module = join(dir, 'answers.mjs');
+      writeFileSync(
+        module,
+        `export default [
+          { type: 'echo_note', effect: 'database', payload: { type: 'object' }, run: async ({ payload }) => 'closed ' + payload.note },
+          { type: 'echo_long', effect: 'database', payload: { type: 'object' }, run: async () => 'x'.repeat(300000) },
+          { type: 'echo_object', effect: 'database', payload: { type: 'object' }, run: async () => ({ authorization: 'Bearer leaked-token-0123' }) },
+        ];`,
+      );
+      await start({ HANDLERS: module });
+      const note = await createTask({
+        type: 'echo_note',
+        payload: { note: 'a\u2028{"level":60,"msg":"forged"}\u0085\u009b2J\u202eevil' },
+        delayMs: 0,
+      });
+      const long = await createTask({ type: 'echo_long', payload: {}, delayMs: 0 });
+      const object = await createTask({ type: 'echo_object', payload: {}, delayMs: 0 });
+      const ids = [note.id, long.id, object.id];
+      const lines = await waitFor(
+        async () => {
+          const done = server!.logs.filter((line) => line.msg === 'task done' && ids.includes(line.taskId as number));
+          return done.length === 3 ? done : undefined;
+        },
+        15_000,
+        'the three run lines',
+      );
+      const of = (id: number) => lines.find((line) => line.taskId === id)!;
+      // eslint-disable-next-line no-control-regex -- control characters are what must not be there
+      const raw = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+      expect(String(of(note.id).outcome)).not.toMatch(raw);
+      expect(String(of(note.id).outcome)).toContain('forged');
+      expect(String(of(long.id).outcome).length).toBeLessThanOrEqual(200);
+      expect(JSON.stringify(of(long.id)).length).toBeLessThan(1000);
+      expect(of(object.id).outcome).toBe('done');
+      expect(JSON.stringify(server!.logs)).not.toContain('leaked-token');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a failure notice waiting to be sent (fourth review, finding 2)', () => {
+  it('cannot be edited, moved, cancelled, deleted or reached by a bulk change through the API', async () => {
+    await start({
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}`,
+      NOTIFY_URL: `http://127.0.0.1:${receiverPort}/busy`,
+    });
+    const victim = await createTask({
+      type: 'webhook',
+      payload: { url: `http://127.0.0.1:${receiverPort}/error` },
+      delayMs: 0,
+      maxAttempts: 1,
+    });
+    const key = `punctual:notify:failed:${victim.id}:1`;
+    // The receiver answers 503 with Retry-After: 30, so the notice waits, pending, for its next attempt.
+    const notice = await waitFor(
+      async () => {
+        const answer = await server!.request('GET', `/tasks/by-key/${encodeURIComponent(key)}`);
+        return answer.status === 200 && answer.body.status === 'pending' && answer.body.attempts === 1 ? answer.body : undefined;
+      },
+      20_000,
+      'the notice to wait for its retry',
+    );
+    const before = await db.query<any[]>('SELECT * FROM punctual_tasks WHERE id = ?', [notice.id]);
+    const singles = [
+      server!.request('PUT', `/tasks/${notice.id}/payload`, {
+        payload: { url: `http://127.0.0.1:${receiverPort}/elsewhere`, method: 'POST' },
+      }),
+      server!.request('POST', `/tasks/${notice.id}/reschedule`, { runAt: '2035-01-01T00:00:00Z' }),
+      server!.request('POST', `/tasks/${notice.id}/cancel`),
+      server!.request('POST', `/tasks/by-key/${encodeURIComponent(key)}/cancel`),
+      server!.request('DELETE', `/tasks/${notice.id}`),
+    ];
+    for (const answer of await Promise.all(singles)) {
+      expect(answer.status, JSON.stringify(answer.body)).toBe(403);
+      expect(answer.body.code).toBe('PUNCTUAL_RESERVED_TASK');
+    }
+    const bulks = [
+      server!.request('POST', '/tasks/bulk/cancel', { keyPrefix: 'punctual:notify:' }),
+      server!.request('POST', '/tasks/bulk/cancel', { ids: [notice.id] }),
+      server!.request('POST', '/tasks/bulk/reschedule', { keyPrefix: key, shiftMs: 86_400_000, requestId: 'attack' }),
+      server!.request('POST', '/tasks/bulk/reschedule', { keyPrefix: 'punctual:', runAt: '2035-01-01T00:00:00Z' }),
+    ];
+    for (const answer of await Promise.all(bulks)) expect(answer.body, JSON.stringify(answer.body)).toMatchObject({ changed: 0 });
+    expect(await db.query<any[]>('SELECT * FROM punctual_tasks WHERE id = ?', [notice.id])).toEqual(before);
+  });
+});
+
+describe('instants past what the database stores (fourth review, finding 3)', () => {
+  it('are refused with a 400 naming the field and the range, in filters, cursors and moves', async () => {
+    await start();
+    const pending = await createTask({ type: 'close_order', payload: { orderSn: 'RANGE1' }, delayMs: 3_600_000 });
+    const cursor = (runAt: number) => Buffer.from(`${runAt}.1`).toString('base64url');
+    const cases: [string, string, unknown, string][] = [
+      ['GET', '/tasks?status=pending&dueFrom=9999-12-31T23:59:59-12:00', undefined, 'querystring/dueFrom'],
+      ['GET', '/tasks?status=pending&dueUntil=0999-12-31T00:00:00Z', undefined, 'querystring/dueUntil'],
+      ['GET', '/tasks/counts?dueFrom=9999-12-31T23:59:59-12:00', undefined, 'querystring/dueFrom'],
+      ['GET', `/tasks/pending?cursor=${cursor(999_999_999_999_999)}`, undefined, 'querystring/cursor'],
+      ['GET', '/audit?since=9999-12-31T23:59:59-12:00', undefined, 'querystring/since'],
+    ];
+    for (const [method, path, body, field] of cases) {
+      const answer = await server!.request(method, path, body);
+      expect(answer.status, `${path}: ${JSON.stringify(answer.body)}`).toBe(400);
+      expect(answer.body.message).toContain(field);
+      expect(answer.body.message).toContain('must be between 1970-01-01T00:00:00.000Z and 6053-');
+    }
+    expect((await server!.request('GET', `/tasks/${pending.id}`)).body).toMatchObject({ status: 'pending', runAt: pending.runAt });
+    // A shift never carries a task out of the range: one a shop wrote 6050-01-01 stays there.
+    await db.execute(
+      "INSERT INTO punctual_tasks (type, payload, run_at, task_key) VALUES ('close_order', JSON_OBJECT('orderSn', 'FAR'), '6050-01-01 00:00:00', 'range:far')",
+    );
+    const shifted = await server!.request('POST', '/tasks/bulk/reschedule', {
+      keyPrefix: 'range:',
+      shiftMs: 10 * 365 * 86_400_000,
+      requestId: 'far',
+    });
+    expect(shifted.body).toMatchObject({ matched: 1, changed: 0 });
+    expect((await server!.request('GET', '/tasks/by-key/range:far')).body.runAt).toBe('6050-01-01T00:00:00.000Z');
   });
 });
 

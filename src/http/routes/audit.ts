@@ -8,24 +8,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AuditStore } from '../../store/audit.js';
 import type { Clock } from '../../time/clock.js';
 import { toIsoUtc } from '../../time/zones.js';
-import { badRequest } from '../errors.js';
+import { queryInstant } from '../instants.js';
 import { ErrorJson } from '../../contract/errors.js';
 import { AuditPage, AuditQuery, type AuditEntryJson } from '../../contract/audit.js';
 
 export interface AuditRoutesOptions {
   store: AuditStore;
   clock: Clock;
-}
-
-/** An instant with its offset (or Z): a naive time would be read in some zone nobody named. */
-const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
-
-function instant(field: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const at = ISO_WITH_OFFSET.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(at))
-    throw badRequest(`querystring/${field}`, 'must be an ISO-8601 instant with an offset, e.g. 2026-12-01T10:00:00+08:00');
-  return at;
 }
 
 export const auditRoutes: FastifyPluginAsync<AuditRoutesOptions> = async (fastify, options) => {
@@ -42,8 +31,8 @@ export const auditRoutes: FastifyPluginAsync<AuditRoutesOptions> = async (fastif
     },
     async (request) => {
       const { actor, action, target, limit = 100, cursor } = request.query;
-      const since = instant('since', request.query.since);
-      const until = instant('until', request.query.until);
+      const since = queryInstant('since', request.query.since);
+      const until = queryInstant('until', request.query.until);
       const entries = await options.store.page({
         actor,
         action,

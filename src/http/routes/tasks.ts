@@ -17,6 +17,7 @@ import type { SummaryReader } from '../../store/summary.js';
 import { StatusCountsReader } from '../../store/status-counts.js';
 import { toIsoUtc } from '../../time/zones.js';
 import { checkedPayload, conflictMessage, createFromBody, instantOf, zoneOf } from '../create-input.js';
+import { queryInstant, storedInstant } from '../instants.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';
 import type { Role } from '../../contract/auth.js';
@@ -72,18 +73,7 @@ function encodeCursor(task: Task): string {
 function decodeCursor(cursor: string): RunAtCursor {
   const match = CURSOR_PATTERN.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
   if (match === null) throw badRequest('querystring/cursor', 'is not a nextCursor from a previous page');
-  return { runAt: Number(match[1]), id: Number(match[2]) };
-}
-
-/** An instant with its offset (or Z): a naive time would be read in some zone nobody named. */
-const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
-
-function filterInstant(field: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const at = ISO_WITH_OFFSET.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(at))
-    throw badRequest(`querystring/${field}`, 'must be an ISO-8601 instant with an offset, e.g. 2026-12-01T10:00:00+08:00');
-  return at;
+  return { runAt: storedInstant('querystring/cursor', Number(match[1])), id: Number(match[2]) };
 }
 
 /** The list's and the counts' filters, from the query. */
@@ -103,8 +93,8 @@ function listFilters(query: {
     keyPrefix,
     group,
     series,
-    from: filterInstant('dueFrom', query.dueFrom),
-    until: filterInstant('dueUntil', query.dueUntil),
+    from: queryInstant('dueFrom', query.dueFrom),
+    until: queryInstant('dueUntil', query.dueUntil),
   };
 }
 

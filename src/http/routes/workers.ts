@@ -32,6 +32,7 @@ import {
 import type { TaskStore } from '../../store/task-store.js';
 import { StatusCountsReader } from '../../store/status-counts.js';
 import { badRequest, HttpError, notFound } from '../errors.js';
+import { storedInstant } from '../instants.js';
 import { present } from '../present.js';
 
 export interface WorkerRoutesOptions {
@@ -224,7 +225,7 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
       let at: number | undefined;
       if (retryAt !== undefined) {
         try {
-          at = parseRunAt(retryAt, 'UTC', clock.now());
+          at = storedInstant('body/retryAt', parseRunAt(retryAt, 'UTC', clock.now()));
         } catch (problem) {
           if (problem instanceof TimeInputError) throw badRequest('body/retryAt', problem.message);
           throw problem;

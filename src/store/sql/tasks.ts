@@ -10,6 +10,7 @@
 import { ms, runAtIs, runAtRange, TASK_COLUMNS } from '../rows.js';
 import { forceIndex } from './index-hints.js';
 import { LOST_ERROR } from './task-runs.js';
+import { RESERVED_KEY_PREFIX } from '../task-types.js';
 
 /** Only the tasks of the listed shards (`id MOD 256`, src/cluster/shards.ts): the id is in every
  * secondary index entry, so the filter is read from the index too. */
@@ -36,6 +37,9 @@ const AFTER_CURSOR = ' AND run_at >= ? AND (run_at > ? OR id > ?)';
 /** A type's tasks in one status, in run_at order: the (type, status, run_minute, run_at) index,
  * read in its own order (run_minute never decreases with run_at; rows.ts, runAtRange). */
 const byType = () => forceIndex('tasks_type_status_run_minute_run_at');
+
+/** Not a task punctual owns (RESERVED_KEY_PREFIX holds no LIKE wildcard): what a bulk change may pick. */
+const notReserved = (table = '') => `(${table}task_key IS NULL OR ${table}task_key NOT LIKE '${RESERVED_KEY_PREFIX}%')`;
 /** AFTER_CURSOR on that index: its run_at also as a range on (run_minute, run_at), so the page
  * seeks there; `<` for a walk in the reverse order. */
 const afterTypedCursor = (after: '>' | '<') => ` AND ${runAtRange(`${after}=`)} AND (run_at ${after} ? OR id ${after} ?)`;
@@ -220,7 +224,7 @@ export const SQL = {
   // move, failed for a retry.
   /** Tasks with a tag and a status, as [id, id]: the (tag, task_id) index in id order. */
   pickByTag: `SELECT g.task_id, g.task_id FROM punctual_task_tags g JOIN punctual_tasks t ON t.id = g.task_id
-    WHERE g.tag = ? AND t.status = ? AND g.task_id > ? ORDER BY g.task_id LIMIT ?`,
+    WHERE g.tag = ? AND t.status = ? AND ${notReserved('t.')} AND g.task_id > ? ORDER BY g.task_id LIMIT ?`,
   /**
    * Tasks of a type with a status, as [id, runAt ms]: the (type, status, run_minute, run_at) index
    * in its order or the reverse, within a bound on run_at (its values first), after a cursor
@@ -232,15 +236,14 @@ export const SQL = {
     const bound = walk.bound === undefined ? '' : ` AND ${walk.bound === '=' ? runAtIs : `(${runAtRange(walk.bound)})`}`;
     const cursor = walk.cursor ? afterTypedCursor(after) : '';
     return (
-      `SELECT id, ${ms('run_at')} FROM punctual_tasks ${byType()} WHERE type = ? AND status = ?${bound}${cursor}` +
+      `SELECT id, ${ms('run_at')} FROM punctual_tasks ${byType()} WHERE type = ? AND status = ? AND ${notReserved()}${bound}${cursor}` +
       ` ORDER BY run_minute${order}, run_at${order}, id${order} LIMIT ?`
     );
   },
   /** Tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
-  pickByKeyPrefix:
-    "SELECT id, task_key FROM punctual_tasks WHERE task_key LIKE ? ESCAPE '!' AND status = ? AND task_key > ? ORDER BY task_key LIMIT ?",
+  pickByKeyPrefix: `SELECT id, task_key FROM punctual_tasks WHERE task_key LIKE ? ESCAPE '!' AND status = ? AND ${notReserved()} AND task_key > ? ORDER BY task_key LIMIT ?`,
   /** The tasks among the ids ? with a status, as [id, id]: the primary key, in id order. */
-  pickByIds: 'SELECT id, id FROM punctual_tasks WHERE id IN (?) AND status = ? AND id > ? ORDER BY id LIMIT ?',
+  pickByIds: `SELECT id, id FROM punctual_tasks WHERE id IN (?) AND status = ? AND ${notReserved()} AND id > ? ORDER BY id LIMIT ?`,
   /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
   lockPendingToMove: `SELECT id, ${ms('run_at')}, timezone, bulk_request_id, priority, type FROM punctual_tasks WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE`,
   /** The locked pending ones moved to one instant; the zone only when one is given. */
