@@ -56,13 +56,7 @@ describe('SIGTERM while booting', () => {
     const server = boot({});
     try {
       await waitFor(
-        async () => {
-          const [rows] = await holder.query<mysql.RowDataPacket[]>(
-            'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE ?',
-            [`%GET_LOCK('${lockName}'%`],
-          );
-          return Number(rows[0]?.n) > 0;
-        },
+        async () => server.logs.some((line) => String(line.msg).startsWith('waiting for the migration turn')),
         60_000,
         'the boot to wait for the migration lock',
       );
@@ -85,9 +79,10 @@ describe('SIGTERM while booting', () => {
     const own = await createTestDatabase('bootstop_load');
     const shop = await own.pool.getConnection();
     try {
-      const inserted = await own.execute("INSERT INTO punctual_tasks (type, payload, run_at, misfire) VALUES ('close_order', '{}', ?, 'skip')", [
-        new Date(Date.now() - 3_600_000),
-      ]);
+      const inserted = await own.execute(
+        "INSERT INTO punctual_tasks (type, payload, run_at, misfire) VALUES ('close_order', '{}', ?, 'skip')",
+        [new Date(Date.now() - 3_600_000)],
+      );
       await shop.query('BEGIN');
       await shop.query('SELECT id FROM punctual_tasks WHERE id = ? FOR UPDATE', [inserted.insertId]);
       const server = boot({ DATABASE_URL: own.url, LOCK_WAIT_TIMEOUT_S: '60' });
