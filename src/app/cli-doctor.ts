@@ -2,13 +2,17 @@
  * `punctual doctor`: what punctual needs from its database, checked one line each: it answers,
  * its version, its time-zone tables (naive times are read in IANA zones by punctual itself, but a
  * shop's SQL with CONVERT_TZ needs them), its clock against this machine's, the grants punctual's
- * runs need and those its migrations need (against the migrations pending), and on Galera `evs.suspect_timeout` against LEASE_MS (a node must be
+ * runs need and those its migrations need (against the migrations pending), close_order's tables
+ * and columns as CLOSE_ORDER maps them, each of PROCEDURES and its EXECUTE grant, and on Galera `evs.suspect_timeout` against LEASE_MS (a node must be
  * declared gone well before a shard lease runs out, or a partitioned owner's shards wait).
  */
 import type mysql from 'mysql2/promise';
 import { freshConnections } from '../db/connection.js';
 import { autocommit } from '../db/transaction.js';
 import { migrationStatus } from '../db/migrate.js';
+import { schemaOrGrantError } from '../db/errors.js';
+import { closeOrderStatements, DEFAULT_CLOSE_ORDER, quoted, type CloseOrderMapping } from '../handlers/close-order.js';
+import type { ProcedureEntry } from '../handlers/procedure.js';
 import type { Config } from './config.js';
 
 export interface Check {
@@ -87,6 +91,61 @@ export function clockSays(offset: number): string {
   return `the database's clock is ${Math.abs(offset)} ms ${offset > 0 ? 'ahead of' : 'behind'} this machine's`;
 }
 
+/**
+ * close_order's statements on the tables CLOSE_ORDER maps, run so that they touch no row (WHERE
+ * 1 = 0, in a transaction rolled back): the server answers for the tables, the columns and the
+ * grants exactly as it will at a run. Unset, CLOSE_ORDER names the write-ups' tables, which a shop
+ * that does not use close_order lacks: then a warning, and a failure only when it was set.
+ */
+async function closeOrderCheck(conn: mysql.Connection, database: string, mapping: CloseOrderMapping): Promise<Check> {
+  const configured = JSON.stringify(mapping) !== JSON.stringify(DEFAULT_CLOSE_ORDER);
+  const sql = closeOrderStatements(mapping);
+  const tables = mapping.stock === null ? quoted(mapping.table) : `${quoted(mapping.table)} and ${quoted(mapping.stock.goods)}`;
+  try {
+    await conn.query(`USE ${quoted(database)}`);
+    await conn.query('START TRANSACTION');
+    try {
+      await conn.query(sql.lockOrders.replace('IN (?)', 'IN (NULL) AND 1 = 0'));
+      await conn.query(sql.close.replace('IN (?)', 'IN (NULL) AND 1 = 0'), [mapping.closed]);
+      if (mapping.stock !== null) await conn.query(sql.putBack(1).replace('IN (?)', 'IN (NULL) AND 1 = 0'), [0, 0]);
+    } finally {
+      await conn.query('ROLLBACK');
+    }
+    return { name: 'close_order', ok: true, says: `${tables}: the columns and grants close_order uses are there` };
+  } catch (error) {
+    const problem = schemaOrGrantError(error) ?? (error as Error).message;
+    return {
+      name: 'close_order',
+      ok: !configured,
+      warn: true,
+      says: `${problem}: ${configured ? 'fix CLOSE_ORDER or the grants' : "close_order would fail on this database: set CLOSE_ORDER to the shop's tables if it uses close_order"} (docs/handlers.md#close_order)`,
+    };
+  }
+}
+
+/** A PROCEDURES entry: the procedure exists, and this user may EXECUTE it. */
+async function procedureCheck(conn: mysql.Connection, database: string, entry: ProcedureEntry, grants: readonly string[]): Promise<Check> {
+  const schema = entry.schema ?? database;
+  const name = `procedure ${entry.type}`;
+  const [found] = await conn.query<Rows>(
+    "SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE'",
+    [schema, entry.name],
+  );
+  const executes = grants.some((line) => {
+    const match = /^GRANT (.+?) ON (?:PROCEDURE )?(\S+) TO /i.exec(line);
+    if (match === null) return false;
+    const on = match[2]!.replace(/`/g, '');
+    const privileges = match[1]!.toUpperCase();
+    return (
+      (on === '*.*' || on === `${schema}.*` || on === `${schema}.${entry.name}`) && /\b(EXECUTE|ALL PRIVILEGES|ALL)\b/.test(privileges)
+    );
+  });
+  if (found.length === 0)
+    return { name, ok: false, says: `${schema}.${entry.name} does not exist, or this user may not see it (PROCEDURES)` };
+  if (!executes) return { name, ok: false, says: `${schema}.${entry.name}: this user lacks EXECUTE on it` };
+  return { name, ok: true, says: `${schema}.${entry.name}: found, with EXECUTE` };
+}
+
 export async function doctor(config: Config, now: () => number = Date.now): Promise<Check[]> {
   const { url, name } = config.database;
   const checks: Check[] = [];
@@ -140,6 +199,9 @@ export async function doctor(config: Config, now: () => number = Date.now): Prom
           migrations.filter((migration) => !migration.applied).map((migration) => migration.tag),
         ),
       );
+      checks.push(await closeOrderCheck(conn, name, config.handlers.closeOrder));
+      const grantLines = grants.map((row) => String(Object.values(row)[0]));
+      for (const procedure of config.handlers.procedures) checks.push(await procedureCheck(conn, name, procedure, grantLines));
       const [wsrep] = await conn.query<Rows>("SHOW GLOBAL VARIABLES LIKE 'wsrep_provider_options'");
       const [size] = await conn.query<Rows>("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'");
       const clusterSize = Number(size[0]?.Value ?? 0);

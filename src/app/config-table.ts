@@ -30,7 +30,8 @@ import {
   typeNames,
   zone,
 } from './config-kinds.js';
-import { modulePaths, procedureList } from './config-handlers.js';
+import { closeOrderMapping, modulePaths, procedureList } from './config-handlers.js';
+import { DEFAULT_CLOSE_ORDER } from '../handlers/close-order.js';
 
 /** The slices, in the order the docs show them. */
 export const SLICES = {
@@ -436,6 +437,13 @@ export const VARIABLES = {
     procedureList,
     [],
     'comma-separated `type=procedure` or `type=schema.procedure`: each a task type whose run is `CALL procedure(…)` in the completion transaction; unqualified, the schema of `DATABASE_URL`',
+  ),
+  CLOSE_ORDER: setting(
+    'handlers',
+    'closeOrder',
+    closeOrderMapping,
+    DEFAULT_CLOSE_ORDER,
+    "the shop's tables `close_order` works on, a JSON object: `table`, `key`, `status`, `unpaid`, `closed`, `closedAt` (null: not stamped), `stock` (null: no stock put back; else `items`, `itemGoods`, `itemNum`, `goods`, `goodsId`, `column`); each field defaults to the write-ups' `orders` and `goods`",
   ),
   STOP_TIMEOUT_MS: setting(
     'service',

@@ -156,7 +156,7 @@ export class Service {
     this.runHistory = new RunHistory(this.database);
     this.audit = new AuditStore(this.database);
     const upcoming = new UpcomingLoad(this.database);
-    this.registry = options.registry ?? createRegistry(config.webhook, config.workers.types);
+    this.registry = options.registry ?? createRegistry(config.webhook, config.workers.types, config.handlers.closeOrder);
     this.targets = new Targets(config.targets.list, metricRegistry);
     if (this.targets.size > 0 && this.registry.get('publish') === undefined) this.registry.register(publish(this.targets));
     const fleetSlots = new FleetSlots(new LimitSlotStore(this.database), this.owner, (error) =>

@@ -140,6 +140,29 @@ export function isDuplicateKey(error: unknown): boolean {
   return false;
 }
 
+/**
+ * Errors of the schema or the grants that no retry fixes: an unknown column, table, database or
+ * procedure, a procedure called with the wrong number of arguments, a statement that does not
+ * parse, access denied to a table, column, database or procedure.
+ */
+const SCHEMA_OR_GRANT = new Set([1049, 1051, 1054, 1064, 1109, 1146, 1305, 1318, 1356, 1044, 1142, 1143, 1370]);
+
+/** The server's message and code when `error` is one of the schema or the grants (SCHEMA_OR_GRANT), else undefined. */
+export function schemaOrGrantError(error: unknown): string | undefined {
+  for (const link of chain(error)) {
+    if (link.errno !== undefined && SCHEMA_OR_GRANT.has(link.errno))
+      return `${(link as { sqlMessage?: string }).sqlMessage ?? link.message ?? ''} (${link.code ?? link.errno})`;
+  }
+  return undefined;
+}
+
+/** The server answered the statement with an error of its own (an errno), not a lost connection or a lock conflict. */
+export function refusedByServer(error: unknown): boolean {
+  if (isConnectionError(error) || isLockConflict(error)) return false;
+  for (const link of chain(error)) if (link.errno !== undefined) return true;
+  return false;
+}
+
 /** The error's message, looking through drizzle's "Failed query: <sql> params: <values>" wrapper. */
 export function rootMessage(error: unknown): string {
   for (const link of chain(error)) {

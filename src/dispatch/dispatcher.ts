@@ -302,7 +302,7 @@ export class Dispatcher {
         await this.#recheckMissing(pending, result, result.at);
         return result.leased.length;
       } catch (error) {
-        const next = nextStep(batchErrorOf(error), pending.length);
+        const next = nextStep(batchErrorOf(error, mode), pending.length);
         switch (next.step) {
           case 'rerun-carefully':
             if (next.threw !== undefined) threw.set(next.threw.taskId, next.threw.error);

@@ -5,7 +5,7 @@
  * row-failure. A lost connection is checked first: a connection killed mid-lock-wait reports both.
  * See docs/architecture.md#when-a-batch-fails.
  */
-import { isConnectionError, isLockConflict } from '../db/errors.js';
+import { isConnectionError, isLockConflict, refusedByServer } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
 import { TimeoutError } from '../util/async.js';
 import type { Task } from '../store/task-types.js';
@@ -50,8 +50,15 @@ export type BatchError =
 
 export type BatchErrorKind = BatchError['kind'];
 
-export function batchErrorOf(error: unknown): BatchError {
+/**
+ * `mode`: the try that failed. The server refusing a statement of a fast try (an unknown column,
+ * data too long) may be a handler's write that travelled with the COMMIT (db/pipeline.ts): the
+ * careful try runs each handler's writes in its own savepoint, where the task that made it fails
+ * alone, with its attempt counted. Refused again there, it is punctual's own statement.
+ */
+export function batchErrorOf(error: unknown, mode: 'fast' | 'careful' = 'careful'): BatchError {
   if (error instanceof HandlerThrew) return { kind: 'handler', error };
+  if (mode === 'fast' && refusedByServer(error)) return { kind: 'handler', error: new HandlerThrew(undefined, error) };
   if (error instanceof HandlerOverran) return { kind: 'overran', error };
   if (isConnectionError(error)) return { kind: 'lost-connection' };
   if (isLockConflict(error)) return { kind: 'lock-conflict' };

@@ -4,7 +4,7 @@
  */
 import { Compile, type Validator } from 'typebox/compile';
 import { describeErrors } from '../util/schema-errors.js';
-import { closeOrder } from './close-order.js';
+import { closeOrder, type CloseOrderMapping } from './close-order.js';
 import type { TaskHandler } from './handler.js';
 import { HandlerModuleError, type LoadedHandlers } from './modules.js';
 import { webhook, type WebhookOptions } from './webhook.js';
@@ -78,9 +78,13 @@ export class HandlerRegistry {
   }
 }
 
-/** The handlers punctual ships, the webhook with the configuration's webhook settings, and WORKER_TYPES. */
-export function createRegistry(webhookSettings: WebhookOptions, workerTypes: readonly string[] = []): HandlerRegistry {
-  const registry = new HandlerRegistry().register(closeOrder).register(webhook(webhookSettings));
+/** The handlers punctual ships (close_order on the tables CLOSE_ORDER maps, the webhook with its settings), and WORKER_TYPES. */
+export function createRegistry(
+  webhookSettings: WebhookOptions,
+  workerTypes: readonly string[] = [],
+  closeOrderMapping?: CloseOrderMapping,
+): HandlerRegistry {
+  const registry = new HandlerRegistry().register(closeOrder(closeOrderMapping)).register(webhook(webhookSettings));
   for (const type of workerTypes) registry.register(workerType({ type }));
   return registry;
 }

@@ -7,7 +7,7 @@
  * See docs/architecture.md#the-lifecycle.
  */
 import type { Connection } from '../db/connection.js';
-import { rootMessage } from '../db/errors.js';
+import { rootMessage, schemaOrGrantError } from '../db/errors.js';
 import { PermanentError } from '../handlers/handler.js';
 import { RetryLater } from '../handlers/retry-after.js';
 import type { TaskStore } from '../store/task-store.js';
@@ -33,11 +33,14 @@ export interface Settled {
 
 /** Retry with backoff, or failed for good: what becomes of a task whose attempt `attemptsUsed` threw `error`. */
 export function failureOf(policy: BackoffPolicy, task: Task, attemptsUsed: number, error: unknown, now: number): Failure {
-  const permanent = error instanceof PermanentError;
+  // An error of the shop's schema or grants (an unknown column, a missing procedure, access
+  // denied) fails at once: a retry would only delay the failure and fill the history.
+  const schema = error instanceof PermanentError ? undefined : schemaOrGrantError(error);
+  const permanent = error instanceof PermanentError || schema !== undefined;
   const asked = error instanceof RetryLater ? error.afterMs : undefined;
   return {
     id: task.id,
-    error: rootMessage(error),
+    error: schema === undefined ? rootMessage(error) : `${schema}: an error of the schema or the grants, not retried`,
     retryAt: permanent ? null : retryAt(policy, attemptsUsed, task.maxAttempts, now, asked),
   };
 }

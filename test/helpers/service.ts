@@ -31,7 +31,7 @@ export async function startTestService(
     },
   });
   const logger = pino({ level: config.service.logLevel, redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } }, sink);
-  const registry = createRegistry(config.webhook, config.workers.types);
+  const registry = createRegistry(config.webhook, config.workers.types, config.handlers.closeOrder);
   for (const handler of options.handlers ?? []) registry.register(handler);
   const service = new Service(config, { logger, clock: options.clock, registry, handlers: options.definitions }) as TestService;
   service.logs = logs;

@@ -224,7 +224,7 @@ describe('lock conflicts are retried transparently', () => {
         async () => {
           const [rows] = await fixture.db.pool.query<any[]>(
             `SELECT ID AS thread, TIME_MS AS ms FROM information_schema.PROCESSLIST
-              WHERE DB = ? AND ID <> ? AND INFO LIKE 'UPDATE goods%'`,
+              WHERE DB = ? AND ID <> ? AND INFO LIKE 'UPDATE \`goods\`%'`,
             [fixture.db.name, me.id],
           );
           for (const row of rows) {
@@ -266,7 +266,7 @@ describe('lock conflicts are retried transparently', () => {
       await waitFor(
         async () => {
           const waiting = await fixture.db.query<any[]>(
-            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE goods%'",
+            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE `goods`%'",
           );
           return Number(waiting[0].n) > 0;
         },

@@ -115,6 +115,30 @@ describe('punctual migrate and doctor', () => {
     }
   }, 120_000);
 
+  it("doctor checks close_order's tables as CLOSE_ORDER maps them, and each procedure of PROCEDURES", async () => {
+    await target.execute('CREATE TABLE shop_order (sn VARCHAR(32) PRIMARY KEY, state TINYINT NOT NULL)');
+    await target.execute('CREATE PROCEDURE doctor_proc(IN order_sn VARCHAR(32)) BEGIN SELECT order_sn; END');
+    // Unset: the write-ups' tables, which this shop lacks: a warning, not a failure.
+    const unset = await punctual(['doctor'], { DATABASE_URL: target.url });
+    expect(unset.stdout).toMatch(/^warn\s+close_order: Table '\S+orders' doesn't exist .*set CLOSE_ORDER/m);
+    const mapped = { table: 'shop_order', key: 'sn', status: 'state', unpaid: 0, closed: 9, closedAt: null, stock: null };
+    const good = await punctual(['doctor'], {
+      DATABASE_URL: target.url,
+      CLOSE_ORDER: JSON.stringify(mapped),
+      PROCEDURES: 'close_by_proc=doctor_proc',
+    });
+    expect(good.stdout).toMatch(/^ok\s+close_order: `shop_order`: the columns and grants close_order uses are there/m);
+    expect(good.stdout).toMatch(/^ok\s+procedure close_by_proc: \S+\.doctor_proc: found, with EXECUTE/m);
+    const wrong = await punctual(['doctor'], {
+      DATABASE_URL: target.url,
+      CLOSE_ORDER: JSON.stringify({ ...mapped, closedAt: 'closed_time' }),
+      PROCEDURES: 'gone=no_such_proc',
+    });
+    expect(wrong.code).toBe(1);
+    expect(wrong.stdout).toMatch(/^FAIL\s+close_order: Unknown column 'closed_time'.*fix CLOSE_ORDER/m);
+    expect(wrong.stdout).toMatch(/^FAIL\s+procedure gone: \S+\.no_such_proc does not exist/m);
+  }, 120_000);
+
   it('doctor says what it checked, and exits 1 when the database does not answer', async () => {
     const run = await punctual(['doctor'], { DATABASE_URL: source.url, LEASE_MS: '5000' });
     expect(run.code).toBe(0);

@@ -6,6 +6,7 @@ import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config.js';
 import { parameterSchema } from '../../src/handlers/procedure.js';
+import { DEFAULT_CLOSE_ORDER } from '../../src/handlers/close-order.js';
 
 const config = (env: Record<string, string>) => loadConfig({ DATABASE_URL: 'mysql://root@127.0.0.1:3306/punctual', ...env });
 
@@ -16,7 +17,7 @@ describe('PROCEDURES and HANDLERS', () => {
       { type: 'start_sale', schema: undefined, name: 'start_flash_sale' },
     ]);
     expect(config({ HANDLERS: '/srv/a.mjs, ./b.mjs' }).handlers.modules).toEqual(['/srv/a.mjs', './b.mjs']);
-    expect(config({}).handlers).toEqual({ modules: [], procedures: [] });
+    expect(config({}).handlers).toEqual({ modules: [], procedures: [], closeOrder: DEFAULT_CLOSE_ORDER });
   });
 
   it.each([
