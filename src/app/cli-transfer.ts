@@ -9,11 +9,11 @@
  * there (`exportedId`, which import takes off), and import into that same service finds it by
  * that id (same type, payload and time) instead of making it twice.
  *
- * The seeds' two systems import the same way: `--from-zset redis://host:port/db#queue:order:timeout
- * --type close_order` (member = order number, score = due epoch second; the key
- * `<type>:<member>`), and `--from-async-task mysql://user@host/shop#async_task` (the rows of
- * status 0, by execute_time; the key `async_task:<id>`, the payload its `params`, a JSON or a text
- * column). The operator says which handler the rows get (`--type`), or which of the table's own
+ * The two systems a shop moves off (docs/migrating.md) import the same way: `--from-zset
+ * redis://host:port/db#queue:order:timeout --type close_order` (member = order number, score = due
+ * epoch second, or millisecond when it is 10^11 or more; the key `<type>:<member>`), and
+ * `--from-async-task mysql://user@host/shop#async_task` (the rows of status 0, by execute_time; the
+ * key `async_task:<id>`, the payload its `params`, a JSON or a text column). The operator says which handler the rows get (`--type`), or which of the table's own
  * types are let through (`--allow-types`): a dump's type column never picks a handler by itself.
  */
 import { createHash } from 'node:crypto';
@@ -177,7 +177,21 @@ function splitSource(source: string, scheme: RegExp, what: string): { url: strin
   return { url: source.slice(0, hash), name: decodeURIComponent(source.slice(hash + 1)) };
 }
 
-/** The members of a Redis ZSET scored by due epoch second, as creates of `type` (`{ orderSn: member }`). */
+/**
+ * A ZSET score is the due time in epoch seconds (PHP's `time()`, `microtime(true)`) or epoch
+ * milliseconds (`Date.now()`, `round(microtime(true) * 1000)`): 10^11 seconds is the year 5138 and
+ * 10^11 milliseconds is 1973, so a score of 10^11 or more is milliseconds, and any other seconds.
+ */
+export const MILLISECOND_SCORES = 1e11;
+
+/** The due epoch milliseconds of a ZSET score, and the unit it was read in. */
+export function scoreTime(score: number): { ms: number; unit: 'seconds' | 'milliseconds' } {
+  return Math.abs(score) >= MILLISECOND_SCORES
+    ? { ms: Math.round(score), unit: 'milliseconds' }
+    : { ms: Math.round(score * 1000), unit: 'seconds' };
+}
+
+/** The members of a Redis ZSET scored by due epoch second (or millisecond), as creates of `type` (`{ orderSn: member }`). */
 export async function* fromZset(source: string, type: string, field = 'orderSn'): AsyncGenerator<ImportItem> {
   const { url, name } = splitSource(source, /^rediss?:\/\//, '--from-zset');
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
@@ -194,9 +208,11 @@ export async function* fromZset(source: string, type: string, field = 'orderSn')
         const member = flat[i]!;
         const score = Number(flat[i + 1]);
         if (!Number.isFinite(score)) continue;
+        const due = scoreTime(score);
         yield {
-          where: `member ${member}`,
-          body: { type, payload: { [field]: member }, runAt: Math.round(score * 1000), key: `${type}:${member}` },
+          // Said only when the line is refused: which unit the score was read in.
+          where: `member ${member} (score ${flat[i + 1]}, read as epoch ${due.unit})`,
+          body: { type, payload: { [field]: member }, runAt: due.ms, key: `${type}:${member}` },
         };
       }
     } while (cursor !== '0');
@@ -205,7 +221,7 @@ export async function* fromZset(source: string, type: string, field = 'orderSn')
   }
 }
 
-/** The pending rows (status 0) of a seed-style `async_task` table, by execute_time, as creates. */
+/** The pending rows (status 0) of an `async_task` table (docs/migrating.md), by execute_time, as creates. */
 export async function* fromAsyncTask(
   source: string,
   choice: { type: string } | { allowTypes: readonly string[] },

@@ -196,7 +196,7 @@ export function program(): Command {
     .argument('[file]', 'JSON lines as `punctual export` writes them (`-`: stdin)')
     .option(
       '--from-zset <source>',
-      'a Redis sorted set of order numbers scored by due epoch second: redis://host:6379/0#queue:order:timeout',
+      'a Redis sorted set of order numbers scored by due time (epoch seconds, or milliseconds): redis://host:6379/0#queue:order:timeout',
     )
     .option('--type <type>', 'the task type of what --from-zset or --from-async-task reads')
     .option(
@@ -206,7 +206,7 @@ export function program(): Command {
     .option('--field <name>', 'the payload field a --from-zset member goes in', 'orderSn')
     .option(
       '--from-async-task <source>',
-      "the pending rows (status 0) of the seeds' async_task table: mysql://user@host:3306/shop#async_task",
+      "the pending rows (status 0) of a PHP shop's async_task table (id, type, params, execute_time, status): mysql://user@host:3306/shop#async_task",
     )
     .action(
       async (

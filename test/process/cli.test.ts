@@ -2,8 +2,8 @@
  * The `punctual` command as a process (bin/punctual.mjs on the built dist/), against real MariaDB
  * and Redis: --help and --version on every command start nothing; migrate --dry-run prints and
  * changes nothing; doctor reports; tasks ls/get/cancel/retry go through the running service;
- * export and import carry the pending work over with its keys, and a repeat creates nothing; the
- * seeds' Redis ZSET and async_task table come over the same way.
+ * export and import carry the pending work over with its keys, and a repeat creates nothing; a
+ * shop's Redis ZSET (scored in seconds or milliseconds) and async_task table come over the same way.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -317,20 +317,32 @@ describe('punctual export and import', () => {
     expect(missing.stderr).toContain('\\u009b2J\\u202eevil');
   }, 120_000);
 
-  it("brings over the seeds' Redis ZSET of order numbers scored by due second", async () => {
+  it("brings over a shop's Redis ZSET of order numbers scored by due second, or by due millisecond", async () => {
     const key = `queue:order:timeout:test:${randomBytes(4).toString('hex')}`;
     const redis = new Redis('redis://127.0.0.1:6379/0');
     const due = Math.floor(Date.now() / 1000) + 3600;
     try {
-      await redis.zadd(key, due, 'SN-Z1', due + 60, 'SN-Z2', due + 120, 'SN-Z3');
+      // PHP's time(), microtime(true), and a shop that scores by Date.now() or microtime(true) * 1000.
+      await redis.zadd(key, due, 'SN-Z1', due + 60, 'SN-Z2', due + 120, 'SN-Z3', due + 180.25, 'SN-Z4', (due + 240) * 1000 + 7, 'SN-Z5');
       const source = `redis://127.0.0.1:6379/0#${key}`;
       const first = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
-      expect(first.stdout).toContain('created 3, already there 0, refused 0');
+      expect(first.stderr).toBe('');
+      expect(first.stdout).toContain('created 5, already there 0, refused 0');
       const task = await server.request('GET', '/tasks/by-key/close_order%3ASN-Z2', undefined, auth);
       expect(task.body).toMatchObject({ type: 'close_order', payload: { orderSn: 'SN-Z2' }, status: 'pending' });
       expect(Date.parse(task.body.runAt)).toBe((due + 60) * 1000);
+      const runAt = async (member: string) =>
+        Date.parse((await server.request('GET', `/tasks/by-key/close_order%3A${member}`, undefined, auth)).body.runAt);
+      expect(await runAt('SN-Z4')).toBe((due + 180) * 1000 + 250);
+      expect(await runAt('SN-Z5')).toBe((due + 240) * 1000 + 7);
       const again = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
-      expect(again.stdout).toContain('created 0, already there 3, refused 0');
+      expect(again.stdout).toContain('created 0, already there 5, refused 0');
+      // A score in neither unit (microseconds) is refused by name, saying how it was read.
+      await redis.zadd(key, (due + 300) * 1_000_000, 'SN-Z6');
+      const odd = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
+      expect(odd.code).toBe(1);
+      expect(odd.stdout).toContain('created 0, already there 5, refused 1');
+      expect(odd.stderr).toMatch(/refused member SN-Z6 \(score \d+, read as epoch milliseconds\): 400 .*10 years/);
       expect((await punctual(['import', '--from-zset', source], env)).stderr).toContain('--from-zset needs --type');
       expect(
         (await punctual(['import', '--from-zset', 'redis://127.0.0.1:6379/0#no-such-key-' + key, '--type', 'close_order'], env)).stderr,
@@ -342,7 +354,7 @@ describe('punctual export and import', () => {
   }, 120_000);
 
   it.each(['text', 'json'])(
-    "brings over the pending rows of the seeds' async_task table (params a %s column), by execute_time",
+    "brings over the pending rows of a shop's async_task table (params a %s column), by execute_time",
     async (column) => {
       const table = `async_task_${column}_${randomBytes(4).toString('hex')}`;
       await source.execute(`CREATE TABLE \`${table}\` (
