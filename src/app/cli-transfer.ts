@@ -83,6 +83,8 @@ function keyOf(body: Record<string, unknown>): string {
 export interface ImportCounts {
   created: number;
   repeated: number;
+  /** Of `repeated`: keys that name a task of other content already (its time moved, say), kept as it is. */
+  otherContent: number;
   refused: number;
   /** What was refused, a line each: where, and why. */
   refusals: string[];
@@ -99,9 +101,18 @@ export interface ImportItem {
   refusal?: string;
 }
 
-/** Sends `items` (create bodies, each named `where`) through POST /tasks/batch, MAX_BATCH at a time. */
-export async function importItems(api: Api, items: AsyncIterable<ImportItem>): Promise<ImportCounts> {
-  const counts: ImportCounts = { created: 0, repeated: 0, refused: 0, refusals: [] };
+/**
+ * Sends `items` (create bodies, each named `where`) through POST /tasks/batch, MAX_BATCH at a time.
+ * `keyNamesTheWork`: the source's keys name the work itself (an order's close: `close_order:SN1`,
+ * `async_task:42`), so a key punctual holds already with other content (the shop's new code gave
+ * it another time, a row the old poller retried later) is that work there already, not a refusal.
+ */
+export async function importItems(
+  api: Api,
+  items: AsyncIterable<ImportItem>,
+  { keyNamesTheWork = false }: { keyNamesTheWork?: boolean } = {},
+): Promise<ImportCounts> {
+  const counts: ImportCounts = { created: 0, repeated: 0, otherContent: 0, refused: 0, refusals: [] };
   let batch: { where: string; body: Record<string, unknown> }[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
@@ -109,7 +120,10 @@ export async function importItems(api: Api, items: AsyncIterable<ImportItem>): P
     body.results.forEach((result, i) => {
       if (result.status === 201) counts.created++;
       else if (result.status === 200) counts.repeated++;
-      else {
+      else if (result.status === 409 && keyNamesTheWork) {
+        counts.repeated++;
+        counts.otherContent++;
+      } else {
         counts.refused++;
         counts.refusals.push(`${batch[i]!.where}: ${result.status} ${result.message ?? ''}`.trim());
       }

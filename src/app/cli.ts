@@ -233,10 +233,12 @@ export function program(): Command {
             : options.fromAsyncTask !== undefined
               ? fromAsyncTask(options.fromAsyncTask, options.type !== undefined ? { type: options.type } : { allowTypes })
               : fromJsonLines(file!);
-        const counts = await importItems(api, items);
+        // An order's key (a ZSET member, an async_task id) names its close: held with another time, it is there already.
+        const counts = await importItems(api, items, { keyNamesTheWork: file === undefined });
         for (const refusal of counts.refusals.slice(0, 20)) process.stderr.write(`refused ${printable(refusal)}\n`);
         if (counts.refusals.length > 20) process.stderr.write(`… and ${counts.refusals.length - 20} more refused\n`);
-        out(`created ${counts.created}, already there ${counts.repeated}, refused ${counts.refused}`);
+        const other = counts.otherContent === 0 ? '' : ` (${counts.otherContent} of them with another time or payload, kept as they are)`;
+        out(`created ${counts.created}, already there ${counts.repeated}${other}, refused ${counts.refused}`);
         if (counts.refused > 0) process.exitCode = 1;
       },
     );

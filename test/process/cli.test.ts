@@ -337,11 +337,17 @@ describe('punctual export and import', () => {
       expect(await runAt('SN-Z5')).toBe((due + 240) * 1000 + 7);
       const again = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
       expect(again.stdout).toContain('created 0, already there 5, refused 0');
+      // A member whose order punctual holds at another time (the shop's new code gave it one): there already, kept.
+      await redis.zadd(key, due + 30, 'SN-Z1');
+      const moved = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
+      expect([moved.code, moved.stderr]).toEqual([0, '']);
+      expect(moved.stdout).toContain('created 0, already there 5 (1 of them with another time or payload, kept as they are), refused 0');
+      expect(await runAt('SN-Z1')).toBe(due * 1000);
       // A score in neither unit (microseconds) is refused by name, saying how it was read.
       await redis.zadd(key, (due + 300) * 1_000_000, 'SN-Z6');
       const odd = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
       expect(odd.code).toBe(1);
-      expect(odd.stdout).toContain('created 0, already there 5, refused 1');
+      expect(odd.stdout).toContain('created 0, already there 5 (1 of them with another time or payload, kept as they are), refused 1');
       expect(odd.stderr).toMatch(/refused member SN-Z6 \(score \d+, read as epoch milliseconds\): 400 .*10 years/);
       expect((await punctual(['import', '--from-zset', source], env)).stderr).toContain('--from-zset needs --type');
       expect(
