@@ -5,7 +5,8 @@
  * - `migrate [--dry-run]`: applies the migrations the database lacks, or prints their statements;
  * - `doctor`: what punctual needs of its database, a line each (cli-doctor.ts); exit 1 on a fault;
  * - `tasks ls|get|cancel|retry`: through the running service's API, as a client (cli-api.ts);
- * - `export`, `import` (JSON lines, a Redis ZSET, an async_task table): cli-transfer.ts.
+ * - `export`, `import` (JSON lines, a Redis ZSET, an async_task table): cli-transfer.ts;
+ * - `receiver`: a webhook receiver that prints each call, to try punctual with (cli-receiver.ts).
  *
  * Every command answers `--help` and `--version` without touching anything. The configuration
  * is the service's own (the same environment), read when a command needs it; a bad value is one
@@ -23,6 +24,7 @@ import { redactCredentials } from '../observability/redact.js';
 import { printable, printableJson } from '../util/printable.js';
 import { Api, CliError } from './cli-api.js';
 import { doctor } from './cli-doctor.js';
+import { receive } from './cli-receiver.js';
 import { exportPending, fromAsyncTask, fromJsonLines, fromZset, importItems } from './cli-transfer.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { MAX_LIST_PAGE } from '../contract/limits.js';
@@ -242,6 +244,17 @@ export function program(): Command {
         if (counts.refused > 0) process.exitCode = 1;
       },
     );
+  command('receiver', 'a webhook receiver to try punctual with: prints each call it gets, checks its signature with WEBHOOK_SECRET')
+    .option('--host <host>', 'the address to listen on', '127.0.0.1')
+    .option('--port <port>', 'the port to listen on', '4000')
+    .option('--status <code>', 'the status to answer with (a 5xx or 429 to watch punctual retry)', '200')
+    .action(async (options: { host: string; port: string; status: string }) => {
+      const port = Number(options.port);
+      const status = Number(options.status);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be an integer from 0 to 65535');
+      if (!Number.isInteger(status) || status < 200 || status > 599) throw new CliError('--status must be an HTTP status from 200 to 599');
+      await receive({ host: options.host, port, status }, out);
+    });
   return root;
 }
 

@@ -6,7 +6,9 @@
  * shop's Redis ZSET (scored in seconds or milliseconds) and async_task table come over the same way.
  */
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startServer, waitFor, type ServerProcess } from '../helpers/server.js';
 import { punctual } from '../helpers/cli.js';
+import { freePort } from '../helpers/brokers.js';
 import { migrationJournal } from '../../src/db/migration-files.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -54,6 +57,7 @@ describe('punctual --help and --version', () => {
     ['tasks', 'retry'],
     ['export'],
     ['import'],
+    ['receiver'],
   ];
   it('answer on every command, exit 0 and start nothing', async () => {
     for (const command of commands) {
@@ -396,4 +400,57 @@ describe('punctual export and import', () => {
     },
     120_000,
   );
+});
+
+describe('punctual receiver', () => {
+  it('prints each call with its attempt, key and signature check, and answers --status: a 503 is called again', async () => {
+    const secret = randomBytes(32).toString('hex');
+    const port = await freePort();
+    const bin = fileURLToPath(new URL('../../bin/punctual.mjs', import.meta.url));
+    const receiver = spawn(process.execPath, [bin, 'receiver', '--port', String(port), '--status', '503'], {
+      env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRET: secret },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => receiver.once('exit', (code) => resolve(code)));
+    const lines: string[] = [];
+    createInterface({ input: receiver.stdout }).on('line', (line) => lines.push(line));
+    createInterface({ input: receiver.stderr }).on('line', (line) => lines.push(line));
+    const db = await createTestDatabase('cli_receiver');
+    const hooks = await startServer({
+      env: { DATABASE_URL: db.url, WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${port}`, RETRY_BASE_MS: '100' },
+    });
+    try {
+      await waitFor(
+        async () => lines.some((line) => line.includes(`receiving webhooks on http://127.0.0.1:${port}/, answering 503`)),
+        15_000,
+      );
+      expect(lines[0]).toContain('signatures checked with WEBHOOK_SECRET');
+      const created = await hooks.request('POST', '/tasks', {
+        type: 'webhook',
+        payload: { url: `http://127.0.0.1:${port}/orders/R1/close?x=1`, body: { orderSn: 'R1' } },
+        delayMs: 0,
+        maxAttempts: 2,
+      });
+      expect(created.status).toBe(201);
+      const task = await waitFor(async () => {
+        const { body } = await hooks.request('GET', `/tasks/${created.body.id}`);
+        return body.status === 'failed' ? body : undefined;
+      }, 15_000);
+      expect(task.lastHttpStatus).toBe(503);
+      const calls = lines.filter((line) => line.includes('POST /orders/R1/close?x=1'));
+      expect(calls).toHaveLength(2);
+      const key = `Idempotency-Key punctual-${created.body.id}-`;
+      expect(calls[0]).toMatch(new RegExp(`task ${created.body.id}  attempt 1  ${key}\\d+  signature ok  \\{"orderSn":"R1"\\}$`));
+      expect(calls[1]).toMatch(new RegExp(`task ${created.body.id}  attempt 2  ${key}\\d+  signature ok`));
+      expect(calls[0]!.split('  ')[4]).toBe(calls[1]!.split('  ')[4]); // the same key on both attempts
+    } finally {
+      receiver.kill('SIGINT');
+      await hooks.stop();
+      await db.drop();
+    }
+    expect(await exited).toBe(0);
+    const bare = await punctual(['receiver', '--port', '70000']);
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toContain('--port must be an integer from 0 to 65535');
+  }, 60_000);
 });
