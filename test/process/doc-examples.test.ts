@@ -80,6 +80,8 @@ interface Block {
   receiver: boolean;
   /** Its env comes from an env note (not from a block that started the service). */
   noted: boolean;
+  /** Its env comes from a block that started the service with settings of its own: the README's tour. */
+  tour: boolean;
 }
 
 /** Splits a shell block into commands: newlines end one unless quoted or escaped; comments kept apart. */
@@ -185,6 +187,7 @@ function blocksOf(file: string): Block[] {
       starts,
       receiver,
       noted: note !== undefined,
+      tour: note === undefined && !starts && started !== undefined && Object.keys(started).length > 0,
     });
   }
   return blocks;
@@ -202,7 +205,9 @@ const secret = (name: string) => {
 let receiver: Server;
 let receiverHost: string;
 /** The tour's receiver, as the README starts it: its folder, its address in the docs and here, what it printed. */
-const tour: { dir?: string; docAddress?: string; address?: string; child?: ChildProcess; lines: string[] } = { lines: [] };
+const tour: { dir?: string; docAddress?: string; address?: string; child?: ChildProcess; lines: string[]; db?: TestDatabase } = {
+  lines: [],
+};
 const servers = new Map<string, { server: ServerProcess; db: TestDatabase }>();
 const fromAnswers: Record<string, string> = {};
 
@@ -291,10 +296,24 @@ async function serverFor(block: Block): Promise<ServerProcess> {
   let entry = servers.get(id);
   if (entry === undefined) {
     const db = await createTestDatabase('doc_examples');
+    // The tour runs on a shop's database as it is: one with an `orders` table of its own, unlike close_order's.
+    if (block.tour) {
+      await createShopsOwnOrders(db);
+      tour.db = db;
+    }
     entry = { db, server: await startServer({ env: { DATABASE_URL: db.url, ...env } }) };
     servers.set(id, entry);
   }
   return entry.server;
+}
+
+/** A shop's own `orders`, of a shape of its own, with an order in it: the tour must work beside it and leave it alone. */
+const SHOPS_ORDER = { order_id: 1, order_no: 'A-1001', state: 0, amount: '99.90' };
+async function createShopsOwnOrders(db: TestDatabase): Promise<void> {
+  await db.execute(
+    'CREATE TABLE orders (order_id BIGINT PRIMARY KEY, order_no VARCHAR(32) NOT NULL, state TINYINT NOT NULL, amount DECIMAL(10,2) NOT NULL)',
+  );
+  await db.execute('INSERT INTO orders SET ?', [SHOPS_ORDER]);
 }
 
 function bash(command: string, env: Record<string, string>, cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -409,5 +428,8 @@ describe('the docs examples', () => {
         throw new Error(`${error.message}; it printed: ${tour.lines.join('\n')}`);
       },
     );
+    // It ran on a database with a shop's own `orders`, and left it as it was.
+    expect(tour.db, "the tour's service ran on a database with the shop's own orders").toBeDefined();
+    expect(await tour.db!.query<any[]>('SELECT order_id, order_no, state, amount FROM orders')).toEqual([SHOPS_ORDER]);
   });
 });
