@@ -9,11 +9,11 @@
  * there (`exportedId`, which import takes off), and import into that same service finds it by
  * that id (same type, payload and time) instead of making it twice.
  *
- * The seeds' two systems import the same way: `--from-zset redis://host:port/db#queue:order:timeout
- * --type close_order` (member = order number, score = due epoch second; the key
- * `<type>:<member>`), and `--from-async-task mysql://user@host/shop#async_task` (the rows of
- * status 0, by execute_time; the key `async_task:<id>`, the payload its `params`, a JSON or a text
- * column). The operator says which handler the rows get (`--type`), or which of the table's own
+ * The two systems a shop moves off (docs/migrating.md) import the same way: `--from-zset
+ * redis://host:port/db#queue:order:timeout --type close_order` (member = order number, score = due
+ * epoch second, or millisecond when it is 10^11 or more; the key `<type>:<member>`), and
+ * `--from-async-task mysql://user@host/shop#async_task` (the rows of status 0, by execute_time; the
+ * key `async_task:<id>`, the payload its `params`, a JSON or a text column). The operator says which handler the rows get (`--type`), or which of the table's own
  * types are let through (`--allow-types`): a dump's type column never picks a handler by itself.
  */
 import { createHash } from 'node:crypto';
@@ -84,6 +84,8 @@ function keyOf(body: Record<string, unknown>): string {
 export interface ImportCounts {
   created: number;
   repeated: number;
+  /** Of `repeated`: keys that name a task of other content already (its time moved, say), kept as it is. */
+  otherContent: number;
   refused: number;
   /** What was refused, a line each: where, and why. */
   refusals: string[];
@@ -100,9 +102,18 @@ export interface ImportItem {
   refusal?: string;
 }
 
-/** Sends `items` (create bodies, each named `where`) through POST /tasks/batch, MAX_BATCH at a time. */
-export async function importItems(api: Api, items: AsyncIterable<ImportItem>): Promise<ImportCounts> {
-  const counts: ImportCounts = { created: 0, repeated: 0, refused: 0, refusals: [] };
+/**
+ * Sends `items` (create bodies, each named `where`) through POST /tasks/batch, MAX_BATCH at a time.
+ * `keyNamesTheWork`: the source's keys name the work itself (an order's close: `close_order:SN1`,
+ * `async_task:42`), so a key punctual holds already with other content (the shop's new code gave
+ * it another time, a row the old poller retried later) is that work there already, not a refusal.
+ */
+export async function importItems(
+  api: Api,
+  items: AsyncIterable<ImportItem>,
+  { keyNamesTheWork = false }: { keyNamesTheWork?: boolean } = {},
+): Promise<ImportCounts> {
+  const counts: ImportCounts = { created: 0, repeated: 0, otherContent: 0, refused: 0, refusals: [] };
   let batch: { where: string; body: Record<string, unknown> }[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
@@ -110,7 +121,10 @@ export async function importItems(api: Api, items: AsyncIterable<ImportItem>): P
     body.results.forEach((result, i) => {
       if (result.status === 201) counts.created++;
       else if (result.status === 200) counts.repeated++;
-      else {
+      else if (result.status === 409 && keyNamesTheWork) {
+        counts.repeated++;
+        counts.otherContent++;
+      } else {
         counts.refused++;
         counts.refusals.push(`${batch[i]!.where}: ${result.status} ${result.message ?? ''}`.trim());
       }
@@ -178,7 +192,21 @@ function splitSource(source: string, scheme: RegExp, what: string): { url: strin
   return { url: source.slice(0, hash), name: decodeURIComponent(source.slice(hash + 1)) };
 }
 
-/** The members of a Redis ZSET scored by due epoch second, as creates of `type` (`{ orderSn: member }`). */
+/**
+ * A ZSET score is the due time in epoch seconds (PHP's `time()`, `microtime(true)`) or epoch
+ * milliseconds (`Date.now()`, `round(microtime(true) * 1000)`): 10^11 seconds is the year 5138 and
+ * 10^11 milliseconds is 1973, so a score of 10^11 or more is milliseconds, and any other seconds.
+ */
+export const MILLISECOND_SCORES = 1e11;
+
+/** The due epoch milliseconds of a ZSET score, and the unit it was read in. */
+export function scoreTime(score: number): { ms: number; unit: 'seconds' | 'milliseconds' } {
+  return Math.abs(score) >= MILLISECOND_SCORES
+    ? { ms: Math.round(score), unit: 'milliseconds' }
+    : { ms: Math.round(score * 1000), unit: 'seconds' };
+}
+
+/** The members of a Redis ZSET scored by due epoch second (or millisecond), as creates of `type` (`{ orderSn: member }`). */
 export async function* fromZset(source: string, type: string, field = 'orderSn'): AsyncGenerator<ImportItem> {
   const { url, name } = splitSource(source, /^rediss?:\/\//, '--from-zset');
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
@@ -195,9 +223,11 @@ export async function* fromZset(source: string, type: string, field = 'orderSn')
         const member = flat[i]!;
         const score = Number(flat[i + 1]);
         if (!Number.isFinite(score)) continue;
+        const due = scoreTime(score);
         yield {
-          where: `member ${member}`,
-          body: { type, payload: { [field]: member }, runAt: Math.round(score * 1000), key: `${type}:${member}` },
+          // Said only when the line is refused: which unit the score was read in.
+          where: `member ${member} (score ${flat[i + 1]}, read as epoch ${due.unit})`,
+          body: { type, payload: { [field]: member }, runAt: due.ms, key: `${type}:${member}` },
         };
       }
     } while (cursor !== '0');
@@ -206,7 +236,7 @@ export async function* fromZset(source: string, type: string, field = 'orderSn')
   }
 }
 
-/** The pending rows (status 0) of a seed-style `async_task` table, by execute_time, as creates. */
+/** The pending rows (status 0) of an `async_task` table (docs/migrating.md), by execute_time, as creates. */
 export async function* fromAsyncTask(
   source: string,
   choice: { type: string } | { allowTypes: readonly string[] },

@@ -5,7 +5,8 @@
  * - `migrate [--dry-run]`: applies the migrations the database lacks, or prints their statements;
  * - `doctor`: what punctual needs of its database, a line each (cli-doctor.ts); exit 1 on a fault;
  * - `tasks ls|get|cancel|retry`: through the running service's API, as a client (cli-api.ts);
- * - `export`, `import` (JSON lines, a Redis ZSET, an async_task table): cli-transfer.ts.
+ * - `export`, `import` (JSON lines, a Redis ZSET, an async_task table): cli-transfer.ts;
+ * - `receiver`: a webhook receiver that prints each call, to try punctual with (cli-receiver.ts).
  *
  * Every command answers `--help` and `--version` without touching anything. The configuration
  * is the service's own (the same environment), read when a command needs it; a bad value is one
@@ -23,6 +24,7 @@ import { redactCredentials } from '../observability/redact.js';
 import { printable, printableJson } from '../util/printable.js';
 import { Api, CliError } from './cli-api.js';
 import { doctor } from './cli-doctor.js';
+import { receive } from './cli-receiver.js';
 import { exportPending, fromAsyncTask, fromJsonLines, fromZset, importItems } from './cli-transfer.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { MAX_LIST_PAGE } from '../contract/limits.js';
@@ -196,7 +198,7 @@ export function program(): Command {
     .argument('[file]', 'JSON lines as `punctual export` writes them (`-`: stdin)')
     .option(
       '--from-zset <source>',
-      'a Redis sorted set of order numbers scored by due epoch second: redis://host:6379/0#queue:order:timeout',
+      'a Redis sorted set of order numbers scored by due time (epoch seconds, or milliseconds): redis://host:6379/0#queue:order:timeout',
     )
     .option('--type <type>', 'the task type of what --from-zset or --from-async-task reads')
     .option(
@@ -206,7 +208,7 @@ export function program(): Command {
     .option('--field <name>', 'the payload field a --from-zset member goes in', 'orderSn')
     .option(
       '--from-async-task <source>',
-      "the pending rows (status 0) of the seeds' async_task table: mysql://user@host:3306/shop#async_task",
+      "the pending rows (status 0) of a PHP shop's async_task table (id, type, params, execute_time, status): mysql://user@host:3306/shop#async_task",
     )
     .action(
       async (
@@ -233,13 +235,26 @@ export function program(): Command {
             : options.fromAsyncTask !== undefined
               ? fromAsyncTask(options.fromAsyncTask, options.type !== undefined ? { type: options.type } : { allowTypes })
               : fromJsonLines(file!);
-        const counts = await importItems(api, items);
+        // An order's key (a ZSET member, an async_task id) names its close: held with another time, it is there already.
+        const counts = await importItems(api, items, { keyNamesTheWork: file === undefined });
         for (const refusal of counts.refusals.slice(0, 20)) process.stderr.write(`refused ${printable(refusal)}\n`);
         if (counts.refusals.length > 20) process.stderr.write(`… and ${counts.refusals.length - 20} more refused\n`);
-        out(`created ${counts.created}, already there ${counts.repeated}, refused ${counts.refused}`);
+        const other = counts.otherContent === 0 ? '' : ` (${counts.otherContent} of them with another time or payload, kept as they are)`;
+        out(`created ${counts.created}, already there ${counts.repeated}${other}, refused ${counts.refused}`);
         if (counts.refused > 0) process.exitCode = 1;
       },
     );
+  command('receiver', 'a webhook receiver to try punctual with: prints each call it gets, checks its signature with WEBHOOK_SECRET')
+    .option('--host <host>', 'the address to listen on', '127.0.0.1')
+    .option('--port <port>', 'the port to listen on', '4000')
+    .option('--status <code>', 'the status to answer with (a 5xx or 429 to watch punctual retry)', '200')
+    .action(async (options: { host: string; port: string; status: string }) => {
+      const port = Number(options.port);
+      const status = Number(options.status);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be an integer from 0 to 65535');
+      if (!Number.isInteger(status) || status < 200 || status > 599) throw new CliError('--status must be an HTTP status from 200 to 599');
+      await receive({ host: options.host, port, status }, out);
+    });
   return root;
 }
 

@@ -1,22 +1,28 @@
 /**
- * npm run bench:readme: writes the performance table of docs/performance.md from
- * bench-results.json (what the last `npm run bench` measured), between the bench-table markers,
- * so no figure is typed by hand: one line per scenario, every figure it recorded, a target's
- * figure marked ✓ or ✗. Below it, the figures that have a target, one row each; the README gets
- * those of the headline scenarios (the database's work per firing and the intake) with a link.
+ * npm run bench:readme: writes the performance tables from bench-results.json (what the last `npm
+ * run bench` measured), between their markers, so no figure is typed by hand:
+ *
+ * - docs/performance.md, `bench-table`: one line per scenario, every figure it recorded, a
+ *   target's figure marked ✓ or ✗; `bench-targets`: the figures that have a target, one row each;
+ *   `bench-peers` (when the page has its markers): the lateness scenario in full, each system at
+ *   each load with what it ran and achieved;
+ * - README.md, `bench-lateness`: how late a task starts at a shop's loads, punctual beside the
+ *   peers (the lateness scenario: `npm run bench -- lateness`), in a shop's words.
  *
  * A run of some scenarios (`npm run bench -- B1d BW`) with no bench-results.json of a full run
  * beside it rewrites the rows of those scenarios and keeps the others' rows as they stand, each
- * table saying which run its rows come from.
+ * table saying which run its rows come from; the README's table is rewritten only by a run that
+ * measured the lateness scenario.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Results, Row } from './lib.js';
+import { AT_LEAST, RATES, S as LATENESS, SYSTEMS } from './peers.js';
 
 const TABLE = 'bench-table';
 const TARGETS = 'bench-targets';
-/** The README's scenarios: what a shop's database pays per firing, and the intake. */
-const HEADLINE = ['B1d', 'BW', 'B8'];
+const PEERS = 'bench-peers';
+const SHOP = 'bench-lateness';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const results = JSON.parse(readFileSync(`${root}bench-results.json`, 'utf8')) as Results;
@@ -41,6 +47,13 @@ const markers = (name: string) => ({
   start: `<!-- ${name}:start (written by npm run bench:readme from bench-results.json) -->`,
   end: `<!-- ${name}:end -->`,
 });
+
+/** Whether the file at `path` has the `name` markers. */
+function hasMarkers(path: string, name: string): boolean {
+  const { start, end } = markers(name);
+  const page = readFileSync(`${root}${path}`, 'utf8');
+  return page.includes(start) && page.includes(end);
+}
 
 /** The lines between the `name` markers of the file at `path` (relative to the root). */
 function betweenMarkers(path: string, name: string): string[] {
@@ -136,13 +149,73 @@ writeBetweenMarkers(
     betweenMarkers('docs/performance.md', TARGETS),
   ),
 );
-// The README's rows, as the tables above: a run of some of its scenarios keeps the others' rows.
-const readme = merged(
-  `From the last \`npm run bench\` (${when})`,
-  TARGET_HEADER,
-  targetRows(results.rows.filter((row) => HEADLINE.includes(row.scenario.split(' ')[0]!))),
-  betweenMarkers('README.md', TARGETS),
-);
-readme[0] = readme[0]!.replace(/:$/, '; every scenario and figure in [docs/performance.md](docs/performance.md):');
-writeBetweenMarkers('README.md', TARGETS, readme);
+// ── the lateness scenario: punctual beside the peers ──────────────────────────────────────
+
+const lateness = results.rows.filter((row) => row.scenario === LATENESS);
+/** The figure `metric` of `system` at `rate`, from this run. */
+const figureOf = (system: string, rate: number, metric: string) =>
+  lateness.find((row) => row.metric === `${system}, ${rate.toLocaleString('en')}/s: ${metric}`);
+
+/** A lateness in a shop's words: `4 ms`, `2.3 s`, or `over 16 s` when tasks had not started by the end. */
+function late(row: Row | undefined): string {
+  if (row === undefined) return '–';
+  const text = row.value < 1000 ? `${Math.round(row.value)} ms` : `${(row.value / 1000).toFixed(row.value < 10_000 ? 1 : 0)} s`;
+  return row.unit === AT_LEAST ? `over ${text}` : text;
+}
+
+/** Tasks a second: whole ones, or one decimal below 10 (pg-boss's default starts one every 2 s). */
+const perSecond = (value: number) => (value < 10 ? value.toFixed(1) : Math.round(value).toLocaleString('en'));
+
+/** p50 / p99, and when it did not run every task, how many it ran and how fast. */
+function cell(system: string, rate: number): string {
+  const error = figureOf(system, rate, 'error');
+  if (error !== undefined) return `failed: ${error.unit}`;
+  const ran = figureOf(system, rate, 'tasks run');
+  const achieved = figureOf(system, rate, 'achieved');
+  const short =
+    ran !== undefined && ran.unit.startsWith('of ') && ran.value < Number(ran.unit.slice(3))
+      ? ` (started ${ran.value.toLocaleString('en')} of ${Number(ran.unit.slice(3)).toLocaleString('en')}: ${perSecond(achieved?.value ?? 0)} a second)`
+      : '';
+  return `${late(figureOf(system, rate, 'lateness p50'))} / ${late(figureOf(system, rate, 'lateness p99'))}${short}`;
+}
+
+const PEER_NAMES: Record<string, string> = {
+  punctual: 'punctual',
+  BullMQ: 'BullMQ (Redis)',
+  'graphile-worker': 'graphile-worker (PostgreSQL)',
+  'pg-boss': 'pg-boss (PostgreSQL)',
+};
+
+if (lateness.length > 0) {
+  const rates = RATES.filter((rate) => SYSTEMS.some((system) => figureOf(system, rate, 'tasks run') ?? figureOf(system, rate, 'error')));
+  const shop = [
+    `| due a second | ${SYSTEMS.map((system) => PEER_NAMES[system]).join(' | ')} |`,
+    `| ${['---', ...SYSTEMS.map(() => '---')].join(' | ')} |`,
+    ...rates.map((rate) => `| ${rate.toLocaleString('en')} | ${SYSTEMS.map((system) => cell(system, rate)).join(' | ')} |`),
+    '',
+    `Lateness p50 / p99: how long after its due time a task's handler started. From \`npm run bench -- lateness\` (${when}).`,
+  ];
+  writeBetweenMarkers('README.md', SHOP, shop);
+  if (hasMarkers('docs/performance.md', PEERS)) {
+    const full = [
+      `From the run of ${when}:`,
+      '',
+      '| due a second | system | started | early | lateness p50 | lateness p99 | started a second |',
+      '| --- | --- | --- | --- | --- | --- | --- |',
+      ...rates.flatMap((rate) =>
+        SYSTEMS.map((system) => {
+          const ran = figureOf(system, rate, 'tasks run');
+          const error = figureOf(system, rate, 'error');
+          if (error !== undefined) return `| ${rate.toLocaleString('en')} | ${system} | failed: ${error.unit} | | | | |`;
+          return `| ${rate.toLocaleString('en')} | ${system} | ${ran?.value.toLocaleString('en') ?? '–'} ${ran?.unit ?? ''} | ${
+            figureOf(system, rate, 'early')?.value ?? '–'
+          } | ${late(figureOf(system, rate, 'lateness p50'))} | ${late(figureOf(system, rate, 'lateness p99'))} | ${perSecond(
+            figureOf(system, rate, 'achieved')?.value ?? 0,
+          )} |`;
+        }),
+      ),
+    ];
+    writeBetweenMarkers('docs/performance.md', PEERS, full);
+  } else console.log(`docs/performance.md has no ${PEERS} markers: the lateness scenario's full table is not written`);
+}
 console.log(`docs/performance.md and README.md: tables written from bench-results.json (${order.length} scenarios)`);

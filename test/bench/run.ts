@@ -13,6 +13,7 @@ import { batchIntake } from './b8-batch.js';
 import { databaseWork } from './bw-db-work.js';
 import { pullWorkers } from './b10-workers.js';
 import { priorityWall } from './b11-priority.js';
+import { peerLateness, RATES, SECONDS } from './peers.js';
 import { shardedCreates } from './b7-creates.js';
 import { network } from './b9-network.js';
 import {
@@ -517,7 +518,7 @@ described.B8 =
 
 // ── B9 (b9-network.ts), B12 ─────────────────────────────────────────────────────────────────
 described.B9 =
-  "a database across the network: a delay proxy of 1, 2 and 5 ms each way before MariaDB; `close_order` due at 300/s and 1,000/s for 10 s; the floor (a `setTimeout` per task and the seeds' close, one order per transaction) through the same proxy at 300/s";
+  "a database across the network: a delay proxy of 1, 2 and 5 ms each way before MariaDB; `close_order` due at 300/s and 1,000/s for 10 s; the floor (a `setTimeout` per task and a PHP consumer's close, one order per transaction) through the same proxy at 300/s";
 
 described.B12 =
   'large pages: 8 clients read `GET /tasks/pending?limit=1000` over 1,000 tasks of 60 KB for 8 s; baseline: the same /healthz probe with no page load';
@@ -573,6 +574,8 @@ described.BW =
 described.B10 =
   'pull workers: a waiting worker gets a task after its runAt at 1,000 tasks/s (p99), 8 workers drain a backlog (tasks/s); the same loads as webhooks';
 
+described.lateness = `how late a timed task starts (start − due time), p50 and p99, at ${RATES.map((rate) => rate.toLocaleString('en')).join(', ')} due a second for ${SECONDS} s: punctual (a no-op \`database\` handler module) beside BullMQ (Redis), graphile-worker and pg-boss (PostgreSQL), each at its defaults, the same no-op handler, taking turns in one run; a task not started 15 s after the last due time counts as that late (at least)`;
+
 const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B0: startup,
   B1: precision('B1', 10_000, 10, 50),
@@ -593,6 +596,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B11: (db) => priorityWall(db, record),
   B12: largePages,
   BW: (db) => databaseWork(db, record),
+  LATENESS: (db) => peerLateness(db, record),
 };
 
 async function main(): Promise<void> {

@@ -2,11 +2,13 @@
  * The `punctual` command as a process (bin/punctual.mjs on the built dist/), against real MariaDB
  * and Redis: --help and --version on every command start nothing; migrate --dry-run prints and
  * changes nothing; doctor reports; tasks ls/get/cancel/retry go through the running service;
- * export and import carry the pending work over with its keys, and a repeat creates nothing; the
- * seeds' Redis ZSET and async_task table come over the same way.
+ * export and import carry the pending work over with its keys, and a repeat creates nothing; a
+ * shop's Redis ZSET (scored in seconds or milliseconds) and async_task table come over the same way.
  */
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startServer, waitFor, type ServerProcess } from '../helpers/server.js';
 import { punctual } from '../helpers/cli.js';
+import { freePort } from '../helpers/brokers.js';
 import { migrationJournal } from '../../src/db/migration-files.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -54,6 +57,7 @@ describe('punctual --help and --version', () => {
     ['tasks', 'retry'],
     ['export'],
     ['import'],
+    ['receiver'],
   ];
   it('answer on every command, exit 0 and start nothing', async () => {
     for (const command of commands) {
@@ -341,20 +345,38 @@ describe('punctual export and import', () => {
     expect(missing.stderr).toContain('\\u009b2J\\u202eevil');
   }, 120_000);
 
-  it("brings over the seeds' Redis ZSET of order numbers scored by due second", async () => {
+  it("brings over a shop's Redis ZSET of order numbers scored by due second, or by due millisecond", async () => {
     const key = `queue:order:timeout:test:${randomBytes(4).toString('hex')}`;
     const redis = new Redis('redis://127.0.0.1:6379/0');
     const due = Math.floor(Date.now() / 1000) + 3600;
     try {
-      await redis.zadd(key, due, 'SN-Z1', due + 60, 'SN-Z2', due + 120, 'SN-Z3');
+      // PHP's time(), microtime(true), and a shop that scores by Date.now() or microtime(true) * 1000.
+      await redis.zadd(key, due, 'SN-Z1', due + 60, 'SN-Z2', due + 120, 'SN-Z3', due + 180.25, 'SN-Z4', (due + 240) * 1000 + 7, 'SN-Z5');
       const source = `redis://127.0.0.1:6379/0#${key}`;
       const first = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
-      expect(first.stdout).toContain('created 3, already there 0, refused 0');
+      expect(first.stderr).toBe('');
+      expect(first.stdout).toContain('created 5, already there 0, refused 0');
       const task = await server.request('GET', '/tasks/by-key/close_order%3ASN-Z2', undefined, auth);
       expect(task.body).toMatchObject({ type: 'close_order', payload: { orderSn: 'SN-Z2' }, status: 'pending' });
       expect(Date.parse(task.body.runAt)).toBe((due + 60) * 1000);
+      const runAt = async (member: string) =>
+        Date.parse((await server.request('GET', `/tasks/by-key/close_order%3A${member}`, undefined, auth)).body.runAt);
+      expect(await runAt('SN-Z4')).toBe((due + 180) * 1000 + 250);
+      expect(await runAt('SN-Z5')).toBe((due + 240) * 1000 + 7);
       const again = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
-      expect(again.stdout).toContain('created 0, already there 3, refused 0');
+      expect(again.stdout).toContain('created 0, already there 5, refused 0');
+      // A member whose order punctual holds at another time (the shop's new code gave it one): there already, kept.
+      await redis.zadd(key, due + 30, 'SN-Z1');
+      const moved = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
+      expect([moved.code, moved.stderr]).toEqual([0, '']);
+      expect(moved.stdout).toContain('created 0, already there 5 (1 of them with another time or payload, kept as they are), refused 0');
+      expect(await runAt('SN-Z1')).toBe(due * 1000);
+      // A score in neither unit (microseconds) is refused by name, saying how it was read.
+      await redis.zadd(key, (due + 300) * 1_000_000, 'SN-Z6');
+      const odd = await punctual(['import', '--from-zset', source, '--type', 'close_order'], env);
+      expect(odd.code).toBe(1);
+      expect(odd.stdout).toContain('created 0, already there 5 (1 of them with another time or payload, kept as they are), refused 1');
+      expect(odd.stderr).toMatch(/refused member SN-Z6 \(score \d+, read as epoch milliseconds\): 400 .*10 years/);
       expect((await punctual(['import', '--from-zset', source], env)).stderr).toContain('--from-zset needs --type');
       expect(
         (await punctual(['import', '--from-zset', 'redis://127.0.0.1:6379/0#no-such-key-' + key, '--type', 'close_order'], env)).stderr,
@@ -366,7 +388,7 @@ describe('punctual export and import', () => {
   }, 120_000);
 
   it.each(['text', 'json'])(
-    "brings over the pending rows of the seeds' async_task table (params a %s column), by execute_time",
+    "brings over the pending rows of a shop's async_task table (params a %s column), by execute_time",
     async (column) => {
       const table = `async_task_${column}_${randomBytes(4).toString('hex')}`;
       await source.execute(`CREATE TABLE \`${table}\` (
@@ -402,4 +424,57 @@ describe('punctual export and import', () => {
     },
     120_000,
   );
+});
+
+describe('punctual receiver', () => {
+  it('prints each call with its attempt, key and signature check, and answers --status: a 503 is called again', async () => {
+    const secret = randomBytes(32).toString('hex');
+    const port = await freePort();
+    const bin = fileURLToPath(new URL('../../bin/punctual.mjs', import.meta.url));
+    const receiver = spawn(process.execPath, [bin, 'receiver', '--port', String(port), '--status', '503'], {
+      env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRET: secret },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => receiver.once('exit', (code) => resolve(code)));
+    const lines: string[] = [];
+    createInterface({ input: receiver.stdout }).on('line', (line) => lines.push(line));
+    createInterface({ input: receiver.stderr }).on('line', (line) => lines.push(line));
+    const db = await createTestDatabase('cli_receiver');
+    const hooks = await startServer({
+      env: { DATABASE_URL: db.url, WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${port}`, RETRY_BASE_MS: '100' },
+    });
+    try {
+      await waitFor(
+        async () => lines.some((line) => line.includes(`receiving webhooks on http://127.0.0.1:${port}/, answering 503`)),
+        15_000,
+      );
+      expect(lines[0]).toContain('signatures checked with WEBHOOK_SECRET');
+      const created = await hooks.request('POST', '/tasks', {
+        type: 'webhook',
+        payload: { url: `http://127.0.0.1:${port}/orders/R1/close?x=1`, body: { orderSn: 'R1' } },
+        delayMs: 0,
+        maxAttempts: 2,
+      });
+      expect(created.status).toBe(201);
+      const task = await waitFor(async () => {
+        const { body } = await hooks.request('GET', `/tasks/${created.body.id}`);
+        return body.status === 'failed' ? body : undefined;
+      }, 15_000);
+      expect(task.lastHttpStatus).toBe(503);
+      const calls = lines.filter((line) => line.includes('POST /orders/R1/close?x=1'));
+      expect(calls).toHaveLength(2);
+      const key = `Idempotency-Key punctual-${created.body.id}-`;
+      expect(calls[0]).toMatch(new RegExp(`task ${created.body.id}  attempt 1  ${key}\\d+  signature ok  \\{"orderSn":"R1"\\}$`));
+      expect(calls[1]).toMatch(new RegExp(`task ${created.body.id}  attempt 2  ${key}\\d+  signature ok`));
+      expect(calls[0]!.split('  ')[4]).toBe(calls[1]!.split('  ')[4]); // the same key on both attempts
+    } finally {
+      receiver.kill('SIGINT');
+      await hooks.stop();
+      await db.drop();
+    }
+    expect(await exited).toBe(0);
+    const bare = await punctual(['receiver', '--port', '70000']);
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toContain('--port must be an integer from 0 to 65535');
+  }, 60_000);
 });
