@@ -33,6 +33,8 @@ import { ProcedureError, procedureHandlers } from '../handlers/procedure.js';
 import { buildApp } from '../http/app.js';
 import { securityOptions } from '../http/security.js';
 import { createLogger } from '../observability/log.js';
+import { Tracing } from '../observability/tracing.js';
+import { VERSION } from '../observability/metrics.js';
 import { Metrics } from '../observability/metrics.js';
 import { RecentRuns } from '../observability/recent-runs.js';
 import { registerServiceGauges } from './service-gauges.js';
@@ -126,6 +128,8 @@ export class Service {
   readonly targets: Targets;
   /** This process in lease_owner: host, pid and a random tag. */
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  /** Traces (OpenTelemetry): spans exported when the standard OTEL_* variables name an endpoint. */
+  readonly tracing: Tracing;
   #stopping: Promise<void> | undefined;
   #starting: Promise<string> | undefined;
   /** Aborted by stop(): a boot that migrates ends between two statements. */
@@ -145,6 +149,7 @@ export class Service {
   ) {
     const clock = options.clock ?? systemClock;
     this.log = options.logger ?? createLogger(config.service.logLevel);
+    this.tracing = Tracing.fromEnv(process.env, { process: this.owner, version: VERSION, log: this.log });
     const metricRegistry = this.metrics.registry;
     this.database = Database.fromConfig(
       config.database,
@@ -276,6 +281,7 @@ export class Service {
               unfenced: ids.filter((id) => !this.keeper!.owns(id) && createdHere.has(id, clock.now())),
             }),
       pulled: (tasks) => this.pullHub.due(tasks),
+      tracing: this.tracing,
     });
     this.#controlsWatch = new ControlsWatch(this.typeControls, this.log);
     this.retention = new Retention({
@@ -304,6 +310,7 @@ export class Service {
         registry: this.registry,
         summary: new SummaryReader(this.store, clock, () => this.timers.size),
         clock,
+        tracing: this.tracing,
         ...config.tasks,
       },
       security: securityOptions(config.http),
@@ -340,6 +347,7 @@ export class Service {
         clock,
         maxLeaseMs: config.workers.maxLeaseMs,
         maxWaitingPerToken: config.workers.maxWaitingPerToken,
+        tracing: this.tracing,
       },
     });
     // start() listens before the boot (see the header): until the boot is done, only the probes
@@ -506,6 +514,7 @@ export class Service {
     this.log.debug({ finished }, 'stop: running handlers are done');
     await this.targets.close();
     await this.database.close();
+    await this.tracing.shutdown(); // sends the spans still buffered
     this.log.info({ ms: Date.now() - started, handlersFinished: finished }, 'punctual stopped');
   }
 }

@@ -56,6 +56,10 @@ export const LeasedTaskJson = Type.Object({
   leaseToken: Type.String({ description: 'what ack, nack and extend must name' }),
   leaseUntil: Type.String({ description: 'ISO-8601 UTC: the lease runs out then and the task is leased again' }),
   idempotencyKey: Type.String({ description: 'stable for the task across all its attempts (the same a webhook sends)' }),
+  traceparent: Type.Union([Type.String(), Type.Null()], {
+    description: "W3C traceparent of the lease's span in the trace of the task's create, for the worker to continue; null when there is none",
+  }),
+  tracestate: Type.Union([Type.String(), Type.Null()], { description: 'W3C tracestate that goes with it; null when there is none' }),
 });
 export type LeasedTaskJson = Static<typeof LeasedTaskJson>;
 

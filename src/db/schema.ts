@@ -104,6 +104,9 @@ export const tasks = mysqlTable(
     doneBy: varchar('done_by', { length: 64 }),
     /** What the latest run waited for the longest before it started (`pause` or `limit`); null when it did not wait. */
     waitReason: mysqlEnum('wait_reason', ['pause', 'limit']),
+    /** The W3C trace context of the create (observability/tracing.ts): each run's span continues it. Null without one. */
+    traceParent: varchar('trace_parent', { length: 55 }),
+    traceState: varchar('trace_state', { length: 512 }),
     /** The requestId of the latest bulk shift that moved this task: a repeat of it moves it no further. */
     bulkRequestId: varchar('bulk_request_id', { length: 64 }),
     /** Whole minutes from 1970-01-01 to run_at, computed by the server: the upcoming-load chart's bucket. */

@@ -39,6 +39,7 @@ import type { HandlerRegistry } from '../handlers/registry.js';
 import { arm, type EffectSink } from '../lifecycle/effects.js';
 import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { RepeatedWarnings } from '../observability/repeated-warnings.js';
+import type { Tracing } from '../observability/tracing.js';
 import type { ClaimFence } from '../store/leases.js';
 import type { TaskStore } from '../store/task-store.js';
 import type { Task } from '../store/task-types.js';
@@ -91,6 +92,8 @@ export interface DispatcherOptions {
   lockAheadMs?: () => number;
   /** Due tasks of worker types, after COMMIT: told to the waiting pull workers (pull-hub.ts). */
   pulled?: (tasks: readonly Task[]) => void;
+  /** Runs' spans (observability/tracing.ts). */
+  tracing?: Tracing;
 }
 
 /** How many times a batch is tried after a deadlock or lock-wait timeout before splitting it. */
@@ -128,7 +131,7 @@ export class Dispatcher {
   constructor(options: DispatcherOptions) {
     this.#options = options;
     this.#warnings = new RepeatedWarnings(options.log);
-    this.#outcomes = new Outcomes(options.log, options.metrics, options.createdHere);
+    this.#outcomes = new Outcomes(options.log, options.metrics, options.createdHere, options.tracing);
     this.#outsideSlots = new OutsideSlots(options.concurrency);
     this.#lines = { 'outside-waiting': this.#outsideWaiting, released: this.#released, due: options.queue };
     this.#parts = {
@@ -156,6 +159,7 @@ export class Dispatcher {
       this.#outcomes,
       options.owner,
       this.#abort.signal,
+      options.tracing,
     );
     options.queue.consume(() => this.#schedulePump());
     options.limits.consume((ids) => {

@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withoutRedaction } from '../observability/log.js';
+import type { RunOf, RunSpan, Tracing } from '../observability/tracing.js';
 import type { RecentRuns, RunOutcome } from '../observability/recent-runs.js';
 import { resultOf } from '../lifecycle/history.js';
 import { waitedMs } from '../store/rows.js';
@@ -119,6 +120,18 @@ const logged = (text: string | null): string | null => (text === null ? null : p
  */
 const loggedAnswer = (answer: unknown): string => printableJson(resultOf(answer) ?? 'done');
 
+/** What a run's span needs of its task (attempt: the one this run is). */
+export function runOf(task: Task): RunOf {
+  return {
+    id: task.id,
+    key: task.key,
+    type: task.type,
+    attempt: task.attempts + 1,
+    occurrence: task.seriesId !== null,
+    trace: task.traceParent === null ? null : { traceParent: task.traceParent, traceState: task.traceState },
+  };
+}
+
 export class Outcomes {
   /** The run lines: every field is one of these methods' own, none a secret, so none is redacted. */
   private readonly log: Logger;
@@ -128,12 +141,29 @@ export class Outcomes {
     private readonly metrics: DispatchMetrics | undefined,
     /** SHARDING=on: whether a task was created here in a shard another process owns (its run line says so). */
     private readonly createdHere?: (id: number) => boolean,
+    /** Runs' spans: an outside run brings its own; a database run's is made here, after its COMMIT. */
+    private readonly tracing?: Tracing,
   ) {
     this.log = withoutRedaction(log);
   }
 
+  /**
+   * Ends the run's span: `span` (an outside run's, made when it began) or, for a database run,
+   * one made now from its start and duration, with its transaction's work as a part of it.
+   */
+  #endSpan(span: RunSpan | undefined, task: Task, startedAt: number, durationMs: number, outcome: string, error?: string): void {
+    if (span !== undefined) {
+      span.end(outcome, error);
+      return;
+    }
+    const made = this.tracing?.runSpan(runOf(task), startedAt, startedAt - task.runAt - waitedMs(task));
+    if (made === undefined) return;
+    made.part(`${task.type} transaction`, { 'db.system.name': 'mysql', 'punctual.task.type': task.type }, startedAt, startedAt + durationMs);
+    made.end(outcome, error, startedAt + durationMs);
+  }
+
   /** `startedAt` is when the run began (its lateness is measured from runAt to it, less its wait for its type); `answer` is its handler's. */
-  done(task: Task, startedAt: number, durationMs: number, answer: unknown): void {
+  done(task: Task, startedAt: number, durationMs: number, answer: unknown, span?: RunSpan): void {
     this.log.info(
       {
         taskId: task.id,
@@ -149,9 +179,10 @@ export class Outcomes {
       'task done',
     );
     this.metrics?.recordRun(task.type, 'done', task.runAt, startedAt, durationMs, task.waited);
+    this.#endSpan(span, task, startedAt, durationMs, 'done');
   }
 
-  failed(task: Task, failure: Failure, startedAt: number, durationMs: number): void {
+  failed(task: Task, failure: Failure, startedAt: number, durationMs: number, span?: RunSpan): void {
     this.log.warn(
       {
         taskId: task.id,
@@ -164,7 +195,9 @@ export class Outcomes {
       },
       failure.retryAt === null ? 'task failed' : 'task will be retried',
     );
-    this.metrics?.recordRun(task.type, failure.retryAt === null ? 'failed' : 'retry', task.runAt, startedAt, durationMs, task.waited);
+    const outcome = failure.retryAt === null ? 'failed' : 'retry';
+    this.metrics?.recordRun(task.type, outcome, task.runAt, startedAt, durationMs, task.waited);
+    this.#endSpan(span, task, startedAt, durationMs, outcome, failure.error);
   }
 
   /** A task past its expireAfterMs, skipped unrun (committed). */
@@ -177,7 +210,8 @@ export class Outcomes {
   }
 
   /** An outside run whose lease was lost before its record: not counted, the new owner's run counts. */
-  leaseLost(task: Task): void {
+  leaseLost(task: Task, span?: RunSpan): void {
+    span?.end('lease lost');
     this.log.warn(
       { taskId: task.id, type: task.type, key: logged(task.key) },
       'task ran, but its lease was lost meanwhile: its result is not recorded here',

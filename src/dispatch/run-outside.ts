@@ -15,7 +15,9 @@ import type { Lifecycle } from '../lifecycle/lifecycle.js';
 import { resultOf } from '../lifecycle/history.js';
 import type { CallRecord, Failure, Task } from '../store/task-types.js';
 import { withTimeout } from '../util/async.js';
-import type { Outcomes } from './outcomes.js';
+import { runOf, type Outcomes } from './outcomes.js';
+import type { Tracing } from '../observability/tracing.js';
+import { waitedMs } from '../store/rows.js';
 
 /** A lease outlives the handler's timeout by this much, so a live process never loses one. */
 export const LEASE_MARGIN_MS = 30_000;
@@ -34,6 +36,8 @@ export class OutsideExecutor {
     private readonly owner: string,
     /** Aborted when stopping ran out of time: handlers are cut and records no longer retried. */
     private readonly abort: AbortSignal,
+    /** Runs' spans: begun before the call, so the call carries the trace on. */
+    private readonly tracing?: Tracing,
   ) {}
 
   /** Runs `task` (leased at `claimedAt`, its attempt counted) and records the result. Never throws. */
@@ -44,6 +48,7 @@ export class OutsideExecutor {
     // A duration on the monotonic clock: a step of the wall clock mid-call does not distort it.
     const startedMono = performance.now();
     const signal = AbortSignal.any([AbortSignal.timeout(handler.timeoutMs), this.abort]);
+    const span = this.tracing?.runSpan(runOf(task), claimedAt, claimedAt - task.runAt - waitedMs(task));
     let answer: CallAnswer | undefined;
     let settled = false;
     const answered = (told: CallAnswer) => {
@@ -62,6 +67,7 @@ export class OutsideExecutor {
           signal,
           attempt,
           answered,
+          trace: span,
         }),
         handler.timeoutMs,
       );
@@ -83,15 +89,16 @@ export class OutsideExecutor {
       // counting it here too would count one run twice across the fleet.
       if (failure === undefined) {
         const { recorded } = await lifecycle.completeLeased(task, owner, persist, call);
-        if (recorded) this.outcomes.done(task, claimedAt, clock.now() - started, outcome || 'done');
-        else this.outcomes.leaseLost(task);
+        if (recorded) this.outcomes.done(task, claimedAt, clock.now() - started, outcome || 'done', span);
+        else this.outcomes.leaseLost(task, span);
       } else {
         const { recorded } = await lifecycle.failLeased(task, failure, owner, persist, call, claimedAt);
-        if (recorded) this.outcomes.failed(task, failure, claimedAt, clock.now() - started);
-        else this.outcomes.leaseLost(task);
+        if (recorded) this.outcomes.failed(task, failure, claimedAt, clock.now() - started, span);
+        else this.outcomes.leaseLost(task, span);
       }
     } catch {
       // Stopping with the database away: the lease will run out and the task runs again.
+      span?.end('not recorded');
     }
   }
 }

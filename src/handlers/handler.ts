@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { Static, TSchema } from 'typebox';
 import type { Connection, Db } from '../db/connection.js';
 import type { Task } from '../store/task-types.js';
+import type { RunTrace } from '../observability/tracing.js';
 
 interface BaseContext<P> {
   task: Task;
@@ -52,6 +53,11 @@ export interface OutsideContext<P> extends BaseContext<P> {
   attempt: number;
   /** Tells what the call answered, before returning or throwing; stored with the run's result. */
   answered: (answer: CallAnswer) => void;
+  /**
+   * The run's trace, when it has one (observability/tracing.ts): each call the handler makes takes
+   * its `outgoing` span's headers (`traceparent`, `tracestate`) and ends it with the answer.
+   */
+  trace?: RunTrace;
 }
 
 interface BaseHandler<S extends TSchema> {

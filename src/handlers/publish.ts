@@ -41,12 +41,28 @@ export function publish(targets: Targets): OutsideHandler<typeof PublishPayload>
       const bad = firstBrokerReserved(headers);
       return bad === undefined ? undefined : `/headers may not set ${bad}: punctual or the broker sets or acts on it`;
     },
-    async run({ task, payload: { target, message, headers = {} }, signal, attempt }) {
-      return targets.publish(
-        target,
-        { key: idempotencyKey(task), attempt, taskId: task.id, type: task.type, body: JSON.stringify(message ?? null), headers },
-        signal,
-      );
+    async run({ task, payload: { target, message, headers = {} }, signal, attempt, trace }) {
+      // The publish's own span (a producer span of the run's) when spans are recorded: its context goes in the message's headers.
+      const call = trace?.outgoing(`send ${target}`, 'producer', { 'messaging.destination.name': target, 'messaging.operation.type': 'send' });
+      try {
+        const sent = await targets.publish(
+          target,
+          {
+            key: idempotencyKey(task),
+            attempt,
+            taskId: task.id,
+            type: task.type,
+            body: JSON.stringify(message ?? null),
+            headers: call === undefined ? headers : { ...headers, ...call.headers },
+          },
+          signal,
+        );
+        call?.end({});
+        return sent;
+      } catch (error) {
+        call?.end({ error: error instanceof Error ? error.message : String(error) });
+        throw error;
+      }
     },
   };
 }

@@ -179,7 +179,7 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       return reserved === undefined ? undefined : `/headers may not set ${reserved}`;
     },
 
-    async run({ task, payload: { url, method = 'POST', headers = {}, body }, signal, attempt, now, answered }) {
+    async run({ task, payload: { url, method = 'POST', headers = {}, body }, signal, attempt, now, answered, trace }) {
       const refused = egress.refusal(url);
       if (refused !== undefined) throw new PermanentError(`url ${refused}`);
       const secrets = secretsFor(url);
@@ -192,6 +192,8 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
       // No answer until one comes: a call that fails or runs out of time is kept as status 0.
       answered({ httpStatus: 0, responseBytes: null });
       const { agent, request } = await egress.client();
+      // The call's own span (a client span of the run's) when spans are recorded: its context goes in the headers.
+      const call = trace?.outgoing(method, 'client', { 'http.request.method': method, 'url.full': sent });
       const response = await request(sent, {
         method,
         maxRedirections: 0,
@@ -199,6 +201,7 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
         dispatcher: agent,
         headers: {
           ...headers,
+          ...call?.headers,
           'user-agent': USER_AGENT,
           ...(text === '' ? {} : { 'content-type': 'application/json' }),
           'idempotency-key': key,
@@ -208,9 +211,12 @@ export function webhook(options: WebhookOptions): OutsideHandler<typeof payload>
         },
         body: text === '' ? undefined : text,
       }).catch((error: unknown) => {
-        throw callError(error);
+        const failed = callError(error);
+        call?.end({ error: failed.message });
+        throw failed;
       });
       const status = response.statusCode;
+      call?.end({ httpStatus: status });
       // The status is known now, even if reading the body fails.
       answered({ httpStatus: status, responseBytes: null });
       const answer = await readBounded(response.body);

@@ -70,6 +70,8 @@ export const TASK_COLUMNS = [
   'priority',
   'expire_after_ms',
   'group_key',
+  'trace_parent',
+  'trace_state',
 ].join(', ');
 
 export interface TaskRow extends mysql.RowDataPacket {
@@ -101,6 +103,8 @@ export interface TaskRow extends mysql.RowDataPacket {
   priority: number;
   expire_after_ms: number | null;
   group_key: string | null;
+  trace_parent: string | null;
+  trace_state: string | null;
 }
 
 const orNull = (value: number | null) => (value === null ? null : Number(value));
@@ -135,6 +139,8 @@ export function fromRow(row: TaskRow): Task {
     priority: Number(row.priority),
     expireAfterMs: orNull(row.expire_after_ms),
     group: row.group_key,
+    traceParent: row.trace_parent,
+    traceState: row.trace_state,
   };
 }
 
@@ -171,6 +177,8 @@ export function created(task: NewTask, id: number, now: number): Task {
     priority: task.priority ?? 0,
     expireAfterMs: task.expireAfterMs ?? null,
     group: task.group ?? null,
+    traceParent: task.traceParent ?? null,
+    traceState: task.traceState ?? null,
   };
 }
 
@@ -198,6 +206,8 @@ export class TupleWriter {
   #latestRunAt: number | null = null;
   #expireAfterMs: number | null = null;
   #group: string | null = null;
+  #traceParent: string | null = null;
+  #traceState: string | null = null;
   #tailText = '';
 
   /** `task`'s row; `at`: the create's instant as datetimeLiteral(now), made once for a batch's rows. */
@@ -212,16 +222,21 @@ export class TupleWriter {
     const latestRunAt = task.latestRunAt ?? null;
     const expireAfterMs = task.expireAfterMs ?? null;
     const group = task.group ?? null;
+    const traceParent = task.traceParent ?? null;
+    const traceState = task.traceState ?? null;
     if (
       at !== this.#at ||
       priority !== this.#priority ||
       latestRunAt !== this.#latestRunAt ||
       expireAfterMs !== this.#expireAfterMs ||
-      group !== this.#group
+      group !== this.#group ||
+      traceParent !== this.#traceParent ||
+      traceState !== this.#traceState
     ) {
       [this.#at, this.#priority, this.#latestRunAt, this.#expireAfterMs, this.#group] = [at, priority, latestRunAt, expireAfterMs, group];
+      [this.#traceParent, this.#traceState] = [traceParent, traceState];
       const latest = latestRunAt === null ? 'NULL' : datetimeLiteral(latestRunAt);
-      this.#tailText = `, ${at}, ${at}, ${sqlLiteral(priority)}, ${latest}, ${sqlLiteral(expireAfterMs)}, ${sqlLiteral(group)})`;
+      this.#tailText = `, ${at}, ${at}, ${sqlLiteral(priority)}, ${latest}, ${sqlLiteral(expireAfterMs)}, ${sqlLiteral(group)}, ${sqlLiteral(traceParent)}, ${sqlLiteral(traceState)})`;
     }
     const runAt = datetimeLiteral(task.runAt);
     const tags = task.tags === undefined || task.tags.length === 0 ? 'NULL' : sqlLiteral(JSON.stringify(task.tags));

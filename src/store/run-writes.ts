@@ -165,6 +165,8 @@ export class RunWrites {
       at,
       at,
       task.priority,
+      task.traceParent,
+      task.traceState,
     ]);
     // The series keeps its tags, so a bulk change by tag reaches its next occurrence too.
     if (task.tags.length > 0) await conn.query(SQL.insertTags(tagTuples(result.insertId, task.tags), true));

@@ -48,6 +48,9 @@ export interface Task {
   expireAfterMs: number | null;
   /** Its group under limits with `groupBy: "group"`. */
   group: string | null;
+  /** The W3C trace context of its create (`traceparent`, `tracestate`): each run's span continues it. */
+  traceParent: string | null;
+  traceState: string | null;
   /**
    * Not stored on the task: how long this run waited in this process for its type's pause or
    * limits before it was admitted (set by the dispatcher's plan on the runs it admits).
@@ -85,6 +88,9 @@ export interface NewTask {
   expireAfterMs?: number | null;
   /** None when left out. */
   group?: string | null;
+  /** The create's trace context (observability/tracing.ts); none when left out. */
+  traceParent?: string | null;
+  traceState?: string | null;
 }
 
 /** What a timer needs: the id and the time. The rest is read when the task fires. */

@@ -1,5 +1,5 @@
 /**
- * The 16 values of a task's row of SQL.insertRows, in its column order, as mysql2 would take them
+ * The 18 values of a task's row of SQL.insertRows, in its column order, as mysql2 would take them
  * for placeholders: what the intake's hand-written text (TupleWriter) is compared with, in the
  * literal tests and in bench B8.
  */
@@ -25,5 +25,7 @@ export function insertValues(task: NewTask, now: number): (string | number | Dat
     task.latestRunAt === undefined || task.latestRunAt === null ? null : new Date(task.latestRunAt),
     task.expireAfterMs ?? null,
     task.group ?? null,
+    task.traceParent ?? null,
+    task.traceState ?? null,
   ];
 }

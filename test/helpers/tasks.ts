@@ -30,6 +30,8 @@ export function aTask(fields: Partial<Task> & Pick<Task, 'id'>): Task {
     priority: 0,
     expireAfterMs: null,
     group: null,
+    traceParent: null,
+    traceState: null,
     ...fields,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The intake writes its INSERT as text (TupleWriter, datetimeLiteral, sqlLiteral) instead of
- * handing mysql2 a statement of placeholders and 16 values a row. The text must be what mysql2
+ * handing mysql2 a statement of placeholders and 18 values a row. The text must be what mysql2
  * writes for the same values on punctual's connections (UTC): every instant, every string a shop
  * can send (quotes, backslashes, NUL, emoji), NULLs.
  */
@@ -88,6 +88,8 @@ const newTask: fc.Arbitrary<NewTask> = fc.record(
     latestRunAt: fc.option(instant),
     expireAfterMs: fc.option(fc.integer({ min: 1, max: 2 ** 31 })),
     group: fc.option(text),
+    traceParent: fc.option(text),
+    traceState: fc.option(text),
   },
   { requiredKeys: ['key', 'type', 'payload', 'runAt', 'timezone', 'maxAttempts', 'misfire', 'cron'] },
 );
@@ -114,6 +116,8 @@ const batchTask: fc.Arbitrary<NewTask> = fc.record(
     latestRunAt: fc.constantFrom(null, Date.UTC(2031, 0, 1)),
     expireAfterMs: fc.constantFrom(null, 1000),
     group: fc.constantFrom(null, 'g'),
+    traceParent: fc.constantFrom(null, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'),
+    traceState: fc.constantFrom(null, 'congo=t61rcWkgMzE'),
   },
   { requiredKeys: ['key', 'type', 'payload', 'runAt', 'timezone', 'maxAttempts', 'misfire', 'cron'] },
 );

@@ -139,6 +139,17 @@ export interface PunctualClientOptions {
   /** Give up on a request after this long (default 10 s). */
   timeoutMs?: number;
   fetch?: typeof fetch;
+  /**
+   * The caller's trace context for each create, so the task's runs join the caller's trace. With
+   * OpenTelemetry: `() => { const headers = {}; propagation.inject(context.active(), headers); return headers; }`.
+   */
+  traceContext?: () => TraceContextHeaders | undefined;
+}
+
+/** W3C Trace Context headers: what a create carries in, and what a leased task carries out. */
+export interface TraceContextHeaders {
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** A 4xx or 5xx answer: Fastify's error shape, and for a 409 the task as it is now. */
@@ -166,20 +177,31 @@ export class PunctualClient {
   readonly #headers: Record<string, string>;
   readonly #timeoutMs: number;
   readonly #fetch: typeof fetch;
+  readonly #traceContext: (() => TraceContextHeaders | undefined) | undefined;
 
   constructor(options: PunctualClientOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#headers = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#fetch = options.fetch ?? fetch;
+    this.#traceContext = options.traceContext;
+  }
+
+  /** The trace headers of a create: the call's own, else the client's traceContext's. */
+  #traced(given: TraceContextHeaders | undefined): Record<string, string> {
+    const context = given ?? this.#traceContext?.();
+    const headers: Record<string, string> = {};
+    if (context?.traceparent !== undefined) headers.traceparent = context.traceparent;
+    if (context?.tracestate !== undefined) headers.tracestate = context.tracestate;
+    return headers;
   }
 
   /**
    * Schedules a task. `created` is false when `key` named an existing task with the same content
    * (a retried create): that task comes back. A key taken by other content throws a 409.
    */
-  async create(task: CreateTask): Promise<{ task: Task; created: boolean }> {
-    const { status, body } = await this.#call<Task>('POST', '/tasks', task);
+  async create(task: CreateTask, options: { traceContext?: TraceContextHeaders } = {}): Promise<{ task: Task; created: boolean }> {
+    const { status, body } = await this.#call<Task>('POST', '/tasks', task, 'json', undefined, this.#traced(options.traceContext));
     return { task: body, created: status === 201 };
   }
 
@@ -187,8 +209,8 @@ export class PunctualClient {
    * Schedules up to 1,000 tasks in one request. Each item is answered as `create` would answer it
    * (201, 200, 409 or 400 with the message), in order; a bad item does not refuse the others.
    */
-  createMany(tasks: CreateTask[]): Promise<BatchAnswer> {
-    return this.#body('POST', '/tasks/batch', { tasks });
+  async createMany(tasks: CreateTask[], options: { traceContext?: TraceContextHeaders } = {}): Promise<BatchAnswer> {
+    return (await this.#call<BatchAnswer>('POST', '/tasks/batch', { tasks }, 'json', undefined, this.#traced(options.traceContext))).body;
   }
 
   /** Cancels every pending task with a tag, a key prefix or a type (admin role); repeating it is harmless. */
@@ -483,10 +505,11 @@ export class PunctualClient {
     body?: unknown,
     as: 'json' | 'text' = 'json',
     signal: AbortSignal = AbortSignal.timeout(this.#timeoutMs),
+    extraHeaders: Record<string, string> = {},
   ): Promise<{ status: number; body: T }> {
     const response = await this.#fetch(`${this.#baseUrl}${path}`, {
       method,
-      headers: { ...this.#headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { ...this.#headers, ...extraHeaders, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
     });

@@ -18,6 +18,8 @@ import { StatusCountsReader } from '../../store/status-counts.js';
 import { toIsoUtc } from '../../time/zones.js';
 import { checkedPayload, conflictMessage, createFromBody, instantOf, zoneOf } from '../create-input.js';
 import { queryInstant, storedInstant } from '../instants.js';
+import { endOnError, keepTrace, startCreateTrace } from '../create-trace.js';
+import type { Tracing } from '../../observability/tracing.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { present } from '../present.js';
 import type { Role } from '../../contract/auth.js';
@@ -62,6 +64,8 @@ export interface TaskRoutesOptions {
   timezone: string;
   /** MAX_ATTEMPTS: the default for a task that does not say. */
   maxAttempts: number;
+  /** Traces: a create's span, and the context its task keeps (none: contexts are not read). */
+  tracing?: Tracing;
 }
 
 const CURSOR_PATTERN = /^(\d{1,16})\.(\d{1,16})$/;
@@ -165,12 +169,20 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     },
     async (request, reply) => {
       const now = clock.now();
-      const result = await lifecycle.create(createFromBody(request.body, input, now), now);
-      if (result.outcome === 'conflict') {
-        throw conflict(conflictMessage(result.task), present(result.task, request.role));
+      const span = startCreateTrace(options.tracing, '/tasks', request);
+      try {
+        const result = await lifecycle.create(keepTrace(span, createFromBody(request.body, input, now)), now);
+        if (result.outcome === 'conflict') {
+          throw conflict(conflictMessage(result.task), present(result.task, request.role));
+        }
+        if (result.outcome === 'replaced') request.replaced = [result.task.id];
+        const status = result.outcome === 'created' ? 201 : 200;
+        span?.end(status, [result.task.id]);
+        return reply.status(status).send(present(result.task, request.role));
+      } catch (error) {
+        endOnError(span, error);
+        throw error;
       }
-      if (result.outcome === 'replaced') request.replaced = [result.task.id];
-      return reply.status(result.outcome === 'created' ? 201 : 200).send(present(result.task, request.role));
     },
   );
 

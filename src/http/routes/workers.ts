@@ -13,6 +13,8 @@ import type { Clock } from '../../time/clock.js';
 import { parseRunAt, TimeInputError, toIsoLocal, toIsoUtc } from '../../time/zones.js';
 import type { HandlerRegistry } from '../../handlers/registry.js';
 import { idempotencyKey } from '../../handlers/webhook.js';
+import { runOf } from '../../dispatch/outcomes.js';
+import type { Tracing } from '../../observability/tracing.js';
 import type { PullLifecycle, SettleResult } from '../../lifecycle/pull.js';
 import type { Task } from '../../store/task-types.js';
 import { TooManyWaiting, type LeasedTask, type PullHub } from '../../dispatch/pull-hub.js';
@@ -46,9 +48,18 @@ export interface WorkerRoutesOptions {
   maxLeaseMs: number;
   /** WORKER_MAX_WAITING_PER_TOKEN: waiting lease requests of one token at once. */
   maxWaitingPerToken: number;
+  /** A lease's span: the context the worker continues (traceparent, tracestate). */
+  tracing?: Tracing;
 }
 
-function leasedJson({ task, leaseToken, leaseUntil }: LeasedTask): LeasedTaskJson {
+/**
+ * A leased task as its worker gets it. `trace`: the lease's span (a run of the task's kept trace,
+ * attempt as the lease counted it), ended as it is handed over; its context is what the worker
+ * continues, null when the task keeps none and spans are not recorded.
+ */
+function leasedJson({ task, leaseToken, leaseUntil }: LeasedTask, tracing: Tracing | undefined, now: number): LeasedTaskJson {
+  const span = tracing?.runSpan({ ...runOf(task), attempt: task.attempts }, now, now - task.runAt);
+  span?.end('leased');
   return {
     id: task.id,
     key: task.key,
@@ -62,6 +73,8 @@ function leasedJson({ task, leaseToken, leaseUntil }: LeasedTask): LeasedTaskJso
     leaseToken,
     leaseUntil: toIsoUtc(leaseUntil),
     idempotencyKey: idempotencyKey(task),
+    traceparent: span?.headers.traceparent ?? null,
+    tracestate: span?.headers.tracestate ?? null,
   };
 }
 
@@ -147,7 +160,8 @@ export const workerRoutes: FastifyPluginAsync<WorkerRoutesOptions> = async (fast
           { types: [...new Set(types)], max, leaseMs: leaseMsOf(leaseMs, 'body/leaseMs'), waitMs },
           gone.signal,
         );
-        return { tasks: leased.map(leasedJson) };
+        const now = options.clock.now();
+        return { tasks: leased.map((lease) => leasedJson(lease, options.tracing, now)) };
       } catch (error) {
         if (error instanceof TooManyWaiting) {
           void reply.header('retry-after', '1');

@@ -202,7 +202,7 @@ export const SQL = {
   // ── intake ──────────────────────────────────────────────────────────────────────────────
   /** `tuples`: rows of insertTuple(), comma-separated; with `returning`, MariaDB answers each row's id. */
   insertRows: (tuples: string, returning: boolean) =>
-    'INSERT INTO punctual_tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms, group_key) VALUES ' +
+    'INSERT INTO punctual_tasks (task_key, type, payload, run_at, requested_run_at, timezone, max_attempts, misfire, cron, tags, created_at, updated_at, priority, latest_run_at, expire_after_ms, group_key, trace_parent, trace_state) VALUES ' +
     tuples +
     (returning ? ' RETURNING id' : ''),
   /**
@@ -212,8 +212,8 @@ export const SQL = {
   insertTags: (tuples: string, again = false) =>
     'INSERT INTO punctual_task_tags (task_id, tag) VALUES ' + tuples + (again ? ' ON DUPLICATE KEY UPDATE tag = tag' : ''),
   /** The next occurrence of a series; if it is there already, LAST_INSERT_ID answers its id. */
-  insertOccurrence: `INSERT INTO punctual_tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at, priority)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
+  insertOccurrence: `INSERT INTO punctual_tasks (type, payload, run_at, timezone, max_attempts, misfire, cron, series_id, tags, created_at, updated_at, priority, trace_parent, trace_state)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
 
   // Every write below that finishes, fails, retries or moves a task names the state it expects
   // (invariant 13, docs/architecture.md#invariants), even under a lock the same transaction took: its affected rows
