@@ -25,16 +25,21 @@ const GOODS = 1000;
 const CLIENTS = 64;
 const WINDOW_MS = 10_000;
 
-/** A built server of 42407fa: its dist/main.js. */
-export function baselineMain(): string {
-  const dir = process.env.BENCH_BASELINE_DIR ?? `${ROOT}node_modules/.cache/bench-${BASELINE_COMMIT}`;
-  const main = `${dir}/dist/main.js`;
-  if (existsSync(main)) return main;
-  console.log(`  building ${BASELINE_COMMIT} in ${dir} (once) …`);
+/** A built server of `commit` (by default 42407fa, or BENCH_BASELINE_DIR's): its dist/main.js. */
+export function baselineMain(commit = BASELINE_COMMIT): string {
+  const dir =
+    (commit === BASELINE_COMMIT ? process.env.BENCH_BASELINE_DIR : undefined) ?? `${ROOT}node_modules/.cache/bench-${commit}`;
+  // 42407fa's entry point was dist/main.js; later commits' is dist/app/main.js.
+  const built = () => [`${dir}/dist/app/main.js`, `${dir}/dist/main.js`].find((path) => existsSync(path));
+  const found = built();
+  if (found !== undefined) return found;
+  console.log(`  building ${commit} in ${dir} (once) …`);
   mkdirSync(dir, { recursive: true });
-  execFileSync('sh', ['-c', `git -C "${ROOT}" archive ${BASELINE_COMMIT} | tar -x -C "${dir}"`], { stdio: 'inherit' });
+  execFileSync('sh', ['-c', `git -C "${ROOT}" archive ${commit} | tar -x -C "${dir}"`], { stdio: 'inherit' });
   execFileSync('npm', ['ci', '--silent', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: dir, stdio: 'inherit' });
+  const main = built();
+  if (main === undefined) throw new Error(`${commit} built in ${dir}, but with no dist/app/main.js or dist/main.js`);
   return main;
 }
 
@@ -71,6 +76,7 @@ async function post(
   server: Server,
   limit: { amount: number } | { duration: number },
   body: (i: number) => unknown,
+  headers: { [name: string]: string } = {},
 ): Promise<{ created: number; seconds: number }> {
   let next = 0;
   const result = await autocannon({
@@ -78,7 +84,7 @@ async function post(
     method: 'POST',
     connections: CLIENTS,
     ...limit,
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify(body(next++)) }) }],
   });
   return { created: result['2xx'], seconds: result.duration };
@@ -98,7 +104,7 @@ async function leadMs(db: BenchDb, server: Server, n: number, tasks: string): Pr
   return 3000 + (n / (0.6 * Math.max(1, created / seconds))) * 1000;
 }
 
-interface Figures {
+export interface Figures {
   p50: number;
   p99: number;
   max: number;
@@ -160,19 +166,43 @@ export interface WindowProbe {
   ended?(server: Server): Promise<void>;
 }
 
-export async function once(db: BenchDb, n: number, main: string | undefined, probe: WindowProbe = {}): Promise<Figures> {
-  // The baseline's server migrates its own tables (named without punctual_); this tree's would not be its.
+/** What else a run differs by: the server's settings, headers on each create, and its tasks table's name. */
+export interface RunVariant {
+  env?: { [name: string]: string };
+  headers?: { [name: string]: string };
+  /** The tasks table (default: `punctual_tasks` for this tree, `tasks` for 42407fa's server). */
+  tasks?: string;
+}
+
+export async function once(
+  db: BenchDb,
+  n: number,
+  main: string | undefined,
+  probe: WindowProbe = {},
+  variant: RunVariant = {},
+): Promise<Figures> {
+  // Another commit's server migrates its own tables at its start; this tree's are migrated here.
   await db.reset(GOODS, main === undefined);
-  const tasks = main === undefined ? 'punctual_tasks' : 'tasks';
+  const tasks = variant.tasks ?? (main === undefined ? 'punctual_tasks' : 'tasks');
   await seedShop(db, n);
-  const server = await startServer(db, { main, nodeArgs: probe.nodeArgs, inspect: probe.inspect ?? probe.started !== undefined });
+  const server = await startServer(db, {
+    main,
+    env: variant.env,
+    nodeArgs: probe.nodeArgs,
+    inspect: probe.inspect ?? probe.started !== undefined,
+  });
   try {
     const first = Date.now() + (await leadMs(db, server, n, tasks));
-    const { created } = await post(server, { amount: n }, (i) => ({
-      type: 'close_order',
-      payload: { orderSn: `B${i + 1}` },
-      runAt: Math.round(first + (i * WINDOW_MS) / n),
-    }));
+    const { created } = await post(
+      server,
+      { amount: n },
+      (i) => ({
+        type: 'close_order',
+        payload: { orderSn: `B${i + 1}` },
+        runAt: Math.round(first + (i * WINDOW_MS) / n),
+      }),
+      variant.headers,
+    );
     if (created !== n) throw new Error(`only ${created} of ${n} creates answered 2xx`);
     if (Date.now() >= first) throw new Error(`creating ${n} tasks outlasted the lead time`);
     await sleep(Math.max(0, first - 500 - Date.now()));

@@ -9,6 +9,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
 import { apiPrecision, BASELINE_COMMIT } from './b1d-api.js';
+import { TRACING_BEFORE, tracingCost } from './bt-tracing.js';
 import { batchIntake } from './b8-batch.js';
 import { databaseWork } from './bw-db-work.js';
 import { pullWorkers } from './b10-workers.js';
@@ -180,6 +181,8 @@ async function historyCost(db: BenchDb): Promise<void> {
   }
 }
 described.B1d = `precision through the API: 20,000 and 100,000 \`close_order\` created by \`POST /tasks\` (64 clients), due over 10 s; orders of 1–3 goods among 1,000; this tree and ${BASELINE_COMMIT}, interleaved, medians`;
+
+described.BT = `what tracing costs a firing: B1d's 100,000 \`close_order\` at 10,000/s on ${TRACING_BEFORE} (before tracing), this tree with no exporter and no trace context, with a \`traceparent\` on every create, and exporting spans over OTLP/HTTP to a local receiver; the server's CPU per firing over the window, interleaved, medians`;
 
 // ── B2 ──────────────────────────────────────────────────────────────────────────────────────
 
@@ -583,6 +586,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B1C: precision('B1c', 100_000, 50),
   BH: historyCost,
   B1D: (db) => apiPrecision(db, record),
+  BT: (db) => tracingCost(db, record),
   B2: overload,
   B3: boot,
   B4: backlog,
