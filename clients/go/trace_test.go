@@ -3,14 +3,19 @@ package punctual_test
 // W3C trace context through the Go client against the real service: a create's context (the
 // client's WithTraceContext provider, or WithTrace on the call's context in its place) reaches
 // the task the worker loop hands its handler, in the caller's trace under a span id of the
-// service's; a create without one hands the handler none.
+// service's; a create without one hands the handler none. An empty value is not sent (a recording
+// server shows the headers).
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,5 +129,41 @@ func TestTraceACreateWithoutContextHandsTheHandlerNone(t *testing.T) {
 	}
 	if task.Traceparent != "" || task.Tracestate != "" {
 		t.Fatalf("want no trace context, got %q / %q", task.Traceparent, task.Tracestate)
+	}
+}
+
+func TestTraceAnEmptyValueIsNotSent(t *testing.T) {
+	var mu sync.Mutex
+	var seen [][]string // per request: whether traceparent and tracestate were sent, and their values
+	recorder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		var headers []string
+		for _, name := range []string{"traceparent", "tracestate"} {
+			if values, sent := r.Header[http.CanonicalHeaderKey(name)]; sent {
+				headers = append(headers, name+"="+strings.Join(values, ","))
+			}
+		}
+		seen = append(seen, headers)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"statusCode":400,"code":"RECORDED","message":"recorded"}`))
+	}))
+	defer recorder.Close()
+	traceparent, _, _ := caller(t)
+	client := punctual.NewClient(recorder.URL, punctual.WithRetries(0, 0),
+		punctual.WithTraceContext(func(context.Context) punctual.TraceContext {
+			return punctual.TraceContext{Traceparent: traceparent, Tracestate: ""}
+		}))
+	if _, _, err := client.Create(context.Background(), punctual.NewTask{Type: traceType}); err == nil {
+		t.Fatal("want the recorder's 400")
+	}
+	ctx := punctual.WithTrace(context.Background(), punctual.TraceContext{})
+	if _, err := client.CreateMany(ctx, []punctual.NewTask{{Type: traceType}}); err == nil {
+		t.Fatal("want the recorder's 400")
+	}
+	want := [][]string{{"traceparent=" + traceparent}, nil}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("want trace headers %q, got %q", want, seen)
 	}
 }

@@ -1,15 +1,17 @@
 """W3C trace context through the Python client against the real service: a create's context (the
 client's trace_context provider, or a call's own in its place) reaches the task the worker loop
 hands its handler, in the caller's trace under a span id of the service's; a create without one
-hands the handler none."""
+hands the handler none. An empty value is not sent (a recording server shows the headers)."""
 
 from __future__ import annotations
 
 import secrets
+import threading
 import unittest
-from typing import List, Optional, Tuple
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Dict, List, Optional, Tuple
 
-from punctual import Client, LeasedTask, NewTask, Worker
+from punctual import BadRequestError, Client, LeasedTask, NewTask, Worker
 
 from support import check_environment, env
 
@@ -81,6 +83,48 @@ class TraceContextTest(unittest.TestCase):
         self.assertEqual(made.id, task.id)
         self.assertIsNone(task.traceparent)
         self.assertIsNone(task.tracestate)
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """Keeps each request's trace headers (None: not sent) and refuses it."""
+
+    seen: List[Dict[str, Optional[str]]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        Recorder.seen.append({name: self.headers.get(name) for name in ("traceparent", "tracestate")})
+        body = b'{"statusCode":400,"code":"RECORDED","message":"recorded"}'
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+        pass
+
+
+class EmptyValuesTest(unittest.TestCase):
+    def test_an_empty_value_is_not_sent(self) -> None:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        Recorder.seen = []
+        try:
+            url = f"http://127.0.0.1:{server.server_address[1]}"
+            empty = Client(url, trace_context=lambda: {"traceparent": "", "tracestate": ""}, retries=0)
+            traceparent, _, _ = caller()
+            with self.assertRaises(BadRequestError):
+                empty.create(TYPE)
+            with self.assertRaises(BadRequestError):
+                empty.create_many([NewTask(TYPE)], trace_context={"traceparent": traceparent, "tracestate": ""})
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertEqual(
+            [{"traceparent": None, "tracestate": None}, {"traceparent": traceparent, "tracestate": None}],
+            Recorder.seen,
+        )
 
 
 if __name__ == "__main__":
