@@ -4,14 +4,17 @@ declare(strict_types=1);
 
 namespace Punctual\Tests;
 
+use Punctual\Client;
+use Punctual\Exception\BadRequestException;
 use Punctual\LeasedTask;
+use Punctual\Tests\Support\Receiver;
 use Punctual\Tests\Support\ServiceTestCase;
 
 /**
  * W3C trace context through the PHP client against the real service: a create's context (the
  * client's provider, or a call's own in its place) reaches the task the worker loop hands its
  * callback, in the caller's trace under a span id of the service's; a create without one hands
- * the callback none.
+ * the callback none. An empty value is not sent (a recording receiver shows the headers).
  */
 final class TraceContextTest extends ServiceTestCase
 {
@@ -78,5 +81,33 @@ final class TraceContextTest extends ServiceTestCase
         self::assertSame($id, $task->id);
         self::assertNull($task->traceparent);
         self::assertNull($task->tracestate);
+    }
+
+    public function testAnEmptyValueIsNotSent(): void
+    {
+        $receiver = new Receiver();
+        try {
+            [$traceparent] = self::caller();
+            // The receiver's /fail/<name> records each request and refuses it. (curl, too, leaves out
+            // a header with nothing after its colon: this holds with or without the client's check.)
+            $client = new Client("{$receiver->baseUrl}/fail/trace", retries: 0, traceContext: static fn (): array => ['traceparent' => '', 'tracestate' => '']);
+            foreach ([
+                static fn () => $client->create(self::TYPE),
+                static fn () => $client->createMany([['type' => self::TYPE]], ['traceparent' => $traceparent, 'tracestate' => '']),
+            ] as $call) {
+                try {
+                    $call();
+                    self::fail('the receiver refuses every call');
+                } catch (BadRequestException) {
+                }
+            }
+            $sent = array_map(
+                static fn (array $request): array => array_intersect_key($request['headers'], ['traceparent' => 1, 'tracestate' => 1]),
+                $receiver->requests('trace'),
+            );
+            self::assertSame([[], ['traceparent' => $traceparent]], $sent);
+        } finally {
+            $receiver->stop();
+        }
     }
 }
