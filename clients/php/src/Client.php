@@ -484,7 +484,7 @@ final class Client
     public function work(array $types, callable $handle, int $leaseMs = 30_000, int $waitMs = 25_000, ?int $maxTasks = null, ?callable $onError = null): int
     {
         // Lease extensions go out on a connection of their own: a SIGALRM may come mid-call.
-        $extender = new self($this->baseUrl, $this->token, $this->timeoutMs, $this->connectTimeoutMs, $this->retries, $this->retryDelayMs, traceContext: $this->traceContext);
+        $extender = new self($this->baseUrl, $this->token, $this->timeoutMs, $this->connectTimeoutMs, $this->retries, $this->retryDelayMs);
         return (new Worker($this, $extender, $types, $handle, $leaseMs, $waitMs, $maxTasks, $onError))->run();
     }
 
