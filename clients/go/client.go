@@ -33,6 +33,8 @@ type Client struct {
 	timeout    time.Duration
 	retries    int
 	retryDelay time.Duration
+	// traceContext answers a create's trace context (WithTraceContext).
+	traceContext func(ctx context.Context) TraceContext
 }
 
 // Option sets up a Client.
@@ -72,6 +74,11 @@ func NewClient(baseURL string, opts ...Option) *Client {
 // safe says whether the request may be sent again after it may have reached the service; extra
 // lengthens the attempt's timeout (a lease's wait).
 func (c *Client) call(ctx context.Context, method, path string, body, out any, safe bool, extra time.Duration) (int, error) {
+	return c.callWith(ctx, method, path, body, out, safe, extra, nil)
+}
+
+// callWith is call with more request headers.
+func (c *Client) callWith(ctx context.Context, method, path string, body, out any, safe bool, extra time.Duration, headers http.Header) (int, error) {
 	var payload []byte
 	if body != nil {
 		var err error
@@ -80,7 +87,7 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any, s
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		status, answer, err := c.send(ctx, method, path, payload, extra)
+		status, answer, err := c.send(ctx, method, path, payload, extra, headers)
 		if err == nil {
 			return status, decode(status, answer, out)
 		}
@@ -96,7 +103,7 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any, s
 	}
 }
 
-func (c *Client) send(ctx context.Context, method, path string, payload []byte, extra time.Duration) (int, []byte, error) {
+func (c *Client) send(ctx context.Context, method, path string, payload []byte, extra time.Duration, headers http.Header) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+extra)
 	defer cancel()
 	var reader io.Reader
@@ -106,6 +113,9 @@ func (c *Client) send(ctx context.Context, method, path string, payload []byte, 
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, reader)
 	if err != nil {
 		return 0, nil, err
+	}
+	for name, values := range headers {
+		req.Header[name] = values
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "punctual-go")

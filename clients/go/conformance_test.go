@@ -79,6 +79,12 @@ func TestConformance(t *testing.T) {
 func call(client *punctual.Client, name string, a map[string]any) (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	if trace, given := a["traceContext"].(map[string]any); given {
+		var tc punctual.TraceContext
+		tc.Traceparent, _ = trace["traceparent"].(string)
+		tc.Tracestate, _ = trace["tracestate"].(string)
+		ctx = punctual.WithTrace(ctx, tc)
+	}
 	switch name {
 	case "create":
 		task, err := newTask(a["task"])
@@ -168,7 +174,13 @@ func work(client *punctual.Client, a map[string]any) (any, error) {
 		Lease:  millis(a["leaseMs"]),
 		Wait:   millis(a["waitMs"]),
 		Handle: func(_ context.Context, task *punctual.LeasedTask) error {
-			handled = append(handled, map[string]any{"id": task.ID, "attempt": task.Attempt, "idempotencyKey": task.IdempotencyKey})
+			handled = append(handled, map[string]any{
+				"id":             task.ID,
+				"attempt":        task.Attempt,
+				"idempotencyKey": task.IdempotencyKey,
+				"traceparent":    orNull(task.Traceparent),
+				"tracestate":     orNull(task.Tracestate),
+			})
 			if len(handled) >= int(integer(a["tasks"])) {
 				stop()
 			}
@@ -187,6 +199,14 @@ func work(client *punctual.Client, a map[string]any) (any, error) {
 	}
 	err := worker.Run(ctx)
 	return map[string]any{"handled": handled}, err
+}
+
+// orNull answers a text the client gives as "" for none as the API's null.
+func orNull(text string) any {
+	if text == "" {
+		return nil
+	}
+	return text
 }
 
 // newTask reads a create's body (the API's names) into a NewTask; a field it does not know fails,

@@ -137,11 +137,12 @@ func setMillis(body map[string]any, name string, value time.Duration) {
 
 // Create schedules a task. created is false when Key named a task with the same content (a
 // create sent again): that task comes back. A key taken by other content is an *APIError that
-// errors.Is(err, ErrConflict), with the existing task.
+// errors.Is(err, ErrConflict), with the existing task. The caller's trace context goes with it
+// (WithTrace on ctx, else the client's WithTraceContext).
 func (c *Client) Create(ctx context.Context, task NewTask) (*Task, bool, error) {
 	var made Task
 	// With a key, a second send finds the task the first one made: safe to repeat.
-	status, err := c.call(ctx, "POST", "/tasks", task, &made, task.Key != "", 0)
+	status, err := c.callWith(ctx, "POST", "/tasks", task, &made, task.Key != "", 0, c.traceHeaders(ctx))
 	if err != nil {
 		return nil, false, err
 	}
@@ -167,14 +168,14 @@ type BatchResult struct {
 }
 
 // CreateMany schedules up to 1,000 tasks in one request; each is answered as Create would be,
-// and a bad one refuses only itself.
+// and a bad one refuses only itself. The trace context goes with it as with Create.
 func (c *Client) CreateMany(ctx context.Context, tasks []NewTask) (*BatchResult, error) {
 	keyed := len(tasks) > 0
 	for _, task := range tasks {
 		keyed = keyed && task.Key != ""
 	}
 	var result BatchResult
-	if _, err := c.call(ctx, "POST", "/tasks/batch", map[string]any{"tasks": tasks}, &result, keyed, 0); err != nil {
+	if _, err := c.callWith(ctx, "POST", "/tasks/batch", map[string]any{"tasks": tasks}, &result, keyed, 0, c.traceHeaders(ctx)); err != nil {
 		return nil, err
 	}
 	return &result, nil

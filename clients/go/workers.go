@@ -11,7 +11,9 @@ import (
 
 // LeasedTask is a task of a worker type leased to this worker. Attempt is 1 on the first run;
 // IdempotencyKey stays the same across all its attempts; LeaseToken is what Ack, Nack and Extend
-// must name.
+// must name. Traceparent and Tracestate are the W3C trace context of this run, in the trace of
+// the create that made the task ("" when it was created without one): start your span as a
+// child of this, and the work shows up in the shop's trace.
 type LeasedTask struct {
 	ID             int64           `json:"id"`
 	Key            *string         `json:"key"`
@@ -25,6 +27,8 @@ type LeasedTask struct {
 	LeaseToken     string          `json:"leaseToken"`
 	LeaseUntil     time.Time       `json:"leaseUntil"`
 	IdempotencyKey string          `json:"idempotencyKey"`
+	Traceparent    string          `json:"traceparent"`
+	Tracestate     string          `json:"tracestate"`
 }
 
 // DecodePayload decodes the task's payload into v.

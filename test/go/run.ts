@@ -25,8 +25,8 @@ runClientTests({
     if (unformatted !== '') throw new Error(`gofmt would change: ${unformatted.split('\n').join(', ')} (run gofmt -w in clients/go)`);
     execFileSync('go', ['vet', './...'], { cwd: GO_DIR, env: GO_ENV, stdio: 'inherit' });
   },
-  // The worker loop's own tests (worker_test.go) and docs/clients.md's example (docs_example_test.go).
-  workerTypes: ['go_worker_job', 'go_idle_job', 'go_lost_job', 'reset_membership'],
+  // The worker loop's own tests (worker_test.go, trace_test.go) and docs/clients.md's example (docs_example_test.go).
+  workerTypes: ['go_worker_job', 'go_idle_job', 'go_lost_job', 'go_trace_job', 'reset_membership'],
   command: ['go', 'test', '-count=1', '-v', './...'],
   cwd: GO_DIR,
   env: GO_ENV,

@@ -80,4 +80,27 @@ describe('the TypeScript client', () => {
     const anonymous = new PunctualClient({ baseUrl });
     await expect(anonymous.summary()).rejects.toMatchObject({ status: 401, code: 'PUNCTUAL_UNAUTHORIZED' });
   });
+
+  it('leaves an empty trace value out of a create', async () => {
+    const sent: Record<string, string>[] = [];
+    const recording: typeof fetch = (input, init) => {
+      const headers = new Headers(init?.headers);
+      sent.push(
+        Object.fromEntries(['traceparent', 'tracestate'].flatMap((name) => (headers.has(name) ? [[name, headers.get(name)!]] : []))),
+      );
+      return fetch(input, init);
+    };
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const traced = new PunctualClient({
+      baseUrl,
+      token: TOKEN,
+      fetch: recording,
+      traceContext: () => ({ traceparent: '', tracestate: '' }),
+    });
+    await traced.create({ type: 'close_order', payload: { orderSn: 'SN-trace-empty' }, delayMs: 3_600_000 });
+    await traced.createMany([{ type: 'close_order', payload: { orderSn: 'SN-trace-call' }, delayMs: 3_600_000 }], {
+      traceContext: { traceparent, tracestate: '' },
+    });
+    expect(sent).toEqual([{}, { traceparent }]);
+  });
 });

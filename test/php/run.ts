@@ -54,8 +54,8 @@ runClientTests({
     WEBHOOK_HOST_SECRETS: `${HOST_SECRET_HOST}=${HOST_SECRET}`,
     REFILL_INTERVAL_MS: String(REFILL_INTERVAL_MS),
   },
-  // The worker loop's tests (WorkerTest.php).
-  workerTypes: ['php_worker_job', 'php_sigterm_job', 'php_batch_job'],
+  // The worker loop's tests (WorkerTest.php, TraceContextTest.php).
+  workerTypes: ['php_worker_job', 'php_sigterm_job', 'php_batch_job', 'php_trace_job'],
   setUp: async ({ db }) => {
     const proxy = new Proxy();
     let down: ServerProcess | undefined;

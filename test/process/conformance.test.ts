@@ -46,7 +46,13 @@ async function work(client: PunctualClient, args: Record<string, any>): Promise<
   await client.work(
     args.types,
     (task: LeasedTask) => {
-      handled.push({ id: task.id, attempt: task.attempt, idempotencyKey: task.idempotencyKey });
+      handled.push({
+        id: task.id,
+        attempt: task.attempt,
+        idempotencyKey: task.idempotencyKey,
+        traceparent: task.traceparent,
+        tracestate: task.tracestate,
+      });
       if (handled.length >= args.tasks) stop.abort();
       const payload = task.payload as { do?: string; message?: string };
       if (payload.do === 'fail-once' && task.attempt === 1) throw new Error(payload.message);
@@ -59,8 +65,8 @@ async function work(client: PunctualClient, args: Record<string, any>): Promise<
 
 function adapter(client: PunctualClient): Adapter {
   const calls: Record<string, (args: Record<string, any>) => Promise<unknown>> = {
-    create: (a) => client.create(a.task),
-    createMany: (a) => client.createMany(a.tasks),
+    create: (a) => client.create(a.task, { traceContext: a.traceContext }),
+    createMany: (a) => client.createMany(a.tasks, { traceContext: a.traceContext }),
     get: (a) => client.get(a.id),
     getByKey: (a) => client.getByKey(a.key),
     cancelByKey: (a) => client.cancelByKey(a.key),

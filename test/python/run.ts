@@ -26,8 +26,8 @@ runClientTests({
     ['python3-mypy', () => has(MYPY[0], [...MYPY.slice(1), '--version'])],
   ],
   prepare: () => execFileSync(MYPY[0], MYPY.slice(1), { cwd: PYTHON_DIR, stdio: 'inherit' }),
-  // The worker loop's own tests (test_worker.py) and docs/clients.md's example (test_docs_example.py).
-  workerTypes: ['py_worker_job', 'py_idle_job', 'py_sigterm_job', 'reset_membership'],
+  // The worker loop's own tests (test_worker.py, test_trace_context.py) and docs/clients.md's example (test_docs_example.py).
+  workerTypes: ['py_worker_job', 'py_idle_job', 'py_sigterm_job', 'py_trace_job', 'reset_membership'],
   command: ['python3', '-m', 'unittest', 'discover', '--start-directory', 'tests', '--verbose'],
   cwd: PYTHON_DIR,
   env: { PYTHONPATH: 'src', PYTHONDONTWRITEBYTECODE: '1' },

@@ -32,6 +32,8 @@ final class Client
     private ?\CurlHandle $curl = null;
     /** @var null|callable(int $attempt, ConnectionException $error): void */
     private $onRetry;
+    /** @var null|callable(): (array{traceparent?: ?string, tracestate?: ?string}|null) */
+    private $traceContext;
 
     /**
      * @param string $baseUrl where punctual listens, e.g. http://127.0.0.1:3000
@@ -41,6 +43,10 @@ final class Client
      * @param int $retries extra attempts after a connection error, for the calls that allow it
      * @param int $retryDelayMs pause before the first retry; doubles for each next one
      * @param callable|null $onRetry called before each retry with the attempt number that failed and its error (for the shop's log)
+     * @param callable|null $traceContext answers the caller's W3C trace context for each create and
+     *   createMany (`['traceparent' => …, 'tracestate' => …]`, or null), sent as headers so the task's
+     *   runs join the caller's trace; with OpenTelemetry: `function (): array { $headers = [];
+     *   TraceContextPropagator::getInstance()->inject($headers); return $headers; }`
      */
     public function __construct(
         string $baseUrl,
@@ -50,9 +56,11 @@ final class Client
         private readonly int $retries = 2,
         private readonly int $retryDelayMs = 200,
         ?callable $onRetry = null,
+        ?callable $traceContext = null,
     ) {
         $this->baseUrl = rtrim($baseUrl, '/');
         $this->onRetry = $onRetry;
+        $this->traceContext = $traceContext;
     }
 
     /**
@@ -66,7 +74,8 @@ final class Client
      * runAt (`created` false, the task as it now is), and `maxDelayMs` caps how far repeated
      * replaces push it past its first runAt. `priority` (-10 to 10) orders tasks due together,
      * `expireAfterMs` skips a task that could not start that long after its runAt, and `spreadMs`
-     * runs it at runAt + hash(key) mod spreadMs.
+     * runs it at runAt + hash(key) mod spreadMs. `traceContext` (`['traceparent' => …,
+     * 'tracestate' => …]`) is this create's W3C trace context, in place of the client's.
      */
     public function create(
         string $type,
@@ -84,6 +93,7 @@ final class Client
         ?int $expireAfterMs = null,
         ?int $spreadMs = null,
         ?string $group = null,
+        ?array $traceContext = null,
     ): Created {
         $body = self::withoutNulls([
             'type' => $type,
@@ -104,7 +114,7 @@ final class Client
             'group' => $group,
         ]);
         // With a key, a second send finds the task the first one made: safe to repeat.
-        [$status, $task] = $this->call('POST', '/tasks', $body, $key !== null);
+        [$status, $task] = $this->call('POST', '/tasks', $body, $key !== null, headers: $this->traceHeaders($traceContext));
         return new Created(Task::fromArray($task), $status === 201);
     }
 
@@ -113,9 +123,10 @@ final class Client
      * the fields `create` takes (`type`, `payload`, `runAt` or `delayMs`, `timezone`, `key`, `tags`…)
      * and is answered as a single create would be, in order: `results` holds one
      * `{status, id, key[, code, message]}` per item (201, 200, 409 or 400), and `created`,
-     * `repeated` and `refused` count them. A bad item does not refuse the others.
+     * `repeated` and `refused` count them. A bad item does not refuse the others. `traceContext`
+     * is the request's W3C trace context, in place of the client's (as for `create`).
      */
-    public function createMany(array $tasks): array
+    public function createMany(array $tasks, ?array $traceContext = null): array
     {
         $items = array_map(static function (array $task): array {
             if (array_key_exists('runAt', $task)) {
@@ -128,7 +139,7 @@ final class Client
         }, array_values($tasks));
         // A repeat is answered 200 per item when every item has a key; without keys it is not safe.
         $keyed = $items !== [] && count(array_filter($items, static fn (array $t) => isset($t['key']))) === count($items);
-        return $this->call('POST', '/tasks/batch', ['tasks' => $items], $keyed)[1];
+        return $this->call('POST', '/tasks/batch', ['tasks' => $items], $keyed, headers: $this->traceHeaders($traceContext))[1];
     }
 
     /**
@@ -528,17 +539,37 @@ final class Client
     }
 
     /**
+     * A create's trace headers: the call's own context, else the client's provider's; an empty
+     * value is not sent (the server validates the rest, and ignores what is malformed).
+     *
+     * @return list<string>
+     */
+    private function traceHeaders(?array $given): array
+    {
+        $context = $given ?? ($this->traceContext !== null ? ($this->traceContext)() : null);
+        $headers = [];
+        foreach (['traceparent', 'tracestate'] as $name) {
+            $value = is_array($context) ? ($context[$name] ?? null) : null;
+            if (is_string($value) && $value !== '') {
+                $headers[] = "{$name}: {$value}";
+            }
+        }
+        return $headers;
+    }
+
+    /**
      * Sends one request, retrying connection errors as the class header says.
      *
+     * @param list<string> $headers more request headers ("Name: value")
      * @return array{0: int, 1: mixed} the status and the decoded JSON body (the raw text when $json is false)
      */
-    private function call(string $method, string $path, ?array $body = null, ?bool $safe = null, bool $json = true, ?int $timeoutMs = null, ?callable $stop = null): array
+    private function call(string $method, string $path, ?array $body = null, ?bool $safe = null, bool $json = true, ?int $timeoutMs = null, ?callable $stop = null, array $headers = []): array
     {
         $safe ??= $method === 'GET';
         $text = $body === null ? null : json_encode($body, JSON_UNESCAPED_UNICODE | JSON_UNESCAPED_SLASHES | JSON_THROW_ON_ERROR);
         for ($attempt = 1; ; $attempt++) {
             try {
-                [$status, $answer] = $this->send($method, $path, $text, $attempt, $timeoutMs ?? $this->timeoutMs, $stop);
+                [$status, $answer] = $this->send($method, $path, $text, $attempt, $timeoutMs ?? $this->timeoutMs, $stop, $headers);
                 break;
             } catch (ConnectionException $error) {
                 if ($stop !== null && $stop()) {
@@ -568,11 +599,11 @@ final class Client
     }
 
     /** @return array{0: int, 1: string} */
-    private function send(string $method, string $path, ?string $body, int $attempt, int $timeoutMs, ?callable $stop = null): array
+    private function send(string $method, string $path, ?string $body, int $attempt, int $timeoutMs, ?callable $stop = null, array $extra = []): array
     {
         $this->curl ??= curl_init();
         curl_reset($this->curl);
-        $headers = ['Accept: application/json'];
+        $headers = ['Accept: application/json', ...$extra];
         if ($this->token !== null && $this->token !== '') {
             $headers[] = "Authorization: Bearer {$this->token}";
         }

@@ -8,6 +8,10 @@ namespace Punctual;
  * A task of a worker type leased to this worker (POST /workers/lease): its payload, the attempt
  * this lease runs (1 on the first run), the idempotency key that stays the same across all its
  * attempts, and the lease token that ack, nack and extend must name.
+ *
+ * `traceparent` and `tracestate` are the W3C trace context of the task's run, in the trace of
+ * the create that made it (null when it was created without one): start your span as a child of
+ * this, and the work shows up in the shop's trace.
  */
 final class LeasedTask
 {
@@ -24,6 +28,8 @@ final class LeasedTask
         public readonly string $leaseToken,
         public readonly string $leaseUntil,
         public readonly string $idempotencyKey,
+        public readonly ?string $traceparent = null,
+        public readonly ?string $tracestate = null,
     ) {
     }
 
@@ -42,6 +48,13 @@ final class LeasedTask
             (string) $task['leaseToken'],
             (string) $task['leaseUntil'],
             (string) $task['idempotencyKey'],
+            self::text($task['traceparent'] ?? null),
+            self::text($task['tracestate'] ?? null),
         );
+    }
+
+    private static function text(mixed $value): ?string
+    {
+        return is_string($value) && $value !== '' ? $value : null;
     }
 }

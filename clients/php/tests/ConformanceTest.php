@@ -80,8 +80,8 @@ final class ConformanceTest extends ServiceTestCase
     private static function call(Client $client, string $call, array $args): mixed
     {
         return match ($call) {
-            'create' => $client->create(...$args['task']),
-            'createMany' => $client->createMany($args['tasks']),
+            'create' => $client->create(...$args['task'], traceContext: $args['traceContext'] ?? null),
+            'createMany' => $client->createMany($args['tasks'], $args['traceContext'] ?? null),
             'get' => $client->get($args['id']),
             'getByKey' => $client->getByKey($args['key']),
             'cancelByKey' => $client->cancelByKey($args['key']),
@@ -104,7 +104,13 @@ final class ConformanceTest extends ServiceTestCase
     {
         $handled = [];
         $client->work($args['types'], static function (LeasedTask $task) use (&$handled): void {
-            $handled[] = ['id' => $task->id, 'attempt' => $task->attempt, 'idempotencyKey' => $task->idempotencyKey];
+            $handled[] = [
+                'id' => $task->id,
+                'attempt' => $task->attempt,
+                'idempotencyKey' => $task->idempotencyKey,
+                'traceparent' => $task->traceparent,
+                'tracestate' => $task->tracestate,
+            ];
             $do = $task->payload['do'] ?? 'ok';
             if ($do === 'fail-once' && $task->attempt === 1) {
                 throw new \RuntimeException($task->payload['message']);

@@ -70,7 +70,15 @@ def work(punctual_client: Client, args: Dict[str, Any]) -> Dict[str, Any]:
     handled: List[Dict[str, Any]] = []
 
     def handle(task: LeasedTask) -> None:
-        handled.append({"id": task.id, "attempt": task.attempt, "idempotencyKey": task.idempotency_key})
+        handled.append(
+            {
+                "id": task.id,
+                "attempt": task.attempt,
+                "idempotencyKey": task.idempotency_key,
+                "traceparent": task.traceparent,
+                "tracestate": task.tracestate,
+            }
+        )
         if len(handled) >= args["tasks"]:
             worker.stop()
         if task.payload.get("do") == "fail-once" and task.attempt == 1:
@@ -90,8 +98,8 @@ def work(punctual_client: Client, args: Dict[str, Any]) -> Dict[str, Any]:
 
 def calls(c: Client) -> Dict[str, Callable[[Dict[str, Any]], Any]]:
     return {
-        "create": lambda a: c.create(**snake_args(a["task"])),
-        "createMany": lambda a: c.create_many(NewTask(**snake_args(task)) for task in a["tasks"]),
+        "create": lambda a: c.create(**snake_args(a["task"]), trace_context=a.get("traceContext")),
+        "createMany": lambda a: c.create_many((NewTask(**snake_args(task)) for task in a["tasks"]), trace_context=a.get("traceContext")),
         "get": lambda a: c.get(a["id"]),
         "getByKey": lambda a: c.get_by_key(a["key"]),
         "cancelByKey": lambda a: c.cancel_by_key(a["key"]),

@@ -191,8 +191,9 @@ export class PunctualClient {
   #traced(given: TraceContextHeaders | undefined): Record<string, string> {
     const context = given ?? this.#traceContext?.();
     const headers: Record<string, string> = {};
-    if (context?.traceparent !== undefined) headers.traceparent = context.traceparent;
-    if (context?.tracestate !== undefined) headers.tracestate = context.tracestate;
+    // An empty value is left out (a propagator with no active span); the server validates the rest.
+    if (context?.traceparent) headers.traceparent = context.traceparent;
+    if (context?.tracestate) headers.tracestate = context.tracestate;
     return headers;
   }
 

@@ -70,8 +70,10 @@ class Transport:
         timeout: Optional[float] = None,
         abort: Optional[Abort] = None,
         json_answer: bool = True,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> Tuple[int, Any]:
-        """Sends one request; answers (status, decoded JSON) or raises the ApiError of the status."""
+        """Sends one request (with `headers` beside the client's); answers (status, decoded JSON)
+        or raises the ApiError of the status."""
         safe = method == "GET" if safe is None else safe
         data = None if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         attempt = 0
@@ -79,7 +81,7 @@ class Transport:
         while True:
             attempt += 1
             try:
-                status, text = self._send(method, path, data, timeout or self.timeout, abort)
+                status, text = self._send(method, path, data, timeout or self.timeout, abort, headers)
                 break
             except (ConnectionRefusedError, socket.gaierror) as error:
                 failure, sent, timed_out = error, False, False
@@ -95,10 +97,12 @@ class Transport:
             raise api_error(status, decoded if isinstance(decoded, dict) else {"message": f"punctual answered {status}: {text[:200]}"})
         return status, decoded
 
-    def _send(self, method: str, path: str, data: Optional[bytes], timeout: float, abort: Optional[Abort]) -> Tuple[int, str]:
+    def _send(
+        self, method: str, path: str, data: Optional[bytes], timeout: float, abort: Optional[Abort], extra: Optional[Mapping[str, str]]
+    ) -> Tuple[int, str]:
         kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
         connection = kind(self._host, self._port, timeout=timeout)
-        headers = dict(self._headers)
+        headers = {**self._headers, **(extra or {})}
         if data is not None:
             headers["Content-Type"] = "application/json"
         if abort is not None:

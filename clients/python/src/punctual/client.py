@@ -38,6 +38,11 @@ def _key(key: str) -> str:
     return quote(key, safe="")
 
 
+TraceContext = Mapping[str, Optional[str]]
+"""W3C trace context headers: {"traceparent": ..., "tracestate": ...} (what OpenTelemetry's
+propagate.inject writes into a dict)."""
+
+
 class Client:
     def __init__(
         self,
@@ -47,11 +52,24 @@ class Client:
         timeout: float = 10.0,
         retries: int = 2,
         retry_delay: float = 0.2,
+        trace_context: Optional[Callable[[], Optional[TraceContext]]] = None,
     ) -> None:
         """`base_url`: where punctual listens, e.g. http://127.0.0.1:3000; `token`: API_TOKEN or a
         token with a role, when the service has tokens; `timeout`: seconds per attempt; `retries`:
-        extra attempts after a connection error, for the calls that allow it."""
+        extra attempts after a connection error, for the calls that allow it; `trace_context`:
+        answers the caller's W3C trace context for each create and create_many, sent as headers so
+        the task's runs join the caller's trace (with OpenTelemetry: a function that does
+        `carrier = {}; propagate.inject(carrier); return carrier`)."""
         self._http = Transport(base_url, token, timeout, retries, retry_delay)
+        self._trace_context = trace_context
+
+    def _trace_headers(self, given: Optional[TraceContext]) -> dict[str, str]:
+        """A create's trace headers: the call's own context, else the client's trace_context's; an
+        empty value is not sent (the server validates the rest, and ignores what is malformed)."""
+        context = given if given is not None else (self._trace_context() if self._trace_context is not None else None)
+        if not context:
+            return {}
+        return {name: value for name in ("traceparent", "tracestate") if isinstance(value := context.get(name), str) and value}
 
     # ── tasks ──────────────────────────────────────────────────────────────────────────────
 
@@ -74,10 +92,12 @@ class Client:
         expire_after_ms: Optional[int] = None,
         spread_ms: Optional[int] = None,
         group: Optional[str] = None,
+        trace_context: Optional[TraceContext] = None,
     ) -> Created:
         """Schedules a task at `run_at` or `delay_ms` from now (neither: now). `created` is False
         when `key` named a task with the same content (a create sent again); a key taken by other
-        content raises ConflictError, unless `on_key_conflict="replace"`."""
+        content raises ConflictError, unless `on_key_conflict="replace"`. `trace_context` is this
+        create's W3C trace context, in place of the client's."""
         task = NewTask(
             type,
             payload or {},
@@ -97,15 +117,17 @@ class Client:
             group,
         )
         # With a key, a second send finds the task the first one made: safe to repeat.
-        status, body = self._http.call("POST", "/tasks", task.to_json(), safe=key is not None)
+        headers = self._trace_headers(trace_context)
+        status, body = self._http.call("POST", "/tasks", task.to_json(), safe=key is not None, headers=headers)
         return Created(Task.from_json(body), status == 201)
 
-    def create_many(self, tasks: Iterable[NewTask]) -> BatchResult:
+    def create_many(self, tasks: Iterable[NewTask], *, trace_context: Optional[TraceContext] = None) -> BatchResult:
         """Up to 1,000 creates in one request, each answered as a create would be, in order; a bad
-        item refuses only itself."""
+        item refuses only itself. `trace_context` as for create."""
         items = [task.to_json() for task in tasks]
         keyed = bool(items) and all("key" in item for item in items)
-        return BatchResult.from_json(self._http.call("POST", "/tasks/batch", {"tasks": items}, safe=keyed)[1])
+        headers = self._trace_headers(trace_context)
+        return BatchResult.from_json(self._http.call("POST", "/tasks/batch", {"tasks": items}, safe=keyed, headers=headers)[1])
 
     def get(self, id: int) -> Task:
         return Task.from_json(self._http.call("GET", f"/tasks/{int(id)}")[1])

@@ -117,7 +117,9 @@ class Task:
 class LeasedTask:
     """A task of a worker type leased to this worker: `attempt` is 1 on the first run,
     `idempotency_key` stays the same across all its attempts, `lease_token` is what ack, nack and
-    extend must name."""
+    extend must name. `traceparent` and `tracestate` are the W3C trace context of this run, in the
+    trace of the create that made the task (None when it was created without one): start your
+    span as a child of this, and the work shows up in the shop's trace."""
 
     id: int
     key: Optional[str]
@@ -131,6 +133,8 @@ class LeasedTask:
     lease_token: str
     lease_until: datetime
     idempotency_key: str
+    traceparent: Optional[str] = None
+    tracestate: Optional[str] = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LeasedTask:
@@ -147,6 +151,8 @@ class LeasedTask:
             lease_token=str(data["leaseToken"]),
             lease_until=parse_time(data["leaseUntil"]),
             idempotency_key=str(data["idempotencyKey"]),
+            traceparent=data.get("traceparent") or None,
+            tracestate=data.get("tracestate") or None,
         )
 
 
