@@ -156,7 +156,9 @@ export class Outcomes {
       span.end(outcome, error);
       return;
     }
-    const made = this.tracing?.runSpan(runOf(task), startedAt, startedAt - task.runAt - waitedMs(task));
+    // Made after the fact, a span that is not recorded would carry the context to nothing.
+    if (this.tracing?.recording !== true) return;
+    const made = this.tracing.runSpan(runOf(task), startedAt, startedAt - task.runAt - waitedMs(task));
     if (made === undefined) return;
     made.part(`${task.type} transaction`, { 'db.system.name': 'mysql', 'punctual.task.type': task.type }, startedAt, startedAt + durationMs);
     made.end(outcome, error, startedAt + durationMs);

@@ -76,7 +76,6 @@ async function post(
   server: Server,
   limit: { amount: number } | { duration: number },
   body: (i: number) => unknown,
-  headers: { [name: string]: string } = {},
 ): Promise<{ created: number; seconds: number }> {
   let next = 0;
   const result = await autocannon({
@@ -84,7 +83,7 @@ async function post(
     method: 'POST',
     connections: CLIENTS,
     ...limit,
-    headers: { 'content-type': 'application/json', ...headers },
+    headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify(body(next++)) }) }],
   });
   return { created: result['2xx'], seconds: result.duration };
@@ -104,7 +103,7 @@ async function leadMs(db: BenchDb, server: Server, n: number, tasks: string): Pr
   return 3000 + (n / (0.6 * Math.max(1, created / seconds))) * 1000;
 }
 
-export interface Figures {
+interface Figures {
   p50: number;
   p99: number;
   max: number;
@@ -166,43 +165,19 @@ export interface WindowProbe {
   ended?(server: Server): Promise<void>;
 }
 
-/** What else a run differs by: the server's settings, headers on each create, and its tasks table's name. */
-export interface RunVariant {
-  env?: { [name: string]: string };
-  headers?: { [name: string]: string };
-  /** The tasks table (default: `punctual_tasks` for this tree, `tasks` for 42407fa's server). */
-  tasks?: string;
-}
-
-export async function once(
-  db: BenchDb,
-  n: number,
-  main: string | undefined,
-  probe: WindowProbe = {},
-  variant: RunVariant = {},
-): Promise<Figures> {
-  // Another commit's server migrates its own tables at its start; this tree's are migrated here.
+export async function once(db: BenchDb, n: number, main: string | undefined, probe: WindowProbe = {}): Promise<Figures> {
+  // The baseline's server migrates its own tables (named without punctual_); this tree's would not be its.
   await db.reset(GOODS, main === undefined);
-  const tasks = variant.tasks ?? (main === undefined ? 'punctual_tasks' : 'tasks');
+  const tasks = main === undefined ? 'punctual_tasks' : 'tasks';
   await seedShop(db, n);
-  const server = await startServer(db, {
-    main,
-    env: variant.env,
-    nodeArgs: probe.nodeArgs,
-    inspect: probe.inspect ?? probe.started !== undefined,
-  });
+  const server = await startServer(db, { main, nodeArgs: probe.nodeArgs, inspect: probe.inspect ?? probe.started !== undefined });
   try {
     const first = Date.now() + (await leadMs(db, server, n, tasks));
-    const { created } = await post(
-      server,
-      { amount: n },
-      (i) => ({
-        type: 'close_order',
-        payload: { orderSn: `B${i + 1}` },
-        runAt: Math.round(first + (i * WINDOW_MS) / n),
-      }),
-      variant.headers,
-    );
+    const { created } = await post(server, { amount: n }, (i) => ({
+      type: 'close_order',
+      payload: { orderSn: `B${i + 1}` },
+      runAt: Math.round(first + (i * WINDOW_MS) / n),
+    }));
     if (created !== n) throw new Error(`only ${created} of ${n} creates answered 2xx`);
     if (Date.now() >= first) throw new Error(`creating ${n} tasks outlasted the lead time`);
     await sleep(Math.max(0, first - 500 - Date.now()));

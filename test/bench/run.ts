@@ -182,7 +182,7 @@ async function historyCost(db: BenchDb): Promise<void> {
 }
 described.B1d = `precision through the API: 20,000 and 100,000 \`close_order\` created by \`POST /tasks\` (64 clients), due over 10 s; orders of 1–3 goods among 1,000; this tree and ${BASELINE_COMMIT}, interleaved, medians`;
 
-described.BT = `what tracing costs a firing: B1d's 100,000 \`close_order\` at 10,000/s on ${TRACING_BEFORE} (before tracing), this tree with no exporter and no trace context, with a \`traceparent\` on every create, and exporting spans over OTLP/HTTP to a local receiver; the server's CPU per firing over the window, interleaved, medians`;
+described.BT = `what tracing costs a firing: 100,000 \`close_order\` due over 10 s (10,000/s) inserted straight into the table, on ${TRACING_BEFORE} (before tracing), this tree with no exporter and no trace context, with a \`trace_parent\` on every task, and exporting spans over OTLP/HTTP to a local receiver; the server's CPU per firing over the window, interleaved, medians`;
 
 // ── B2 ──────────────────────────────────────────────────────────────────────────────────────
 
