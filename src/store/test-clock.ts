@@ -39,8 +39,11 @@ export class TestClockStore {
   async nextAfter(now: number): Promise<number | undefined> {
     const at = new Date(now);
     const [row] = await this.#sql.arrays<[Date | null, Date | null]>(TEST_CLOCK.nextAfter, [at, at]);
-    const times = (row ?? []).flatMap((time) => (time instanceof Date ? [time.getTime()] : []));
-    return times.length === 0 ? undefined : Math.min(...times);
+    const [runAt, leaseEnd] = row ?? [null, null];
+    // A lease has run out once its end has passed (lease_until < now): the instant after it.
+    const times = [runAt?.getTime(), leaseEnd === null || leaseEnd === undefined ? undefined : leaseEnd.getTime() + 1];
+    const known = times.filter((time): time is number => time !== undefined);
+    return known.length === 0 ? undefined : Math.min(...known);
   }
 
   /** The pending tasks due by `now`, counted by type. */
