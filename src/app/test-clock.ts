@@ -114,7 +114,7 @@ export class TestClock implements TestClockControl {
       settled = await this.#settle(performance.now());
     }
     const held = await this.#held();
-    const running = settled ? [] : await store.running();
+    const running = settled ? [] : await this.#unfinished();
     log.info({ from: new Date(from).toISOString(), to: new Date(to).toISOString(), steps, settled, running }, 'test clock advanced');
     return { now: clock.now(), settled, steps, running, held };
   }
@@ -153,6 +153,16 @@ export class TestClock implements TestClockControl {
       if (!pulled(type) && limits.control(type)?.paused !== true) due += count;
     }
     return Math.max(0, due - limits.waitingCount);
+  }
+
+  /**
+   * The tasks still running: those marked running (an outside handler, a pull worker's lease), and
+   * the due ones nothing holds back, which a database handler runs in a transaction not yet committed.
+   */
+  async #unfinished(): Promise<number[]> {
+    const { store, limits, pulled, clock } = this.#parts;
+    const due = (await store.dueIds(clock.now())).filter(({ type }) => !pulled(type) && limits.control(type)?.paused !== true);
+    return [...new Set([...(await store.running()), ...due.map(({ id }) => id)])].sort((a, b) => a - b);
   }
 
   /** Pending tasks due by now that are held back. */

@@ -52,6 +52,12 @@ export class TestClockStore {
     return new Map(rows.map(([type, count]) => [type, Number(count)]));
   }
 
+  /** The pending tasks due by `now`, with their types (the first 100). */
+  async dueIds(now: number): Promise<{ id: number; type: string }[]> {
+    const rows = await this.#sql.arrays<[number, string]>(TEST_CLOCK.dueIds, [new Date(now)]);
+    return rows.map(([id, type]) => ({ id: Number(id), type }));
+  }
+
   /** The ids of the running tasks (the first 100). */
   async running(): Promise<number[]> {
     return (await this.#sql.arrays<[number]>(TEST_CLOCK.running, [])).map(([id]) => Number(id));

@@ -23,6 +23,16 @@ const failsTwice = defineHandler({
 
 const tick = defineHandler({ type: 'tick', effect: 'database', payload: anyPayload, async run() {} });
 
+/** Takes `ms` of real time (an outside call, a slow query): a move must wait for it. */
+const slow = defineHandler({
+  type: 'slow',
+  effect: 'database',
+  payload: { type: 'object', properties: { ms: { type: 'integer' } }, required: ['ms'] } as const,
+  async run({ payload }) {
+    await new Promise((resolve) => setTimeout(resolve, payload.ms));
+  },
+});
+
 interface World {
   name: string;
   /** A duration of the scenario: short on the real clock, long on the test clock. */
@@ -185,5 +195,54 @@ describe.each(worlds())('on $name', ({ make }) => {
     expect((await task(id)).attempts).toBe(0);
     expect((await world.call('POST', '/types/tick/resume')).status).toBe(200);
     await world.pass(world.ms(0, MINUTE), async () => (await task(id)).status === 'done', 'run once resumed');
+  });
+});
+
+describe('a move of the test clock', () => {
+  let db: TestDatabase;
+  let punctual: Punctual;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('clock_moves');
+    punctual = createPunctual({ DATABASE_URL: db.url, PORT: 0, LOG_LEVEL: 'warn', handlers: [slow], clock: new ManualClock() });
+    await punctual.start();
+  });
+  afterAll(async () => {
+    await punctual?.stop();
+    await db?.drop();
+  });
+
+  const create = async (ms: number, delayMs: number): Promise<number> => {
+    const response = await fetch(`${punctual.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'slow', payload: { ms }, delayMs }),
+    });
+    return ((await response.json()) as { id: number }).id;
+  };
+  const status = async (id: number) => ((await (await fetch(`${punctual.url}/tasks/${id}`)).json()) as { status: string }).status;
+
+  it('answers once what fell due has finished, however long its handler takes', async () => {
+    const id = await create(400, HOUR);
+    const moved = await punctual.advance(HOUR);
+    expect(moved).toMatchObject({ settled: true, running: [] });
+    expect(await status(id)).toBe('done');
+  });
+
+  it('names what still runs when its wait runs out, and the clock is where it was asked to go', async () => {
+    const id = await create(3000, MINUTE);
+    const before = punctual.now();
+    const moved = await punctual.advance(2 * MINUTE, { waitMs: 100 });
+    expect(moved.settled).toBe(false);
+    expect(moved.running).toEqual([id]);
+    expect(moved.now).toBe(before + 2 * MINUTE);
+    await waitFor(async () => (await status(id)) === 'done', 10_000, 'the slow run to end');
+  });
+
+  it('refuses a move back, and moves nothing', async () => {
+    const now = punctual.now();
+    await expect(punctual.setTime(now - 1)).rejects.toThrow(/only moves forward/);
+    await expect(punctual.advance(-5)).rejects.toThrow(/whole number/);
+    expect(punctual.now()).toBe(now);
   });
 });

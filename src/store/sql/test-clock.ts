@@ -18,6 +18,8 @@ export const TEST_CLOCK = {
       (SELECT MIN(lease_until) FROM punctual_tasks WHERE status = 'running' AND ${OPEN} AND lease_until > ?)`,
   /** The pending tasks due by now, by type. */
   dueByType: `SELECT type, COUNT(*) FROM punctual_tasks WHERE status = 'pending' AND ${OPEN} AND run_at <= ? GROUP BY type`,
+  /** The pending tasks due by now (a database handler's run is pending to others until it commits), first 100. */
+  dueIds: `SELECT id, type FROM punctual_tasks WHERE status = 'pending' AND ${OPEN} AND run_at <= ? ORDER BY run_at, id LIMIT 100`,
   /** The running tasks (a handler or a pull worker has them), first 100. */
   running: `SELECT id FROM punctual_tasks WHERE status = 'running' AND ${OPEN} ORDER BY id LIMIT 100`,
 } as const;
