@@ -4,10 +4,13 @@
  * the clock), and the same assertions hold both ways: a retry with backoff, a cron in
  * Asia/Shanghai, a pull worker's lease that runs out, a paused type.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPunctual, defineHandler, ManualClock, type Punctual } from 'punctual';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/server.js';
+
+// On the real clock the cron scenario waits for the next whole minute: up to 60 s.
+vi.setConfig({ testTimeout: 120_000 });
 
 const anyPayload = { type: 'object', additionalProperties: true } as const;
 
