@@ -207,7 +207,7 @@ describe('a move of the test clock', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('clock_moves');
-    punctual = createPunctual({ DATABASE_URL: db.url, PORT: 0, LOG_LEVEL: 'warn', handlers: [slow], clock: new ManualClock() });
+    punctual = createPunctual({ DATABASE_URL: db.url, PORT: 0, LOG_LEVEL: 'warn', handlers: [slow, tick], clock: new ManualClock() });
     await punctual.start();
   });
   afterAll(async () => {
@@ -240,6 +240,29 @@ describe('a move of the test clock', () => {
     expect(moved.running).toEqual([id]);
     expect(moved.now).toBe(before + 2 * MINUTE);
     await waitFor(async () => (await status(id)) === 'done', 10_000, 'the slow run to end');
+  });
+
+  it('runs a daily 10:00 Asia/Shanghai series once a day across three days, in one move', async () => {
+    const response = await fetch(`${punctual.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'tick', payload: {}, cron: '0 10 * * *', timezone: 'Asia/Shanghai', key: 'daily-10' }),
+    });
+    const first = (await response.json()) as { id: number };
+    const moved = await punctual.advance(3 * DAY);
+    expect(moved.settled).toBe(true);
+    const [pending, done] = await Promise.all(
+      ['pending', 'done'].map(async (status) => {
+        const page = await fetch(`${punctual.url}/tasks?status=${status}&type=tick&series=${first.id}&limit=10`);
+        return ((await page.json()) as { tasks: { runAt: string; runAtLocal: string; finishedAt: string | null }[] }).tasks;
+      }),
+    );
+    expect(done).toHaveLength(3);
+    expect(pending).toHaveLength(1);
+    for (const task of [...done, ...pending]) expect(task.runAtLocal).toMatch(/T10:00:00\.000\+08:00$/);
+    for (const task of done) expect(Date.parse(task.finishedAt!)).toBeGreaterThanOrEqual(Date.parse(task.runAt));
+    const times = [...done, ...pending].map((task) => Date.parse(task.runAt)).sort((a, b) => a - b);
+    expect(times.slice(1).map((time, i) => time - times[i]!)).toEqual([DAY, DAY, DAY]);
   });
 
   it('refuses a move back, and moves nothing', async () => {
