@@ -251,12 +251,12 @@ describe('a move of the test clock', () => {
     const first = (await response.json()) as { id: number };
     const moved = await punctual.advance(3 * DAY);
     expect(moved.settled).toBe(true);
-    const [pending, done] = await Promise.all(
-      ['pending', 'done'].map(async (status) => {
-        const page = await fetch(`${punctual.url}/tasks?status=${status}&type=tick&series=${first.id}&limit=10`);
-        return ((await page.json()) as { tasks: { runAt: string; runAtLocal: string; finishedAt: string | null }[] }).tasks;
-      }),
-    );
+    type Listed = { runAt: string; runAtLocal: string; finishedAt: string | null };
+    const list = async (status: string): Promise<Listed[]> => {
+      const page = await fetch(`${punctual.url}/tasks?status=${status}&type=tick&series=${first.id}&limit=10`);
+      return ((await page.json()) as { tasks: Listed[] }).tasks;
+    };
+    const [pending, done] = [await list('pending'), await list('done')];
     expect(done).toHaveLength(3);
     expect(pending).toHaveLength(1);
     for (const task of [...done, ...pending]) expect(task.runAtLocal).toMatch(/T10:00:00\.000\+08:00$/);
