@@ -11,7 +11,7 @@ type TestClock struct {
 	TestClock bool   `json:"testClock"`
 	Now       string `json:"now"`
 	NowMs     int64  `json:"nowMs"`
-	// After a move: every task due by now has finished (or is held: paused, a worker type, a limit).
+	// After a move: every task due by now has finished (or is held: a paused type, a worker type).
 	Settled *bool `json:"settled,omitempty"`
 	// After a move: the due instants the clock stopped at on its way.
 	Steps int `json:"steps,omitempty"`

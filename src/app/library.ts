@@ -39,7 +39,7 @@ export type PunctualOptions = { [Name in VariableName]?: string | number | boole
 export interface Advanced {
   /** The clock's time now, epoch ms. */
   now: number;
-  /** Every task due by now finished (or is held: a paused type, a worker type, a limit). */
+  /** Every task due by now finished (or is held: a paused type, a worker type). */
   settled: boolean;
   /** The due instants the clock stopped at on its way. */
   steps: number;

@@ -9,8 +9,9 @@
  * and waits until it has settled; then on to the next instant, until the target. A retry whose
  * backoff lands inside the window, a cron's next occurrence, a lease that ends: each is an instant
  * the next read finds. "Settled": no timer due, nothing queued or running in the dispatcher, and
- * every pending task due by now is held (its type paused, a worker type not pulled yet, waiting
- * for room under a limit). What is still running after `waitMs` is named in the answer.
+ * every pending task due by now is held on purpose (its type paused, a worker type not pulled
+ * yet). A task waiting for room under a limit is not held: its room frees as the runs before it
+ * end, so the move waits for it too. What is still unfinished after `waitMs` is named in the answer.
  *
  * Never in production by accident: a start with the test clock marks its database (punctual_meta)
  * and refuses one that holds tasks without the mark; a start without it takes the mark away.
@@ -145,14 +146,17 @@ export class TestClock implements TestClockControl {
     }
   }
 
-  /** Pending tasks due by `now` that nothing holds back (not paused, not pulled, not waiting under a limit). */
+  /**
+   * Pending tasks due by `now` that nothing holds back on purpose (not paused, not a worker type's).
+   * Those waiting for room under a limit count: their room frees as the runs before them end.
+   */
   async #runnableDue(now: number): Promise<number> {
     const { store, limits, pulled } = this.#parts;
     let due = 0;
     for (const [type, count] of await store.dueByType(now)) {
       if (!pulled(type) && limits.control(type)?.paused !== true) due += count;
     }
-    return Math.max(0, due - limits.waitingCount);
+    return due;
   }
 
   /**

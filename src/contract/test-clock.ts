@@ -46,7 +46,7 @@ export const TestClockJson = Type.Object(
     nowMs: Type.Integer({ description: "the test clock's time in epoch milliseconds" }),
     settled: Type.Optional(
       Type.Boolean({
-        description: 'after an advance: true when every task due by now has finished (or is held: paused, a worker type, limits)',
+        description: 'after an advance: true when every task due by now has finished (or is held: a paused type, a worker type)',
       }),
     ),
     steps: Type.Optional(Type.Integer({ description: 'after an advance: the due instants the clock stopped at on its way' })),
@@ -54,7 +54,7 @@ export const TestClockJson = Type.Object(
       Type.Array(Type.Integer(), { description: "after an advance: the tasks still running (a slow handler, a pull worker's lease)" }),
     ),
     held: Type.Optional(
-      Type.Integer({ description: 'after an advance: tasks due but held back (a paused type, a worker type not pulled yet, a limit)' }),
+      Type.Integer({ description: 'after an advance: tasks due but held back on purpose (a paused type, a worker type not pulled yet)' }),
     ),
   },
   { additionalProperties: false },

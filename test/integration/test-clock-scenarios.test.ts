@@ -265,6 +265,19 @@ describe('a move of the test clock', () => {
     expect(times.slice(1).map((time, i) => time - times[i]!)).toEqual([DAY, DAY, DAY]);
   });
 
+  it('a type limited to one run at a time: the move answers once every due task of it has run, one after another', async () => {
+    const limited = await fetch(`${punctual.url}/types/slow/limits`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ maxConcurrency: 1 }),
+    });
+    expect(limited.status).toBe(200);
+    const ids = [await create(150, 10 * MINUTE), await create(150, 10 * MINUTE), await create(150, 10 * MINUTE)];
+    const moved = await punctual.advance(10 * MINUTE);
+    expect(moved).toMatchObject({ settled: true, running: [], held: 0 });
+    for (const id of ids) expect(await status(id)).toBe('done');
+  });
+
   it('refuses a move back, and moves nothing', async () => {
     const now = punctual.now();
     await expect(punctual.setTime(now - 1)).rejects.toThrow(/only moves forward/);
