@@ -283,13 +283,6 @@ export class TypeAdmission {
     return this.#refused.size;
   }
 
-  /** How many tasks wait here for room under their type's limits. */
-  get waitingCount(): number {
-    let count = 0;
-    for (const type of this.#room.types()) count += this.#room.sizeOf(type);
-    return count;
-  }
-
   /** The clock moved (the test clock): each type's waiting tasks are looked at now, not at the next sweep. */
   wakeAll(): void {
     for (const type of [...this.#room.types()]) this.#wake(type);
