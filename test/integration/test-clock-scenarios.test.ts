@@ -207,7 +207,14 @@ describe('a move of the test clock', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('clock_moves');
-    punctual = createPunctual({ DATABASE_URL: db.url, PORT: 0, LOG_LEVEL: 'warn', handlers: [slow, tick], clock: new ManualClock() });
+    punctual = createPunctual({
+      DATABASE_URL: db.url,
+      PORT: 0,
+      LOG_LEVEL: 'warn',
+      WORKER_TYPES: 'restock',
+      handlers: [slow, tick],
+      clock: new ManualClock(),
+    });
     await punctual.start();
   });
   afterAll(async () => {
@@ -276,6 +283,26 @@ describe('a move of the test clock', () => {
     const moved = await punctual.advance(10 * MINUTE);
     expect(moved).toMatchObject({ settled: true, running: [], held: 0 });
     for (const id of ids) expect(await status(id)).toBe('done');
+  });
+
+  it("wakes a pull worker's waiting lease request when the move makes its task due", async () => {
+    const lease = fetch(`${punctual.url}/workers/lease`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ types: ['restock'], leaseMs: MINUTE, waitMs: 20_000 }),
+    }).then(async (response) => ({ at: performance.now(), tasks: ((await response.json()) as { tasks: { id: number }[] }).tasks }));
+    const created = await fetch(`${punctual.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'restock', payload: { sku: 'B2' }, delayMs: HOUR }),
+    });
+    const { id } = (await created.json()) as { id: number };
+    const moved = performance.now();
+    await punctual.advance(HOUR);
+    const answer = await lease;
+    expect(answer.tasks.map((task) => task.id)).toEqual([id]);
+    // Woken by the move (tens of ms), not by the hub's next look a second later, nor at the end of its wait.
+    expect(answer.at - moved).toBeLessThan(500);
   });
 
   it('refuses a move back, and moves nothing', async () => {
