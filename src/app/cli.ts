@@ -80,9 +80,12 @@ export function program(): Command {
   const command = (name: string, description: string) =>
     root.command(name).description(description).version(VERSION, '-V, --version').exitOverride().showHelpAfterError();
 
-  command('start', 'start the service (the configuration is the environment: docs/configuration.md)').action(async () => {
-    await import('./main.js');
-  });
+  command('start', 'start the service (the configuration is the environment: docs/configuration.md)')
+    .option('--test-clock', "for a shop's tests only: time moves only through POST /test/clock (as TEST_CLOCK=on)")
+    .action(async (options: { testClock?: boolean }) => {
+      if (options.testClock) process.env.TEST_CLOCK = 'on';
+      await import('./main.js');
+    });
 
   command('migrate', 'apply the migrations the database lacks (the service also does at start)')
     .option('--dry-run', 'print the statements that would run, and change nothing')

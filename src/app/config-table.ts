@@ -453,6 +453,13 @@ export const VARIABLES = {
     'on SIGTERM, how long running handlers may take to finish',
   ),
   LOG_LEVEL: setting('service', 'logLevel', oneOf(LOG_LEVELS), 'info', 'how much the JSON log says'),
+  TEST_CLOCK: setting(
+    'service',
+    'testClock',
+    onOff,
+    false,
+    "`on`: for a shop's tests only (also `punctual start --test-clock`): time moves only through `POST /test/clock`, which runs what falls due; refused on a database holding tasks made without it (docs/testing-your-shop.md)",
+  ),
 } as const satisfies Record<string, Variable>;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -518,6 +525,13 @@ export const RULES: readonly Rule[] = [
     check: ({ workers, http }) =>
       workers.types.length > 0 && workers.maxWaiting > Math.floor(http.maxConnections / 2)
         ? `WORKER_MAX_WAITING (${workers.maxWaiting}) may be at most half of MAX_CONNECTIONS (${http.maxConnections}): waiting lease requests must never take the connections creates need; lower it or raise MAX_CONNECTIONS`
+        : undefined,
+  },
+  {
+    says: '`TEST_CLOCK=on` runs one process: `SHARDING` stays `off`',
+    check: ({ service, cluster }) =>
+      service.testClock && cluster.sharding
+        ? 'TEST_CLOCK=on moves the time of one process: it cannot share a database with others (set SHARDING=off)'
         : undefined,
   },
   {

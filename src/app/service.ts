@@ -72,6 +72,9 @@ import { UpcomingLoad } from '../store/upcoming-load.js';
 import { LeaseKeeper, ShardMetrics } from '../cluster/lease-keeper.js';
 import { readCluster } from '../cluster/view.js';
 import { waitForDatabase } from './start-errors.js';
+import { ManualClock } from '../time/clock-manual.js';
+import { TestClockStore } from '../store/test-clock.js';
+import { TestClock } from './test-clock.js';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -130,6 +133,9 @@ export class Service {
   readonly owner = `${hostname().slice(0, 40)}:${process.pid}:${randomBytes(4).toString('hex')}`;
   /** Traces (OpenTelemetry): spans exported when the standard OTEL_* variables name an endpoint. */
   readonly tracing: Tracing;
+  /** TEST_CLOCK=on: the clock a shop's tests move (app/test-clock.ts); undefined on the real clock. */
+  readonly testClock: TestClock | undefined;
+  readonly #testClockStore: TestClockStore;
   #stopping: Promise<void> | undefined;
   #starting: Promise<string> | undefined;
   /** Aborted by stop(): a boot that migrates ends between two statements. */
@@ -147,7 +153,8 @@ export class Service {
     readonly config: Config,
     private readonly options: ServiceOptions = {},
   ) {
-    const clock = options.clock ?? systemClock;
+    const manual = config.service.testClock ? (options.clock instanceof ManualClock ? options.clock : new ManualClock()) : undefined;
+    const clock = manual ?? options.clock ?? systemClock;
     this.log = options.logger ?? createLogger(config.service.logLevel);
     this.tracing = Tracing.fromEnv(process.env, { process: this.owner, version: VERSION, log: this.log });
     const metricRegistry = this.metrics.registry;
@@ -177,7 +184,13 @@ export class Service {
     this.runMetrics = new DispatchMetrics(metricRegistry, this.recent);
     // Registered with SHARDING off too: its gauges then say 0.
     const shardMetrics = new ShardMetrics(metricRegistry);
-    this.dbClock = new DbClock({ database: this.database, clock, log: this.log, registry: metricRegistry });
+    // On the test clock the database's offset is measured against the real clock: the moved one is no host's.
+    this.dbClock = new DbClock({
+      database: this.database,
+      clock: manual === undefined ? clock : systemClock,
+      log: this.log,
+      registry: metricRegistry,
+    });
     const queue = new DueQueue();
     const lockAheadMs = lockAhead(config.dispatcher.lockAheadMs, () => this.dbClock.reading);
     this.timers = new Timers(clock, (id, priority) => queue.push(id, priority), metricRegistry, lockAheadMs);
@@ -283,6 +296,22 @@ export class Service {
       pulled: (tasks) => this.pullHub.due(tasks),
       tracing: this.tracing,
     });
+    this.#testClockStore = new TestClockStore(this.database);
+    this.testClock =
+      manual === undefined
+        ? undefined
+        : new TestClock({
+            clock: manual,
+            store: this.#testClockStore,
+            timers: this.timers,
+            queue,
+            scheduler: this.scheduler,
+            dispatcher: this.dispatcher,
+            pullHub: this.pullHub,
+            limits: this.limits,
+            pulled: (type) => this.registry.get(type)?.effect === 'worker',
+            log: this.log,
+          });
     this.#controlsWatch = new ControlsWatch(this.typeControls, this.log);
     this.retention = new Retention({
       store: this.store,
@@ -321,6 +350,7 @@ export class Service {
         shards: this.keeper === undefined ? undefined : () => this.keeper!.shardsOwned,
         shardsWaiting: this.keeper === undefined ? undefined : () => this.keeper!.waitingForShards,
         dbClock: () => this.dbClock.reading,
+        testClock: manual === undefined ? undefined : () => manual.now(),
         targets: this.targets.size === 0 ? undefined : () => this.targets.health(),
         authRequired:
           config.http.apiToken !== undefined ||
@@ -337,6 +367,7 @@ export class Service {
         stallMs: config.http.eventsStallMs,
       },
       charts: { clock, upcoming, recent: this.recent },
+      testClock: { control: this.testClock, timezone: config.tasks.timezone },
       types: { controls: this.typeControls, registry: this.registry },
       cluster: { read: () => readCluster(this.database, this.owner, config.cluster.sharding, config.cluster.leaseMs) },
       workers: {
@@ -410,11 +441,14 @@ export class Service {
     }
     useIndexHints(!migrated.tasksThroughView);
     if (this.stopping) return;
+    if (this.testClock !== undefined) await TestClock.claim(this.#testClockStore, name);
+    else await TestClock.release(this.#testClockStore, this.log);
     // The batches' connections, opened while the boot goes on: the first firings pay no handshake.
     void this.database.warm(this.config.dispatcher.concurrency + 1);
     await this.#addProcedures();
     await this.typeControls.load(); // before any timer fires: a paused type stays paused through a restart
-    this.stepWatch.start(); // from the boot load on: a step re-arms what is armed so far
+    // From the boot load on: a step re-arms what is armed so far. The test clock moves by steps of its own.
+    if (this.testClock === undefined) this.stepWatch.start();
     await this.dbClock.measure(); // before the boot load: LOCK_AHEAD_MS=auto arms by the round trip it measures
     await this.scheduler.boot();
     if (this.stopping) return;
@@ -437,6 +471,11 @@ export class Service {
 
   async #start(): Promise<string> {
     this.log.debug('booting');
+    if (this.testClock !== undefined)
+      this.log.warn(
+        { testClock: true },
+        "TEST_CLOCK is on: time moves only through POST /test/clock. For a shop's tests only, never in production",
+      );
     await this.#extend(); // before listening: a module that does not load stops the start here
     const address = await this.app.listen({
       host: this.config.http.host,

@@ -12,6 +12,7 @@ import type { Config } from './config.js';
 import { MigrationNotPermitted, TableCollision } from '../db/migrate.js';
 import { HandlerModuleError } from '../handlers/modules.js';
 import { ProcedureError } from '../handlers/procedure.js';
+import { TestClockRefused } from './test-clock.js';
 
 /** No database answered within DB_WAIT_MS. */
 export class DatabaseNotUp extends Error {
@@ -66,6 +67,7 @@ export function describeStartError(error: unknown, config: Config): string {
   if (error instanceof HandlerModuleError)
     return config.handlers.modules.includes(error.source) ? `HANDLERS: ${error.message}` : error.message;
   if (error instanceof ProcedureError) return redactCredentials(error.message);
+  if (error instanceof TestClockRefused) return redactCredentials(error.message);
   const listen = find((link) => ['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes(link.code ?? '') && link.address !== undefined);
   if (listen?.code === 'EADDRINUSE') return `PORT ${port} on ${host} is already in use by another process: choose another PORT`;
   if (listen?.code === 'EACCES') return `PORT ${port} on ${host}: permission denied (a port below 1024 needs privileges)`;

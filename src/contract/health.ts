@@ -31,6 +31,11 @@ export const Readiness = Type.Object({
       description: 'each delivery target (TARGETS) by name: reported, never failing readiness',
     }),
   ),
+  testClock: Type.Optional(
+    Type.String({
+      description: 'set when the service runs on the test clock (TEST_CLOCK=on): its time, which moves only through POST /test/clock',
+    }),
+  ),
   warning: Type.Optional(
     Type.String({
       description: 'set when the database clock is more than 100 ms off: still ready, but direct inserts with NOW(3) fire off by that much',

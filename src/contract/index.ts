@@ -18,3 +18,4 @@ export * from './handler-module.js';
 export * from './workers.js';
 export * from './runs.js';
 export * from './audit.js';
+export * from './test-clock.js';

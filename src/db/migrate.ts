@@ -27,7 +27,7 @@ import type { DatabaseAccess } from './tls.js';
 import { isNoSuchTable, isLockConflict, isRanElsewhere, rootMessage } from './errors.js';
 import { retrying } from './retry.js';
 import { DB } from './sql.js';
-import { auditLog, limitSlots, members, shardLeases, taskRuns, tasks, taskTags, typeControls } from './schema.js';
+import { auditLog, limitSlots, members, meta, shardLeases, taskRuns, tasks, taskTags, typeControls } from './schema.js';
 import { MIGRATIONS_TABLE, migrationJournal, newestMigration, readMigrations, type Migration } from './migration-files.js';
 import { pendingSql, tableFacts } from './migration-guard.js';
 import { MigrationTurn, TurnWaitStopped } from './migration-turn.js';
@@ -55,7 +55,7 @@ export async function lastRecordedMigration(conn: mysql.Connection, database: st
  * punctual_migration_turn), all under the `punctual_` prefix so that they never meet a shop's
  * `tasks`, `members` or `audit_log` in the shop's database.
  */
-export const OWN_TABLES = [tasks, taskTags, typeControls, members, shardLeases, taskRuns, auditLog, limitSlots].map((table) =>
+export const OWN_TABLES = [tasks, taskTags, typeControls, members, shardLeases, taskRuns, auditLog, limitSlots, meta].map((table) =>
   getTableName(table),
 );
 

@@ -290,3 +290,14 @@ export const limitSlots = mysqlTable(
   },
   (table) => [primaryKey({ columns: [table.type, table.groupDigest, table.kind, table.slot] })],
 );
+
+/**
+ * Facts about this database as a whole, one row a name. `test_clock`: every task here was made
+ * under TEST_CLOCK=on (app/test-mode.ts); a start with the test clock refuses a database without
+ * it that holds tasks, and a start without the test clock takes it away.
+ */
+export const meta = mysqlTable('punctual_meta', {
+  name: exactVarchar('name', { length: 64 }).primaryKey(),
+  value: varchar('value', { length: 255 }).notNull(),
+  updatedAt: datetime('updated_at', { mode: 'date', fsp: 3 }).notNull().default(utcNow),
+});

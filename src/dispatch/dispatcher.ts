@@ -168,6 +168,11 @@ export class Dispatcher {
     });
   }
 
+  /** Nothing runs and nothing waits to be pumped: what was due has settled (the test clock waits for it). */
+  get idle(): boolean {
+    return this.running === 0 && this.#inFlight.size === 0 && this.#released.length === 0 && !this.#pumpScheduled;
+  }
+
   /** Batches and outside calls running now. */
   get running(): number {
     return this.#batches + this.#parked + this.#outsideSlots.busy;

@@ -283,6 +283,11 @@ export class TypeAdmission {
     return this.#refused.size;
   }
 
+  /** The clock moved (the test clock): each type's waiting tasks are looked at now, not at the next sweep. */
+  wakeAll(): void {
+    for (const type of [...this.#room.types()]) this.#wake(type);
+  }
+
   /** Whether `id` waited here (once asked, forgotten: also for ids done with otherwise). */
   waited(id: number): boolean {
     return this.#room.hasWaited(id);

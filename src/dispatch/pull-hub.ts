@@ -168,6 +168,23 @@ export class PullHub {
     }
   }
 
+  /**
+   * The clock moved (the test clock): the wake-up timer is set again against the new time (waking
+   * now what fell due), and the waiting requests' types are looked up again at once.
+   */
+  clockMoved(): void {
+    if (this.#stopped) return;
+    if (this.#dueAt !== Number.POSITIVE_INFINITY) {
+      const at = this.#dueAt;
+      const types = [...this.#dueTypes];
+      clearTimeout(this.#dueTimer);
+      this.#dueAt = Number.POSITIVE_INFINITY;
+      this.#dueTypes.clear();
+      this.#wakeAt(at, types);
+    }
+    if (this.#waitingCount > 0) this.#schedulePeek(0);
+  }
+
   /** Lease requests waiting for a task (past their first look). */
   get waiting(): number {
     return this.#waitingCount;

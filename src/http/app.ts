@@ -25,12 +25,16 @@ import { workerRoutes, type WorkerRoutesOptions } from './routes/workers.js';
 import { runRoutes, type RunRoutesOptions } from './routes/runs.js';
 import { auditRoutes, type AuditRoutesOptions } from './routes/audit.js';
 import { eventRoutes, type EventRoutesOptions } from './routes/events.js';
+import { testClockRoutes, type TestClockRoutesOptions } from './routes/test-clock.js';
 import { installAudit } from './audit.js';
 import { randomUUID } from 'node:crypto';
 import type { Metrics } from '../observability/metrics.js';
 
 /** Requests are small: a task names its work, it does not carry it. */
 export const BODY_LIMIT_BYTES = 128 * 1024;
+
+/** Sent on every answer while the test clock is on (TEST_CLOCK=on). */
+export const TEST_CLOCK_HEADER = 'punctual-test-clock';
 
 export interface AppOptions {
   logger: Logger;
@@ -48,6 +52,8 @@ export interface AppOptions {
   runs: RunRoutesOptions;
   audit: AuditRoutesOptions;
   events: EventRoutesOptions;
+  /** The test clock's routes; `control` undefined (the mode off) answers them 404. */
+  testClock: TestClockRoutesOptions;
   security: SecurityOptions;
 }
 
@@ -71,6 +77,12 @@ export function buildApp(options: AppOptions): FastifyInstance {
   installJsonBody(app);
   installHeaders(app);
   installRequestGuard(app, options.security);
+  if (options.testClock.control !== undefined) {
+    // Loud on every answer: a service on the test clock must never pass for a production one.
+    app.addHook('onSend', async (_request, reply) => {
+      reply.header(TEST_CLOCK_HEADER, 'on');
+    });
+  }
   installAuth(app, {
     tokens: new TokenRoles(options.apiToken, options.roleTokens),
     failuresPerMinute: options.security.authFailuresPerMinute,
@@ -100,5 +112,6 @@ export function buildApp(options: AppOptions): FastifyInstance {
   void app.register(runRoutes, options.runs);
   void app.register(auditRoutes, options.audit);
   void app.register(eventRoutes, options.events);
+  void app.register(testClockRoutes, options.testClock);
   return app;
 }

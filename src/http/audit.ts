@@ -72,8 +72,9 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
 };
 
 /**
- * The routes that change nothing a trail needs: the creates, and the pull workers' lease and
- * settles (a worker's hot path; the task's row keeps each outcome).
+ * The routes that change nothing a trail needs: the creates, the pull workers' lease and settles
+ * (a worker's hot path; the task's row keeps each outcome), and the test clock's moves (a test's,
+ * on a database of its own, never production's).
  */
 export const NOT_AUDITED = new Set([
   'POST /tasks',
@@ -83,6 +84,7 @@ export const NOT_AUDITED = new Set([
   'POST /workers/ack',
   'POST /tasks/:id/nack',
   'POST /tasks/:id/extend',
+  'POST /test/clock',
 ]);
 
 /** What came of a change, from its answer: the task's state after, or a bulk change's counts. */

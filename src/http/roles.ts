@@ -54,6 +54,8 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'POST /workers/ack': 'worker',
   'POST /tasks/:id/nack': 'worker',
   'POST /tasks/:id/extend': 'worker',
+  'GET /test/clock': 'read',
+  'POST /test/clock': 'write',
 };
 
 /** The role a route needs; undefined when it is not in the table. */

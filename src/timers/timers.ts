@@ -100,6 +100,14 @@ export class Timers {
     return this.#armed.size + this.#dueNow.size;
   }
 
+  /** How many armed tasks are due (handed over once their timer or the due-now turn runs). */
+  dueCount(): number {
+    const by = this.clock.now() + this.lead();
+    let due = this.#dueNow.size;
+    for (const timer of this.#armed.values()) if (timer.runAt <= by) due++;
+    return due;
+  }
+
   /**
    * Hook for time/step-watch.ts: the wall clock stepped, so every timer is set again from its runAt
    * against the new time. Those now due are handed over at once, in runAt order (then id);

@@ -20,7 +20,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { killLeftoverServers } from '../helpers/server.js';
-import { type ClientService, type ClientServiceOptions, startClientService } from './service.js';
+import { type ClientService, type ClientServiceOptions, startClientService, startTestClockService } from './service.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -85,8 +85,10 @@ async function main(run: ClientTestRun): Promise<number> {
 
   let service: ClientService | undefined;
   let extra: ExtraServices | undefined;
+  let clock: ExtraServices | undefined;
   const cleanUp = async () => {
     await extra?.stop?.();
+    await clock?.stop?.();
     await service?.stop();
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -97,11 +99,12 @@ async function main(run: ClientTestRun): Promise<number> {
   try {
     service = await startClientService(run.name, run);
     extra = await run.setUp?.(service);
+    clock = await startTestClockService(run.name);
     const [command, ...args] = run.command;
     const child = spawn(command, [...args, ...process.argv.slice(2)], {
       cwd: run.cwd,
       stdio: 'inherit',
-      env: { ...process.env, ...run.env, ...service.clientEnv, ...extra?.env },
+      env: { ...process.env, ...run.env, ...service.clientEnv, ...extra?.env, ...clock.env },
     });
     const timeoutMs = run.timeoutMs ?? 600_000;
     const timer = setTimeout(() => {

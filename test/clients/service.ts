@@ -95,3 +95,38 @@ export async function startClientService(label: string, options: ClientServiceOp
     stop,
   };
 }
+
+/**
+ * A second punctual on the test clock (`start --test-clock`), on a shop database of its own, for
+ * the clients' clock tests and the shop flows of docs/testing-your-shop.md: its variables are
+ * PUNCTUAL_TEST_CLOCK_URL (same token) and PUNCTUAL_TEST_CLOCK_DSN (PDO) / _DB (the name).
+ */
+export async function startTestClockService(label: string): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+  let db: TestDatabase | undefined;
+  let server: ServerProcess | undefined;
+  const stop = async () => {
+    await server?.stop();
+    await db?.drop();
+  };
+  try {
+    db = await createTestDatabase(`${label}_clock`);
+    await createShop(db);
+    server = await startServer({
+      main: fileURLToPath(new URL('../../bin/punctual.mjs', import.meta.url)),
+      args: ['start', '--test-clock'],
+      env: { DATABASE_URL: db.url, API_TOKEN: TOKEN, TIMEZONE: 'Asia/Shanghai', WORKER_TYPES: 'flash_sale' },
+      timeoutMs: START_TIMEOUT_MS,
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    env: {
+      PUNCTUAL_TEST_CLOCK_URL: server.baseUrl,
+      PUNCTUAL_TEST_CLOCK_DB: db.name,
+      PUNCTUAL_TEST_CLOCK_DSN: `mysql:host=127.0.0.1;port=3306;dbname=${db.name};charset=utf8mb4`,
+    },
+    stop,
+  };
+}

@@ -35,6 +35,8 @@ export interface StartOptions {
   main?: string;
   /** Told of each log line as it comes, before the server is ready too. */
   onLog?: (line: LogLine) => void;
+  /** Arguments after the entry point (`start --test-clock` for bin/punctual.mjs). */
+  args?: string[];
 }
 
 const running = new Set<ChildProcess>();
@@ -59,8 +61,8 @@ export interface LaunchedServer {
 }
 
 /** Spawns the server without waiting for it: for a test that kills it while it boots. */
-export function launchServer({ env, main = MAIN, onLog }: Omit<StartOptions, 'timeoutMs'>): LaunchedServer {
-  const child = spawn(process.execPath, [main], {
+export function launchServer({ env, main = MAIN, onLog, args = [] }: Omit<StartOptions, 'timeoutMs'>): LaunchedServer {
+  const child = spawn(process.execPath, [main, ...args], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -89,8 +91,8 @@ export function launchServer({ env, main = MAIN, onLog }: Omit<StartOptions, 'ti
   return { child, logs, stderr, exited, ready };
 }
 
-export async function startServer({ env, timeoutMs = 20_000, main = MAIN, onLog }: StartOptions): Promise<ServerProcess> {
-  const { child, logs, stderr, exited, ready } = launchServer({ env, main, onLog });
+export async function startServer({ env, timeoutMs = 20_000, main = MAIN, onLog, args }: StartOptions): Promise<ServerProcess> {
+  const { child, logs, stderr, exited, ready } = launchServer({ env, main, onLog, args });
   const timeout = new Promise<never>((_, reject) =>
     setTimeout(() => reject(new Error(`server not ready in ${timeoutMs} ms: ${stderr.join('\n')}`)), timeoutMs).unref(),
   );

@@ -118,6 +118,10 @@ function calls(client: PunctualClient): Record<string, () => Promise<unknown>> {
     bulkRetry: () => client.bulkRetry({ tag: 'shop:1' }),
     bulkDelete: () => client.bulkDelete({ tag: 'shop:1', status: 'cancelled' }),
     lastHour: () => client.lastHour(),
+    // The service here is on the real clock: the three answer 404 PUNCTUAL_TEST_CLOCK_OFF, the routes are there.
+    clock: () => client.clock(),
+    advance: () => client.advance(60_000),
+    setTime: () => client.setTime(Date.now() + 60_000),
     workers: () => client.workers(),
     list: () => client.list({ status: 'cancelled', tag: 'shop:1', limit: 10, offset: 0 }),
     counts: () => client.counts({ tag: 'shop:1' }),

@@ -28,6 +28,7 @@ describe('migrations', () => {
       'punctual_audit_log',
       'punctual_limit_slots',
       'punctual_members',
+      'punctual_meta',
       'punctual_migration_turn', // the turn a migrating process holds, across a Galera cluster too
       MIGRATIONS_TABLE,
       'punctual_shard_leases',

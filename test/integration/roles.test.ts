@@ -45,25 +45,27 @@ function request(route: string, id: number, key: string): [string, string, unkno
           ? { type: 'close_order', payload: { orderSn: 'SN-NEW' }, delayMs: 3_600_000 }
           : pattern === '/tasks/batch'
             ? { tasks: [{ type: 'close_order', payload: { orderSn: 'SN-NEW' }, delayMs: 3_600_000 }] }
-            : pattern === '/workers/lease'
-              ? { types: ['reset_membership'] }
-              : pattern === '/workers/ack'
-                ? { acks: [{ id, leaseToken: 'pull:not-a-lease' }] }
-                : pattern.endsWith('/ack')
-                  ? { leaseToken: 'pull:not-a-lease' }
-                  : pattern.endsWith('/nack')
-                    ? { leaseToken: 'pull:not-a-lease', error: 'no' }
-                    : pattern.endsWith('/extend')
-                      ? { leaseToken: 'pull:not-a-lease', leaseMs: 5000 }
-                      : pattern === '/tasks/bulk/cancel' || pattern === '/tasks/bulk/retry'
-                        ? { tag: 'none:1' }
-                        : pattern === '/tasks/bulk/delete'
-                          ? { tag: 'none:1', status: 'failed' }
-                          : pattern === '/tasks/bulk/reschedule'
-                            ? { tag: 'none:1', shiftMs: 1000, requestId: 'r1' }
-                            : pattern.endsWith('/reschedule')
-                              ? { delayMs: 7_200_000 }
-                              : {};
+            : pattern === '/test/clock'
+              ? { advanceMs: 0 }
+              : pattern === '/workers/lease'
+                ? { types: ['reset_membership'] }
+                : pattern === '/workers/ack'
+                  ? { acks: [{ id, leaseToken: 'pull:not-a-lease' }] }
+                  : pattern.endsWith('/ack')
+                    ? { leaseToken: 'pull:not-a-lease' }
+                    : pattern.endsWith('/nack')
+                      ? { leaseToken: 'pull:not-a-lease', error: 'no' }
+                      : pattern.endsWith('/extend')
+                        ? { leaseToken: 'pull:not-a-lease', leaseMs: 5000 }
+                        : pattern === '/tasks/bulk/cancel' || pattern === '/tasks/bulk/retry'
+                          ? { tag: 'none:1' }
+                          : pattern === '/tasks/bulk/delete'
+                            ? { tag: 'none:1', status: 'failed' }
+                            : pattern === '/tasks/bulk/reschedule'
+                              ? { tag: 'none:1', shiftMs: 1000, requestId: 'r1' }
+                              : pattern.endsWith('/reschedule')
+                                ? { delayMs: 7_200_000 }
+                                : {};
   return [method, url, body];
 }
 
@@ -76,6 +78,8 @@ beforeAll(async () => {
     API_TOKENS_ADMIN: TOKENS.admin,
     API_TOKENS_WORKER: TOKENS.worker,
     WORKER_TYPES: 'reset_membership',
+    // Its routes answer 404 without it: on, each role's call of them is tried too.
+    TEST_CLOCK: 'on',
     // Every route is tried without a token: more refusals than the per-address limit allows.
     AUTH_FAILURES_PER_MINUTE: '1000',
   });

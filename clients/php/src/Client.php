@@ -262,6 +262,32 @@ final class Client
         return $this->call('GET', '/runs/last-hour')[1];
     }
 
+    /**
+     * The test clock's time: ['testClock' => true, 'now' => ISO-8601 UTC, 'nowMs' => int]. Only a
+     * service started with `--test-clock` (TEST_CLOCK=on) has one: otherwise a 404 PunctualException.
+     */
+    public function clock(): array
+    {
+        return $this->call('GET', '/test/clock')[1];
+    }
+
+    /**
+     * Moves the test clock `$ms` forward and returns once every task due on the way has run, in due
+     * order (retries whose backoff lands inside too). The answer adds 'settled' (false: 'running'
+     * names the tasks still running after `$waitMs`), 'steps' and 'held' (due, but paused or pulled).
+     */
+    public function advance(int $ms, int $waitMs = 10_000): array
+    {
+        return $this->call('POST', '/test/clock', ['advanceMs' => $ms, 'waitMs' => $waitMs], timeoutMs: $this->timeoutMs + $waitMs)[1];
+    }
+
+    /** Moves the test clock to `$at` (epoch ms, ISO-8601 with an offset, a naive local time read in `$timezone`), as advance() does. */
+    public function setTime(int|string|\DateTimeInterface $at, ?string $timezone = null, int $waitMs = 10_000): array
+    {
+        $body = self::withoutNulls(['to' => self::runAtValue($at), 'timezone' => $timezone, 'waitMs' => $waitMs]);
+        return $this->call('POST', '/test/clock', $body, timeoutMs: $this->timeoutMs + $waitMs)[1];
+    }
+
     /** Runs a failed task again: now, or at `runAt` / `delayMs` from now; its attempts start over. */
     public function retry(int $id, int|string|\DateTimeInterface|null $runAt = null, ?int $delayMs = null, ?string $timezone = null): Task
     {

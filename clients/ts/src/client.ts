@@ -53,6 +53,7 @@ import type {
   LeasedTaskJson,
   AckManyAnswer,
   WorkersJson,
+  TestClockJson,
 } from '../../../src/contract/index.js';
 
 export type Task = TaskJson;
@@ -117,6 +118,8 @@ export type AuditSelection = AuditQuery;
 export type FinishedStatus = NonNullable<RecentQuery['status']>;
 
 /** A task leased to this worker: its payload, attempt, idempotency key and lease token. */
+/** The test clock's time, and after a move what ran (a service started with --test-clock). */
+export type TestClock = TestClockJson;
 export type LeasedTask = LeasedTaskJson;
 export type LeaseRequest = LeaseBody;
 
@@ -287,6 +290,30 @@ export class PunctualClient {
   /** The last hour's runs of the whole fleet by outcome, with lateness p50 and p99, from the run history. */
   lastHour(): Promise<LastHour> {
     return this.#body('GET', '/runs/last-hour');
+  }
+
+  /** The test clock's time (a service started with `--test-clock` or TEST_CLOCK=on; a 404 PunctualError otherwise). */
+  clock(): Promise<TestClock> {
+    return this.#body('GET', '/test/clock');
+  }
+
+  /**
+   * Moves the test clock `ms` forward. Resolves once every task due on the way has run, in due
+   * order (retries whose backoff lands inside too); `settled` false names the ones still running
+   * after `waitMs` (default 10 s).
+   */
+  advance(ms: number, options: { waitMs?: number } = {}): Promise<TestClock> {
+    return this.#moveClock({ advanceMs: ms, ...options });
+  }
+
+  /** Moves the test clock to `at` (a Date, epoch ms, ISO-8601 with an offset, or a naive local time read in `timezone`), as advance does. */
+  setTime(at: Date | number | string, options: { waitMs?: number; timezone?: string } = {}): Promise<TestClock> {
+    return this.#moveClock({ to: at instanceof Date ? at.getTime() : at, ...options });
+  }
+
+  async #moveClock(body: { advanceMs?: number; to?: number | string; waitMs?: number; timezone?: string }): Promise<TestClock> {
+    const signal = AbortSignal.timeout(this.#timeoutMs + (body.waitMs ?? 10_000));
+    return (await this.#call<TestClock>('POST', '/test/clock', body, 'json', signal)).body;
   }
 
   /** Runs a failed task again, now or at the time given. */

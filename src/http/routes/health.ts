@@ -18,6 +18,8 @@ export interface HealthOptions {
   dbClock?: () => ClockReading;
   /** Each delivery target's health (src/targets/), reported on /readyz without failing it. */
   targets?: () => Record<string, { kind: string; up: boolean; lastError: string | null }>;
+  /** With TEST_CLOCK=on: the test clock's time, named on /readyz. */
+  testClock?: () => number;
   /** Whether the API asks for a token (API_TOKEN or any scoped token). */
   authRequired?: boolean;
 }
@@ -79,7 +81,12 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (fastify, o
       // A clock offset is a warning, not unreadiness: punctual still fires by its own clock.
       const clock = options.dbClock?.();
       const targets = targetFields(options.targets?.());
-      const held = { ...(shards === undefined ? {} : { shards }), ...(targets === undefined ? {} : { targets }) };
+      const testClock = options.testClock === undefined ? undefined : new Date(options.testClock()).toISOString();
+      const held = {
+        ...(shards === undefined ? {} : { shards }),
+        ...(targets === undefined ? {} : { targets }),
+        ...(testClock === undefined ? {} : { testClock }),
+      };
       if (clock === undefined) return { status: 'ready', armed, ...held };
       return {
         status: 'ready',

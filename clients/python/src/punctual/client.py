@@ -154,6 +154,29 @@ class Client:
         body = {"runAt": None if run_at is None else run_at_json(run_at), "delayMs": delay_ms, "timezone": timezone}
         return Task.from_json(self._http.call("POST", f"/tasks/{int(id)}/retry", _given(body))[1])
 
+    # ── the test clock ─────────────────────────────────────────────────────────────────────
+
+    def clock(self) -> dict[str, Any]:
+        """The test clock's time: {"testClock": True, "now": ISO-8601 UTC, "nowMs": int}. Only a
+        service started with `--test-clock` (TEST_CLOCK=on) has one: otherwise NotFoundError."""
+        return dict(self._http.call("GET", "/test/clock")[1])
+
+    def advance(self, ms: int, *, wait_ms: int = 10_000) -> dict[str, Any]:
+        """Moves the test clock `ms` forward and returns once every task due on the way has run, in
+        due order (retries whose backoff lands inside too). The answer adds "settled" (False:
+        "running" names the tasks still running after `wait_ms`), "steps" and "held"."""
+        return self._move_clock({"advanceMs": ms, "waitMs": wait_ms})
+
+    def set_time(self, at: RunAt, *, timezone: Optional[str] = None, wait_ms: int = 10_000) -> dict[str, Any]:
+        """Moves the test clock to `at` (an aware datetime, epoch ms, ISO-8601 with an offset, or a
+        naive local time read in `timezone`), as advance() does; never back."""
+        return self._move_clock(_given({"to": run_at_json(at), "timezone": timezone, "waitMs": wait_ms}))
+
+    def _move_clock(self, body: dict[str, Any]) -> dict[str, Any]:
+        # Not retried: a move that reached the service and is sent again moves twice.
+        wait = body.get("waitMs", 10_000) / 1000
+        return dict(self._http.call("POST", "/test/clock", body, timeout=self._http.timeout + wait)[1])
+
     def edit_payload(self, id: int, payload: Mapping[str, Any]) -> Task:
         """Replaces a pending task's payload (ConflictError when it is not pending any more)."""
         return Task.from_json(self._http.call("PUT", f"/tasks/{int(id)}/payload", {"payload": dict(payload)})[1])
