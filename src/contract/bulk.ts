@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { MAX_BULK_IDS, MAX_DELAY_MS, MAX_KEY_LENGTH, MAX_TAG_LENGTH, MAX_TYPE_LENGTH, TAG_PATTERN } from './limits.js';
-import { RunAt, Timezone } from './tasks.js';
+import { AllowPast, RunAt, Timezone } from './tasks.js';
 
 /** The fields of a bulk change that pick its tasks (the store's Selector), exactly one given. */
 const SelectorFields = {
@@ -93,6 +93,7 @@ export const BulkRescheduleBody = Type.Object(
         description: 'required with shiftMs: a task already moved by this request id is not moved again, so a repeat is harmless',
       }),
     ),
+    allowPast: Type.Optional(AllowPast),
   },
   {
     additionalProperties: false,

@@ -18,6 +18,7 @@ import {
   MAX_ZONE_LENGTH,
   MIN_PRIORITY,
   MISFIRE_POLICIES,
+  PAST_TOLERANCE_MS,
   TAG_PATTERN,
   TASK_STATUSES,
   type TaskStatus,
@@ -108,6 +109,10 @@ export const RunAt = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), T
     'ISO-8601 with offset (2026-12-01T10:00:00+08:00), naive local (2026-12-01 10:00:00, read in timezone), or epoch milliseconds',
 });
 export const DelayMs = Type.Integer({ minimum: 0, maximum: MAX_DELAY_MS, description: 'run this many ms from now (instead of runAt)' });
+/** A move to an instant further back than PAST_TOLERANCE_MS is refused unless the request sets this. */
+export const AllowPast = Type.Boolean({
+  description: `a move to an instant more than ${PAST_TOLERANCE_MS} ms in the past is refused (400 PUNCTUAL_RUN_AT_PAST) unless this is true; the task then runs at once and its lateness counts from the move. delayMs: 0 runs now without it`,
+});
 export const Timezone = Type.String({
   minLength: 1,
   maxLength: MAX_ZONE_LENGTH,
@@ -224,8 +229,11 @@ export const PayloadBody = Type.Object(
 export type PayloadBody = Static<typeof PayloadBody>;
 
 export const RescheduleBody = Type.Object(
-  { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone) },
-  { additionalProperties: false, examples: [{ delayMs: 600_000 }, { runAt: '2026-12-24 20:00:00', timezone: 'Europe/Berlin' }] },
+  { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone), allowPast: Type.Optional(AllowPast) },
+  {
+    additionalProperties: false,
+    examples: [{ delayMs: 600_000 }, { runAt: '2026-12-24 20:00:00', timezone: 'Europe/Berlin' }, { delayMs: 0 }],
+  },
 );
 export type RescheduleBody = Static<typeof RescheduleBody>;
 

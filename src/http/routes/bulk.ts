@@ -11,7 +11,8 @@ import type { BulkMove } from '../../lifecycle/bulk.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { Selector } from '../../store/task-types.js';
 import { instantOf, zoneOf } from '../create-input.js';
-import { badRequest } from '../errors.js';
+import { badRequest, pastRunAt } from '../errors.js';
+import { PAST_TOLERANCE_MS } from '../../contract/limits.js';
 import { BulkCancelBody, BulkDeleteBody, BulkRescheduleBody, BulkResult, BulkRetryBody } from '../../contract/bulk.js';
 import { ErrorJson } from '../../contract/errors.js';
 
@@ -101,11 +102,14 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
       if (body.shiftMs !== undefined) {
         if (body.runAt !== undefined) throw badRequest('body/runAt', 'and body/shiftMs cannot both be given');
         if (body.requestId === undefined) throw badRequest('body/requestId', 'is required with shiftMs (it makes a repeat harmless)');
-        move = { shiftMs: body.shiftMs, requestId: body.requestId };
+        move = { shiftMs: body.shiftMs, requestId: body.requestId, allowPast: body.allowPast === true };
       } else {
         if (body.runAt === undefined) throw badRequest('body/runAt', 'or body/shiftMs is required');
         const zone = zoneOf(body.timezone, options.timezone);
-        move = { runAt: instantOf({ runAt: body.runAt }, zone, clock.now()), timezone: body.timezone === undefined ? null : zone };
+        const now = clock.now();
+        const runAt = instantOf({ runAt: body.runAt }, zone, now);
+        if (runAt < now - PAST_TOLERANCE_MS && body.allowPast !== true) throw pastRunAt('body/runAt', runAt, now);
+        move = { runAt, timezone: body.timezone === undefined ? null : zone };
       }
       return lifecycle.bulk(selector, { kind: 'move', move });
     },

@@ -20,11 +20,11 @@ import { checkedPayload, conflictMessage, createFromBody, instantOf, zoneOf } fr
 import { queryInstant, storedInstant } from '../instants.js';
 import { endOnError, keepTrace, startCreateTrace } from '../create-trace.js';
 import type { Tracing } from '../../observability/tracing.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound, pastRunAt } from '../errors.js';
 import { present } from '../present.js';
 import type { Role } from '../../contract/auth.js';
 import { ErrorJson } from '../../contract/errors.js';
-import { DEFAULT_PAGE, MAX_LIST_OFFSET } from '../../contract/limits.js';
+import { DEFAULT_PAGE, MAX_LIST_OFFSET, PAST_TOLERANCE_MS } from '../../contract/limits.js';
 import {
   ConflictJson,
   CountsQuery,
@@ -144,6 +144,7 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     (task: Task, now: number): Placement => {
       const zone = zoneOf(body.timezone, task.timezone);
       const runAt = how === 'retry' && body.runAt === undefined && body.delayMs === undefined ? now : instantOf(body, zone, now);
+      if (runAt < now - PAST_TOLERANCE_MS && body.allowPast !== true) throw pastRunAt('body/runAt', runAt, now);
       return { runAt, timezone: zone };
     };
 

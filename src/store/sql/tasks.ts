@@ -7,7 +7,7 @@
  * To find a query, look for its name here; to see who runs it, look for the name in task-store.ts.
  * The other tables' statements are beside it (one file per table), the server's in src/db/sql.ts.
  */
-import { ms, runAtIs, runAtRange, TASK_COLUMNS } from '../rows.js';
+import { lateFromSql, ms, runAtIs, runAtRange, TASK_COLUMNS } from '../rows.js';
 import { forceIndex } from './index-hints.js';
 import { LOST_ERROR } from './task-runs.js';
 import { RESERVED_KEY_PREFIX } from '../task-types.js';
@@ -196,7 +196,7 @@ export const SQL = {
    * The stored lateness and wait of the latest runs (start − run_at − wait; a row inserted done by
    * hand falls back to finished_at − run_at), as [lateness, waited].
    */
-  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000), COALESCE(waited_ms, 0) FROM punctual_tasks
+  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, ${lateFromSql()}, finished_at) / 1000), COALESCE(waited_ms, 0) FROM punctual_tasks
     WHERE status = 'done' ORDER BY ${NEWEST_FIRST} LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────
@@ -249,9 +249,9 @@ export const SQL = {
   /** The locked pending ones moved to one instant; the zone only when one is given. */
   moveTo:
     "UPDATE punctual_tasks SET run_at = ?, requested_run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?) AND status = 'pending'",
-  /** The locked pending ones moved by a duration, stamped with the request that moved them. */
+  /** The locked pending ones moved by a duration (not before the move's time, the second ?), stamped with the request that moved them. */
   shiftBy:
-    "UPDATE punctual_tasks SET requested_run_at = COALESCE(requested_run_at, run_at) + INTERVAL ? MICROSECOND, run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+    "UPDATE punctual_tasks SET requested_run_at = COALESCE(requested_run_at, run_at) + INTERVAL ? MICROSECOND, run_at = GREATEST(run_at + INTERVAL ? MICROSECOND, ?), bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
 
   // ── the shop's changes ──────────────────────────────────────────────────────────────────
   /** pending → cancelled, for the ids among ? that are pending. */
@@ -294,7 +294,7 @@ export const SQL = {
   markDone: (
     waited: number,
     results = 0,
-  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, ${lateFromSql()}, ?) DIV 1000 - ${waitOf(waited)},
     waited_ms = ${waitOf(waited)}, wait_reason = ${reasonOf(waited)},
     last_result = ${results === 0 ? 'NULL' : `CASE id ${'WHEN ? THEN ? '.repeat(results)}ELSE NULL END`}, status = 'done', done_by = ?,
     attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL, last_http_status = NULL, last_duration_ms = NULL,
@@ -302,7 +302,7 @@ export const SQL = {
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait (as markDone's) with it. */
   markRunning: (
     waited: number,
-  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, ${lateFromSql()}, ?) DIV 1000 - ${waitOf(waited)},
     waited_ms = ${waitOf(waited)}, wait_reason = ${reasonOf(waited)}, status = 'running',
     attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
   /**
