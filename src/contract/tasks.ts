@@ -275,6 +275,28 @@ export const ConflictJson = Type.Object({
 });
 export type ConflictJson = Static<typeof ConflictJson>;
 
+export const SearchQuery = Type.Object(
+  {
+    q: Type.String({
+      minLength: 1,
+      maxLength: MAX_KEY_LENGTH,
+      description: "a task id, a key, a key's start, a key's last part after a colon (SN104500 finds close_order:SN104500) or a tag",
+    }),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  },
+  { additionalProperties: false },
+);
+export type SearchQuery = Static<typeof SearchQuery>;
+
+export const SearchPage = Type.Object(
+  {
+    tasks: Type.Array(TaskJson, { description: 'the tasks found, any status, newest first, at most limit' }),
+    tagged: Type.Integer({ description: 'how many tasks have q as a tag (all of them, not only those in tasks)' }),
+  },
+  { examples: [{ tasks: [], tagged: 1610 }] },
+);
+export type SearchPage = Static<typeof SearchPage>;
+
 export const RecentQuery = Type.Object(
   {
     status: Type.Optional(
@@ -357,10 +379,34 @@ export const ListQuery = Type.Object(
     ...ListFilterFields,
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_PAGE, default: 50 })),
     offset: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: MAX_LIST_OFFSET, default: 0, description: 'tasks to skip: a page number times limit' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_LIST_OFFSET,
+        default: 0,
+        description: `tasks to skip: a page number times limit, up to ${MAX_LIST_OFFSET}; deeper, page by after and before`,
+      }),
+    ),
+    after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'the page after this task: nextCursor of the page before (keyset, any depth)',
+      }),
+    ),
+    before: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'the page before this task: prevCursor of the page after' }),
+    ),
+    last: Type.Optional(Type.Boolean({ description: 'the last page' })),
+    at: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'jump: the page that starts at the first task due at or after this instant (pending, running), or finished at or before it (ISO-8601 with offset)',
+      }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'at most one of offset, after, before, last, at' },
 );
 export type ListQuery = Static<typeof ListQuery>;
 
@@ -370,10 +416,12 @@ export const ListPage = Type.Object(
     total: Type.Integer({
       description: 'tasks in this status with these filters, in the whole table (counted a second or two ago at most)',
     }),
-    offset: Type.Integer(),
+    offset: Type.Integer({ description: 'how many tasks of the list come before this page' }),
     nextOffset: Nullable(Type.Integer({ description: 'offset of the next page; null on the last one (or past the deepest offset)' })),
+    nextCursor: Nullable(Type.String({ description: 'pass as after for the next page; null on the last one' })),
+    prevCursor: Nullable(Type.String({ description: 'pass as before for the page before; null on the first one' })),
   },
-  { examples: [{ tasks: [], total: 120, offset: 100, nextOffset: null }] },
+  { examples: [{ tasks: [], total: 120, offset: 100, nextOffset: null, nextCursor: null, prevCursor: 'by4xNzk2NTQ0Nzg5MzMzLjEy' }] },
 );
 export type ListPage = Static<typeof ListPage>;
 

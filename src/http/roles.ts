@@ -48,6 +48,7 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'POST /tasks/bulk/delete': 'admin',
   'GET /tasks': 'read',
   'GET /tasks/counts': 'read',
+  'GET /tasks/search': 'read',
   'GET /workers': 'read',
   'POST /workers/lease': 'worker',
   'POST /tasks/:id/ack': 'worker',

@@ -199,5 +199,12 @@ export interface ListFilters {
   until?: number;
 }
 
+/** A row's place in a list by status (a keyset page's edge): its run_at and id, and a finished one's finished_at. */
+export interface ListKey {
+  runAt: number;
+  id: number;
+  finishedAt?: number;
+}
+
 /** A create's answer: the task written, or the one its key already named. */
 export type InsertResult = { created: true; task: Task } | { created: false; task: Task };

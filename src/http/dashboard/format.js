@@ -23,6 +23,9 @@ export function late(task) {
   return task.latenessMs === null ? `${Date.parse(task.finishedAt) - Date.parse(task.runAt)} ms` : `${task.latenessMs} ms`;
 }
 
+/** A count with thousands separators, the same on every view: 19,969. */
+export const count = (n) => Number(n).toLocaleString('en');
+
 export const plural = (n, word) => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
 
 /** A type's limits in a few words: "2 at once, 5/s, per merchant", or "none". */

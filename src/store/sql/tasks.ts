@@ -95,6 +95,28 @@ const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') =
 };
 const listWhere = (f: ListFilter) => `WHERE status = ?${f.finished ? '' : ` AND ${OPEN}`} ${filtersWhere(f, 'AND')}`;
 const listOrder = (finished: boolean) => (finished ? NEWEST_FIRST : 'run_at, id');
+/**
+ * A row's place in a list: after (`forward`) or before a sort key. Open tasks: (run_at, id) = (?, ?,
+ * ?) ascending; finished ones: (finished_at, run_at, id) descending, values (?, ?, ?, ?, ?).
+ */
+const seekWhere = (finished: boolean, forward: boolean) => {
+  if (!finished) {
+    const op = forward ? '>' : '<';
+    return `(run_at ${op} ? OR (run_at = ? AND id ${op} ?))`;
+  }
+  const op = forward ? '<' : '>';
+  return `(finished_at ${op} ? OR (finished_at = ? AND (run_at ${op} ? OR (run_at = ? AND id ${op} ?))))`;
+};
+/** listSizesOrder, or its reverse for a page read backwards from a key. */
+const seekOrder = (f: ListFilter, forward: boolean) => {
+  const order = listSizesOrder(f);
+  return forward
+    ? order
+    : order
+        .split(', ')
+        .map((part) => (part.endsWith(' DESC') ? part.slice(0, -5) : `${part} DESC`))
+        .join(', ');
+};
 /** An open status's page of one type: on the type's index, in its order (the same as run_at, id). */
 const listSizesOrder = (f: ListFilter) => (!f.finished && f.type ? 'run_minute, run_at, id' : listOrder(f.finished));
 
@@ -128,6 +150,39 @@ export const SQL = {
   listSizes: (filter: ListFilter) =>
     `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM punctual_tasks ${listWhere(filter)}` +
     ` ORDER BY ${listSizesOrder(filter)} LIMIT ? OFFSET ?`,
+  /**
+   * A page of the tasks in one status by keyset (the console's pages, as deep as the backlog
+   * goes): after (`forward`) or before a row's sort key in the list's order, nearest first, so a
+   * page before a row is read backwards and turned round by the caller; with no key, the list's
+   * first or (backwards) last page. Open tasks by (run_at, id), finished ones by (finished_at,
+   * run_at, id) newest first: the same indexes as listSizes, entered at the key, not counted up to
+   * an offset. Values: the status, the filters', the key's (seekValues), the limit.
+   */
+  listSeek: (filter: ListFilter, seek: { forward: boolean; key: boolean }) =>
+    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM punctual_tasks ${listWhere(filter)}` +
+    (seek.key ? ` AND ${seekWhere(filter.finished, seek.forward)}` : '') +
+    ` ORDER BY ${seekOrder(filter, seek.forward)} LIMIT ?`,
+  /** How many tasks in the status with the filters come before a row's sort key: a keyset page's place. Values as listSeek's, without the limit. */
+  countBefore: (filter: ListFilter) => `SELECT COUNT(*) FROM punctual_tasks ${listWhere(filter)} AND ${seekWhere(filter.finished, false)}`,
+  /**
+   * The console's search, one box for an id, a key, a key's start, a key's last part and a tag, as
+   * [id], newest first: each part a seek on an index of its own (the primary key; the key's unique
+   * index by a prefix, the exact key among them; key_tail's, migration 0026; the tags' (tag,
+   * task_id)), each bounded, so an answer reads at most a few pages on any backlog. Values: (the id,
+   * when `byId`), the prefix pattern, a limit, the tail, a limit, the tag (when `byTag`), a limit,
+   * the limit.
+   */
+  search: (by: { id: boolean; tag: boolean }) =>
+    'SELECT id FROM (' +
+    [
+      ...(by.id ? ['(SELECT id FROM punctual_tasks WHERE id = ?)'] : []),
+      "(SELECT id FROM punctual_tasks WHERE task_key LIKE ? ESCAPE '!' ORDER BY task_key LIMIT ?)",
+      `(SELECT id FROM punctual_tasks ${forceIndex('tasks_key_tail')} WHERE key_tail = ? ORDER BY key_tail, id DESC LIMIT ?)`,
+      ...(by.tag ? ['(SELECT task_id FROM punctual_task_tags WHERE tag = ? ORDER BY task_id DESC LIMIT ?)'] : []),
+    ].join(' UNION ') +
+    ') AS found ORDER BY id DESC LIMIT ?',
+  /** How many tasks have the tag ?: the (tag, task_id) index's range, counted. */
+  countTagged: 'SELECT COUNT(*) FROM punctual_task_tags WHERE tag = ?',
   /** The tasks of a page, in its order, as they are now. */
   listByIds: (finished: boolean) => select(`WHERE id IN (?) ORDER BY ${listOrder(finished)}`),
   /** How many tasks of each status the filter holds, as [status, count]. */

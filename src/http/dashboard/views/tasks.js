@@ -3,10 +3,10 @@
 // the ticked rows, and on every task the filter matches, each after a confirmation that says how
 // many; what a token's role may not do has no control at all.
 import { html, useEffect, useState } from '../lib.js';
-import { api, may } from '../api.js';
+import { api, Held, may } from '../api.js';
 import { href, navigate } from '../router.js';
 import { cancelTask, change, Empty, retryTask, runNow, Scroll, usePoll } from '../ui.js';
-import { countdown, inputValue, instantOfInput, late, local, naive, utc } from '../format.js';
+import { count, countdown, inputValue, instantOfInput, late, local, naive, utc } from '../format.js';
 
 const PAGE_SIZE = 50;
 const STATUSES = ['pending', 'running', 'failed', 'done', 'cancelled', 'skipped'];
@@ -327,6 +327,43 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
   </div>`;
 }
 
+/** The page the address names, as the list's query: after or before a task, the last page, a due time, or an old offset. */
+function pagePlace(query) {
+  if (query.after) return { after: query.after };
+  if (query.before) return { before: query.before };
+  if (query.last === 'true') return { last: 'true' };
+  if (query.at) return { at: query.at };
+  const offset = Math.max(0, Math.floor(Number(query.offset ?? 0)) || 0);
+  return offset === 0 ? {} : { offset: String(offset) };
+}
+
+/** Why a page could not be read, in plain words (never the API's field names). */
+function pageProblem(error) {
+  if (error.status === 400) {
+    if (/offset/.test(error.message)) return 'That page is deeper than a page number can reach: use Last page, or Jump to a due time.';
+    if (/cursor|after|before/.test(error.message)) return 'That page’s link is not one of this list’s: start again from the first page.';
+    if (/querystring\/at /.test(error.message)) return 'That due time could not be read: pick a date and a time.';
+    return 'This page could not be read with these filters: clear them and try again.';
+  }
+  return `The page could not be read (${error.status ?? 'no answer'}); it is tried again every 2 s.`;
+}
+
+/** Jump to the first task due at (or, finished, ended by) a time, read in UTC as the list shows it. */
+function JumpTo({ status, go }) {
+  const [when, setWhen] = useState('');
+  const open = status === 'pending' || status === 'running';
+  const submit = (event) => {
+    event.preventDefault();
+    if (when === '') return;
+    go({ at: `${when.length === 16 ? `${when}:00` : when}Z` });
+  };
+  return html`<form id="jump" class="inline" onSubmit=${submit}>
+    <label for="jump-at">${open ? 'Jump to due time (UTC)' : 'Jump to finished by (UTC)'}</label>
+    <input id="jump-at" type="datetime-local" step="1" required value=${when} onInput=${(e) => setWhen(e.currentTarget.value)} />
+    <button type="submit">Jump</button>
+  </form>`;
+}
+
 export function Tasks({ status, query }) {
   const filters = {
     type: query.type ?? '',
@@ -337,34 +374,47 @@ export function Tasks({ status, query }) {
     dueUntil: query.dueUntil ?? '',
     series: query.series ?? '',
   };
-  const offset = Math.max(0, Number(query.offset ?? 0) || 0);
+  // Where the page is: by keyset (after, before a task; the last page; the first task due at a
+  // time), as deep as the backlog goes; an old address's offset still works up to the API's limit.
+  const place = pagePlace(query);
+  const placeKey = new URLSearchParams(place).toString();
   const [selected, setSelected] = useState(new Set());
   const [, tick] = useState(0);
   const filterQuery = new URLSearchParams(Object.entries(filters).filter(([, v]) => v !== '')).toString();
   const [data, , refresh] = usePoll(async () => {
+    // The counts and the page are read apart: a page the API refuses leaves the counts in view.
+    const failed = (error) => ({ failed: error });
     const [counts, page, types] = await Promise.all([
-      api('GET', `/tasks/counts?${filterQuery}`),
-      api('GET', `/tasks?${new URLSearchParams({ status, limit: String(PAGE_SIZE), offset: String(offset) })}&${filterQuery}`),
-      api('GET', '/types'),
+      api('GET', `/tasks/counts?${filterQuery}`).catch(failed),
+      api('GET', `/tasks?${new URLSearchParams({ status, limit: String(PAGE_SIZE), ...place })}&${filterQuery}`).catch(failed),
+      api('GET', '/types').catch(() => ({ types: [] })),
     ]);
-    return { counts: counts.counts, page, types: types.types.map((t) => t.type), key: `${status}?${filterQuery}&${offset}` };
-  }, [status, filterQuery, offset]);
-  useEffect(() => setSelected(new Set()), [status, filterQuery, offset]);
+    if (counts.failed instanceof Held || page.failed instanceof Held) throw new Held('');
+    return {
+      counts: counts.failed === undefined ? counts.counts : undefined,
+      page: page.failed === undefined ? page : undefined,
+      problem: page.failed === undefined ? '' : pageProblem(page.failed),
+      types: types.types.map((t) => t.type),
+      key: `${status}?${filterQuery}&${placeKey}`,
+    };
+  }, [status, filterQuery, placeKey]);
+  useEffect(() => setSelected(new Set()), [status, filterQuery, placeKey]);
   // The countdowns move between readings.
   useEffect(() => {
     const timer = setInterval(() => tick((n) => n + 1), 100);
     return () => clearInterval(timer);
   }, []);
-  const fresh = data !== undefined && data.key === `${status}?${filterQuery}&${offset}`;
-  const page = fresh ? data.page : { tasks: [], total: 0, offset, nextOffset: null };
+  const fresh = data !== undefined && data.key === `${status}?${filterQuery}&${placeKey}`;
+  const empty = { tasks: [], total: data?.counts?.[status] ?? 0, offset: 0, nextCursor: null, prevCursor: null };
+  const page = fresh && data.page !== undefined ? data.page : empty;
   useEffect(() => {
-    if (!fresh) return;
+    if (!fresh || data.page === undefined) return;
     // A ticked row that left the page is not changed unseen.
     const shown = new Set(page.tasks.map((task) => task.id));
     if ([...selected].some((id) => !shown.has(id))) setSelected(new Set([...selected].filter((id) => shown.has(id))));
-    // The page emptied (its tasks ran or were cancelled): show the last page there is.
-    const last = Math.max(0, Math.ceil(page.total / PAGE_SIZE) - 1) * PAGE_SIZE;
-    if (page.tasks.length === 0 && last < offset) navigate(href(`/console/tasks/${status}`, { ...filters, offset: last || undefined }), { replace: true });
+    // The page emptied (its tasks ran or were cancelled) with tasks before it: show the last page there is.
+    if (page.tasks.length === 0 && page.total > 0 && Object.keys(place).length > 0 && place.last === undefined)
+      navigate(href(`/console/tasks/${status}`, { ...filters, last: 'true' }), { replace: true });
   }, [data]);
   const counts = data?.counts;
   const picking = may('admin') && BULK[status] !== undefined;
@@ -381,7 +431,8 @@ export function Tasks({ status, query }) {
   ].filter(Boolean);
   const from = page.tasks.length === 0 ? 0 : page.offset + 1;
   const pages = Math.max(1, Math.ceil(page.total / PAGE_SIZE));
-  const go = (to) => navigate(href(`/console/tasks/${status}`, { ...filters, offset: to || undefined }));
+  const go = (to) => navigate(href(`/console/tasks/${status}`, { ...filters, ...to }));
+  const info = `${count(from)}–${count(page.offset + page.tasks.length)} of ${count(page.total)} · page ${count(Math.floor(page.offset / PAGE_SIZE) + 1)} of ${count(pages)}`;
   const toggle = (id) => (event) => {
     const next = new Set(selected);
     if (event.currentTarget.checked) next.add(id);
@@ -397,7 +448,7 @@ export function Tasks({ status, query }) {
             href=${href(`/console/tasks/${s}`, filters)}
             aria-current=${s === status ? 'page' : undefined}
             class=${s === 'failed' && (counts?.failed ?? 0) > 0 ? 'bad' : ''}
-            >${NAMES[s]} <span class="count">${counts?.[s] ?? '–'}</span></a
+            >${NAMES[s]} <span class="count">${counts?.[s] === undefined ? '–' : count(counts[s])}</span></a
           >`,
       )}
     </nav>
@@ -440,12 +491,14 @@ export function Tasks({ status, query }) {
         </tbody>
       </table>
     </${Scroll}>
+    ${fresh && data.problem !== '' && html`<p id="page-problem" class="problem" role="alert">${data.problem}</p>`}
     <nav class="pager" aria-label="Pages">
-      <button type="button" id="page-prev" disabled=${page.offset === 0} onClick=${() => go(Math.max(0, offset - PAGE_SIZE))}>Previous page</button>
-      <span id="page-info" aria-live="polite"
-        >${fresh ? `${from}–${page.offset + page.tasks.length} of ${page.total} · page ${Math.floor(page.offset / PAGE_SIZE) + 1} of ${pages}` : ''}</span
-      >
-      <button type="button" id="page-next" disabled=${page.nextOffset === null} onClick=${() => go(offset + PAGE_SIZE)}>Next page</button>
+      <button type="button" id="page-first" disabled=${page.prevCursor === null && Object.keys(place).length === 0} onClick=${() => go({})}>First page</button>
+      <button type="button" id="page-prev" disabled=${page.prevCursor === null} onClick=${() => go({ before: page.prevCursor })}>Previous page</button>
+      <span id="page-info" aria-live="polite">${fresh && data.page !== undefined ? info : ''}</span>
+      <button type="button" id="page-next" disabled=${page.nextCursor === null} onClick=${() => go({ after: page.nextCursor })}>Next page</button>
+      <button type="button" id="page-last" disabled=${page.nextCursor === null} onClick=${() => go({ last: 'true' })}>Last page</button>
+      <${JumpTo} status=${status} go=${go} />
     </nav>
   </section>`;
 }
