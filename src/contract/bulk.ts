@@ -46,11 +46,12 @@ export const BulkRetryBody = Type.Object(
     ),
     type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'the failed tasks of this type' })),
     ids: Type.Optional(Ids),
+    all: Type.Optional(Type.Literal(true, { description: 'every failed task' })),
   },
   {
     additionalProperties: false,
-    description: 'exactly one of tag, keyPrefix, type, ids: each failed task among them runs again now, its attempts reset',
-    examples: [{ tag: 'merchant:42' }, { ids: [1204, 1205] }],
+    description: 'exactly one of tag, keyPrefix, type, ids, all: each failed task among them runs again now, its attempts reset',
+    examples: [{ tag: 'merchant:42' }, { ids: [1204, 1205] }, { all: true }],
   },
 );
 export type BulkRetryBody = Static<typeof BulkRetryBody>;
@@ -64,12 +65,14 @@ export const BulkDeleteBody = Type.Object(
     keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'the tasks whose key starts with this' })),
     type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'the tasks of this type' })),
     ids: Type.Optional(Ids),
+    all: Type.Optional(Type.Literal(true, { description: 'every task in the status' })),
   },
   {
     additionalProperties: false,
     description:
-      'a status and exactly one of tag, keyPrefix, type, ids: each task among them still in that status is deleted, with its runs',
+      'a status and exactly one of tag, keyPrefix, type, ids, all: each task among them still in that status is deleted, with its runs',
     examples: [
+      { status: 'failed', all: true },
       { status: 'failed', type: 'close_order' },
       { status: 'done', ids: [1204, 1205] },
     ],

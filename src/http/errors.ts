@@ -77,11 +77,14 @@ export function installErrorHandler(app: FastifyInstance): void {
     }
     const status = error.statusCode ?? 500;
     if (status < 500) {
+      // A body over the limit says the limit (Fastify's own words name none).
+      const limit = request.routeOptions.bodyLimit;
+      const message = status === 413 && limit !== undefined ? `the request body is larger than the limit of ${limit} bytes (${Math.round(limit / 1024)} KiB)` : error.message;
       return reply.status(status).send({
         statusCode: status,
         code: clientErrorCode(status, error.code),
         error: STATUS_CODES[status] ?? 'Error',
-        message: error.message,
+        message,
       });
     }
     if (isConnectionError(error)) {

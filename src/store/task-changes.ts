@@ -108,7 +108,9 @@ export class TaskChanges {
         ? await this.#sql.arrays<[number, string]>(SQL.pickByKeyPrefix, [prefixPattern(selector.keyPrefix), status, cursor ?? '', limit])
         : 'tag' in selector
           ? await this.#sql.arrays<[number, number]>(SQL.pickByTag, [selector.tag, status, cursor ?? 0, limit])
-          : selector.ids.length === 0
+          : 'all' in selector
+            ? await this.#sql.arrays<[number, number]>(SQL.pickAll, [status, cursor ?? 0, limit])
+            : selector.ids.length === 0
             ? []
             : await this.#sql.arrays<[number, number]>(SQL.pickByIds, [selector.ids, status, cursor ?? 0, limit]);
     return rows.map(([id, next]) => ({ id: Number(id), cursor: typeof next === 'string' ? next : Number(next) }));

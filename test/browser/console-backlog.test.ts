@@ -11,6 +11,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testHandler } from '../helpers/handlers.js';
 import { launchBrowser } from '../helpers/browser.js';
 import { seedBacklog } from '../helpers/backlog.js';
+import { waitFor } from '../helpers/server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const ADMIN = 'backlog-admin-token-0123456789';
@@ -27,6 +28,8 @@ let service: TestService;
 let browser: Browser;
 let baseUrl: string;
 let start: number;
+
+const auth = { authorization: `Bearer ${ADMIN}` };
 
 async function count(sql: string, values?: unknown[]): Promise<number> {
   return Number((await db.query<any[]>(sql, values))[0].n);
@@ -124,6 +127,153 @@ describe.each(VIEWPORTS)('the search (%s)', (_name, size) => {
     await page.getByLabel('Search tasks', { exact: true }).fill('SN999999999');
     await page.getByRole('button', { name: 'Find' }).click();
     await page.locator('#search-message', { hasText: 'nothing matches SN999999999' }).waitFor();
+    await page.context().close();
+  });
+});
+
+/** The id of the task with key close_order:SN<sn>. */
+async function idOf(sn: number): Promise<number> {
+  return count('SELECT id AS n FROM punctual_tasks WHERE task_key = ?', [`close_order:SN${sn}`]);
+}
+
+async function confirmSays(page: Page, text: string | RegExp, answer: 'yes' | 'no'): Promise<void> {
+  await page.locator('#confirm-text', { hasText: text }).waitFor();
+  await page.locator(answer === 'yes' ? '#confirm-yes' : '#confirm-no').click();
+}
+
+/** `problem` sits just below or beside `field`, in view. */
+async function besides(page: Page, field: string, problem: string): Promise<void> {
+  const [a, b] = [await page.locator(field).boundingBox(), await page.locator(problem).boundingBox()];
+  expect(a).not.toBeNull();
+  expect(b).not.toBeNull();
+  expect(b!.y - (a!.y + a!.height)).toBeLessThan(120);
+  expect(b!.y).toBeGreaterThanOrEqual(a!.y - 40);
+}
+
+describe.each(VIEWPORTS)('a move into the past (%s)', (name, size) => {
+  it('says the task runs now before it sends it, and a run let through is late by seconds, not 56 years', async () => {
+    const id = await idOf(name === 'wide' ? 104_501 : 104_502);
+    const page = await open(size, `/console/task/${id}`);
+    await page.getByRole('button', { name: 'Reschedule' }).click();
+    await page.getByLabel('New time').fill('1970-01-01T00:00:01');
+    await page.getByLabel('in zone').fill('UTC');
+    await page.getByRole('button', { name: 'Move it' }).click();
+    await confirmSays(page, `Move task ${id} to 1970-01-01 00:00:01 UTC?`, 'yes');
+    await confirmSays(page, 'is already past: task', 'no');
+    await page.locator('#reschedule-problem', { hasText: 'That time is already past: nothing was moved.' }).waitFor();
+    await besides(page, '#reschedule-at', '#reschedule-problem');
+    expect(
+      await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'pending' AND run_at > UTC_TIMESTAMP(3)", [id]),
+    ).toBe(1);
+
+    await page.getByRole('button', { name: 'Move it' }).click();
+    await confirmSays(page, 'Move task', 'yes');
+    await confirmSays(page, 'would run now, at once. Run it now?', 'yes');
+    const lateness = await waitFor(async () => {
+      const [row] = await db.query<any[]>("SELECT lateness_ms FROM punctual_tasks WHERE id = ? AND status = 'done'", [id]);
+      return row === undefined ? undefined : Number(row.lateness_ms);
+    });
+    expect(lateness).toBeGreaterThanOrEqual(0);
+    expect(lateness).toBeLessThan(5_000);
+    await page.context().close();
+  });
+});
+
+describe.each(VIEWPORTS)('pause and resume (%s)', (_name, size) => {
+  it('ask first, for the whole fleet; going back changes nothing', async () => {
+    const paused = async () =>
+      (await service.call('GET', '/types', undefined, auth)).body.types.find((t: any) => t.type === 'coupon_expire').paused;
+    const page = await open(size, '/console/types');
+    const pause = page.getByRole('button', { name: 'Pause coupon_expire' });
+    await pause.click();
+    await confirmSays(page, 'Pause coupon_expire on every process of the fleet?', 'no');
+    await page.locator('#status', { hasText: 'nothing was changed' }).waitFor();
+    expect(await paused()).toBe(false);
+    await pause.click();
+    expect(await page.locator('#confirm-yes').getAttribute('class')).toContain('danger');
+    await confirmSays(page, 'None of its tasks starts until it is resumed', 'yes');
+    await waitFor(paused, 5000, 'the pause');
+    await page.getByRole('button', { name: 'Resume coupon_expire' }).click();
+    await confirmSays(page, 'Resume coupon_expire on every process of the fleet?', 'yes');
+    await waitFor(async () => !(await paused()), 5000, 'the resume');
+    await page.context().close();
+  });
+});
+
+describe.each(VIEWPORTS)('refusals beside their fields (%s)', (name, size) => {
+  it("a payload's, in plain words with the limit, kept until the field changes", async () => {
+    const id = await idOf(name === 'wide' ? 104_503 : 104_504);
+    const page = await open(size, `/console/task/${id}`);
+    await page.getByRole('button', { name: 'Edit payload' }).click();
+    const field = page.getByLabel('New payload (JSON)');
+    await field.fill('{');
+    await page.getByRole('button', { name: 'Save payload' }).click();
+    await page.locator('#payload-problem', { hasText: 'This is not JSON' }).waitFor();
+    await besides(page, '#payload-edit', '#payload-problem');
+    // The next edit clears it.
+    await field.fill('{"orderSn": "SN1"');
+    expect(await page.locator('#payload-problem').textContent()).toBe('');
+    await field.fill(JSON.stringify({ note: 'x'.repeat(1024 * 1024) }));
+    await page.getByRole('button', { name: 'Save payload' }).click();
+    await confirmSays(page, 'Replace the payload', 'yes');
+    const problem = page.locator('#payload-problem', { hasText: 'larger than the limit of 131072 bytes (128 KiB)' });
+    await problem.waitFor();
+    await besides(page, '#payload-edit', '#payload-problem');
+    // Still there after the page read the task again twice.
+    for (let reads = 0; reads < 2; reads++) await page.waitForResponse((response) => response.url().endsWith(`/tasks/${id}`));
+    expect(await problem.isVisible()).toBe(true);
+    await page.context().close();
+  });
+
+  it("a type limit's, beside its field, naming the range", async () => {
+    const page = await open(size, '/console/types/member_reset');
+    await page.getByLabel('At once (empty: no limit)').fill('1000000000');
+    await page.getByRole('button', { name: 'Set limits' }).click();
+    await confirmSays(page, 'Set the limits of member_reset', 'yes');
+    await page.locator('#limit-concurrency-problem', { hasText: 'maxConcurrency must be <= 10000, or null' }).waitFor();
+    await besides(page, '#limit-concurrency', '#limit-concurrency-problem');
+    await page.context().close();
+  });
+});
+
+describe.each(VIEWPORTS)('the Failed view (%s)', (name, size) => {
+  it('retries all failed with or without a type filter, and its delete all looks destructive and names the count', async () => {
+    const tag = `failed-${name}`;
+    const rows = Array.from(
+      { length: 207 },
+      (_, i) =>
+        `('${tag}:${i}', '${TYPES[i % TYPES.length]}', '{}', UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, 'failed', UTC_TIMESTAMP(3), 'partner answered 503')`,
+    );
+    await db.execute(
+      `INSERT INTO punctual_tasks (task_key, type, payload, run_at, requested_run_at, status, finished_at, last_error) VALUES ${rows.join(', ')}`,
+    );
+    const failedOf = (type?: string) =>
+      count(
+        `SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'failed'${type === undefined ? '' : ' AND type = ?'}`,
+        type === undefined ? [] : [type],
+      );
+    const page = await open(size, '/console/tasks/failed?type=sale_end');
+    const ofType = await failedOf('sale_end');
+    const deleteTyped = page.getByRole('button', { name: `Delete all ${ofType} failed with type sale_end` });
+    await deleteTyped.waitFor();
+    expect(await deleteTyped.getAttribute('class')).toContain('danger');
+    await deleteTyped.click();
+    await confirmSays(page, `Delete every failed task with the type sale_end (${ofType} now)`, 'yes');
+    await waitFor(async () => (await failedOf('sale_end')) === 0, 10_000, 'the delete');
+
+    await page.goto(`${baseUrl}/console/tasks/failed`);
+    const left = await failedOf();
+    const retryAll = page.getByRole('button', { name: `Retry all ${left} failed`, exact: true });
+    await retryAll.waitFor();
+    // Retry and delete are apart, and only delete looks destructive.
+    expect((await retryAll.getAttribute('class')) ?? '').not.toContain('danger');
+    const [retryBox, deleteBox] = [await retryAll.boundingBox(), await page.locator('#all-delete').boundingBox()];
+    expect(Math.abs(retryBox!.x - deleteBox!.x) + Math.abs(retryBox!.y - deleteBox!.y)).toBeGreaterThan(24);
+    await retryAll.click();
+    await confirmSays(page, `Run every failed task (${left} now) again now, on every page?`, 'yes');
+    await page.locator('#status', { hasText: `${left} of ${left} tasks will run again` }).waitFor();
+    await waitFor(async () => (await failedOf()) === 0, 10_000, 'the retry');
+    await db.execute('DELETE FROM punctual_tasks WHERE task_key LIKE ?', [`${tag}:%`]);
     await page.context().close();
   });
 });

@@ -33,7 +33,8 @@ async function rows(): Promise<{ n: number; changed: string }> {
 /** A concrete request for a route of the table, on the task `id` with key `key`. */
 function request(route: string, id: number, key: string): [string, string, unknown] {
   const [method, pattern] = route.split(' ') as [string, string];
-  const url = pattern.replace(':id', String(id)).replace(':key', encodeURIComponent(key)).replace(':type', 'close_order');
+  const path = pattern.replace(':id', String(id)).replace(':key', encodeURIComponent(key)).replace(':type', 'close_order');
+  const url = pattern === '/tasks/search' ? `${path}?q=k:1` : path;
   const body =
     method === 'PUT'
       ? pattern.endsWith('/payload')

@@ -52,7 +52,10 @@ function Search() {
       if (found.tasks.length === 0 && found.tagged === 0) {
         return setMessage(`nothing matches ${wanted}: no task has it as its id, its key, the start or last part of its key, or a tag`);
       }
-      if (found.tagged === 0 && found.tasks.length === 1) return (setMessage(''), navigate(`/console/task/${found.tasks[0].id}`));
+      // The task whose id or whole key it is wins; else the one task found.
+      const exact = found.tasks.find((task) => String(task.id) === wanted || task.key === wanted);
+      const one = exact ?? (found.tasks.length === 1 ? found.tasks[0] : undefined);
+      if (found.tagged === 0 && one !== undefined) return (setMessage(''), navigate(`/console/task/${one.id}`));
       if (found.tagged === 0 && found.tasks.every((task) => (task.key ?? '').startsWith(wanted))) {
         const counts = (await api('GET', `/tasks/counts?${new URLSearchParams({ keyPrefix: wanted })}`)).counts;
         const statuses = Object.entries(counts).filter(([, n]) => n > 0);

@@ -24,7 +24,10 @@ export interface BulkRoutesOptions {
 }
 
 /** Exactly one of tag, keyPrefix, type (and ids, where the body has it). */
-function selectorOf(body: BulkCancelBody, names: readonly (keyof BulkCancelBody)[] = ['tag', 'keyPrefix', 'type']): Selector {
+function selectorOf(
+  body: BulkCancelBody & { all?: true },
+  names: readonly (keyof BulkCancelBody | 'all')[] = ['tag', 'keyPrefix', 'type'],
+): Selector {
   const given = names.filter((name) => body[name] !== undefined);
   if (given.length !== 1) throw badRequest('body', `must name exactly one of ${names.join(', ')}`);
   const name = given[0]!;
@@ -32,6 +35,8 @@ function selectorOf(body: BulkCancelBody, names: readonly (keyof BulkCancelBody)
 }
 
 const WITH_IDS = ['tag', 'keyPrefix', 'type', 'ids'] as const;
+/** A finished status's changes may also take every task in it. */
+const WITH_ALL = ['tag', 'keyPrefix', 'type', 'ids', 'all'] as const;
 
 const responses = { 200: BulkResult, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson };
 
@@ -57,7 +62,7 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
     '/tasks/bulk/retry',
     {
       schema: {
-        summary: 'Run again every failed task with a tag, a key prefix, a type, or an id among a list',
+        summary: 'Run again every failed task with a tag, a key prefix, a type, or an id among a list, or all of them',
         description:
           'failed → pending, due now, attempts reset, each in its own zone; in chunks of short transactions. A task no longer failed is left alone, so repeating it is harmless.',
         tags: ['bulk'],
@@ -65,14 +70,14 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
         response: responses,
       },
     },
-    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_IDS), { kind: 'retry' }),
+    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_ALL), { kind: 'retry' }),
   );
 
   app.post(
     '/tasks/bulk/delete',
     {
       schema: {
-        summary: 'Delete every finished task in a status with a tag, a key prefix, a type, or an id among a list',
+        summary: 'Delete every finished task in a status with a tag, a key prefix, a type, or an id among a list, or all of them',
         description:
           'With its runs, in chunks of short transactions; a task that left the status meanwhile (a retried one) stays, and so does the first task of a recurring series that goes on. Repeating it is harmless.',
         tags: ['bulk'],
@@ -80,7 +85,7 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
         response: responses,
       },
     },
-    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_IDS), { kind: 'delete', status: request.body.status }),
+    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_ALL), { kind: 'delete', status: request.body.status }),
   );
 
   app.post(

@@ -297,6 +297,8 @@ export const SQL = {
   },
   /** Tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
   pickByKeyPrefix: `SELECT id, task_key FROM punctual_tasks WHERE task_key LIKE ? ESCAPE '!' AND status = ? AND ${notReserved()} AND task_key > ? ORDER BY task_key LIMIT ?`,
+  /** Every task with a status, as [id, id], in id order (a Failed view's retry or delete of all). */
+  pickAll: `SELECT id, id FROM punctual_tasks ${forceIndex('tasks_status_run_at')} WHERE status = ? AND ${notReserved()} AND id > ? ORDER BY id LIMIT ?`,
   /** The tasks among the ids ? with a status, as [id, id]: the primary key, in id order. */
   pickByIds: `SELECT id, id FROM punctual_tasks WHERE id IN (?) AND status = ? AND ${notReserved()} AND id > ? ORDER BY id LIMIT ?`,
   /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */

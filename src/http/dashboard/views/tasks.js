@@ -5,7 +5,7 @@
 import { html, useEffect, useState } from '../lib.js';
 import { api, Held, may } from '../api.js';
 import { href, navigate } from '../router.js';
-import { cancelTask, change, Empty, retryTask, runNow, Scroll, usePoll } from '../ui.js';
+import { cancelTask, change, Empty, Problem, retryTask, runNow, Scroll, usePoll } from '../ui.js';
 import { count, countdown, inputValue, instantOfInput, late, local, naive, utc } from '../format.js';
 
 const PAGE_SIZE = 50;
@@ -156,24 +156,29 @@ function Filters({ status, filters, types }) {
 function MoveAll({ selector, named, total, after }) {
   const [when, setWhen] = useState('');
   const [zone, setZone] = useState(Intl.DateTimeFormat().resolvedOptions().timeZone ?? 'UTC');
+  const [problem, setProblem] = useState('');
   const submit = (event) => {
     event.preventDefault();
     if (when === '') return;
     void change({
-      question: `Move every pending task with the ${named} (${total} now) to ${naive(when)} ${zone}, on every page?`,
+      question: `Move every pending task with the ${named} (${count(total)} now) to ${naive(when)} ${zone}, on every page?`,
       yes: 'Move them all',
       path: '/tasks/bulk/reschedule',
       body: { ...selector, runAt: naive(when), timezone: zone },
+      past: `${naive(when)} ${zone} is already past: all ${count(total)} tasks with the ${named} would run now, at once. Run them all now?`,
+      problem: setProblem,
       done: (answer) => `${answer.changed} of ${answer.matched} tasks moved`,
       after,
     });
   };
+  const edit = (set) => (e) => (set(e.currentTarget.value), setProblem(''));
   return html`<form id="move-all" class="inline" onSubmit=${submit}>
     <label for="move-all-at">Move all pending with ${named} to</label>
-    <input id="move-all-at" type="datetime-local" step="1" required value=${when} onInput=${(e) => setWhen(e.currentTarget.value)} />
+    <input id="move-all-at" type="datetime-local" step="1" required value=${when} onInput=${edit(setWhen)} aria-describedby="move-all-problem" />
     <label for="move-all-zone">in zone</label>
-    <input id="move-all-zone" size="14" required value=${zone} onInput=${(e) => setZone(e.currentTarget.value)} />
+    <input id="move-all-zone" size="14" required value=${zone} onInput=${edit(setZone)} aria-describedby="move-all-problem" />
     <button type="submit">Move them</button>
+    <${Problem} id="move-all-problem" text=${problem} />
   </form>`;
 }
 
@@ -186,8 +191,12 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
   const given = FILTERS.filter(([name]) => filters[name] !== '');
   const listOnly = LIST_ONLY.some((name) => filters[name] !== '');
   const one = given.length === 1 && !listOnly ? given[0] : undefined;
-  const selector = one === undefined ? undefined : { [one[0]]: filters[one[0]] };
+  // Without a filter, a finished status's retry and delete take every task in it (the count says how many).
+  const everything = given.length === 0 && !listOnly && kind !== 'cancel';
+  const selector = one === undefined ? (everything ? { all: true } : undefined) : { [one[0]]: filters[one[0]] };
   const named = one === undefined ? '' : `${one[1]} ${filters[one[0]]}`;
+  const withNamed = named === '' ? '' : ` with ${named}`;
+  const theNamed = named === '' ? '' : ` with the ${named}`;
   const after = () => {
     setSelected(new Set());
     refresh();
@@ -242,6 +251,7 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
     html`<button
       type="button"
       id="bulk-delete"
+      class="danger"
       disabled=${n === 0}
       onClick=${() =>
         change({
@@ -256,30 +266,53 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
       Delete selected (${n})
     </button>`}
     ${selector !== undefined &&
-    DELETABLE.has(status) &&
+    kind === 'retry' &&
     html`<button
       type="button"
-      id="all-delete"
+      id="all-retry"
+      disabled=${total === 0}
       onClick=${() =>
         change({
-          question: `Delete every ${status} task with the ${named} (${total} now) and their runs, on every page? This cannot be undone.`,
-          yes: 'Delete them all',
-          path: '/tasks/bulk/delete',
-          body: { ...selector, status },
-          done: counted('deleted'),
+          question: `Run every failed task${theNamed} (${count(total)} now) again now, on every page?`,
+          yes: `Retry all ${count(total)}`,
+          path: '/tasks/bulk/retry',
+          body: selector,
+          done: counted('will run again'),
           after,
         })}
     >
-      Delete all ${status} with ${named}
+      Retry all ${count(total)} failed${withNamed}
     </button>`}
     ${selector !== undefined &&
+    DELETABLE.has(status) &&
+    html`<span class="danger-zone"
+      ><button
+        type="button"
+        id="all-delete"
+        class="danger"
+        disabled=${total === 0}
+        onClick=${() =>
+          change({
+            question: `Delete every ${status} task${theNamed} (${count(total)} now) and their runs, on every page? This cannot be undone.`,
+            yes: `Delete all ${count(total)}`,
+            danger: true,
+            path: '/tasks/bulk/delete',
+            body: { ...selector, status },
+            done: counted('deleted'),
+            after,
+          })}
+      >
+        Delete all ${count(total)} ${status}${withNamed}
+      </button></span
+    >`}
+    ${one !== undefined &&
     kind === 'cancel' &&
     html`<button
         type="button"
         id="all-cancel"
         onClick=${() =>
           change({
-            question: `Cancel every pending task with the ${named} (${total} now), on every page?`,
+            question: `Cancel every pending task with the ${named} (${count(total)} now), on every page? They will not run.`,
             yes: 'Cancel them all',
             path: '/tasks/bulk/cancel',
             body: selector,
@@ -294,10 +327,10 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
         id="all-run"
         onClick=${() =>
           change({
-            question: `Run every pending task with the ${named} (${total} now) now, on every page?`,
+            question: `Run every pending task with the ${named} (${count(total)} now) now, on every page? They all run at once.`,
             yes: 'Run them all now',
             path: '/tasks/bulk/reschedule',
-            body: { ...selector, runAt: new Date().toISOString() },
+            body: { ...selector, runAt: new Date().toISOString(), allowPast: true },
             done: counted('run now'),
             after,
           })}
@@ -305,23 +338,6 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
         Run all pending with ${named} now
       </button>
       <${MoveAll} selector=${selector} named=${named} total=${total} after=${after} />`}
-    ${selector !== undefined &&
-    kind === 'retry' &&
-    html`<button
-      type="button"
-      id="all-retry"
-      onClick=${() =>
-        change({
-          question: `Run every failed task with the ${named} (${total} now) again now, on every page?`,
-          yes: 'Retry them all',
-          path: '/tasks/bulk/retry',
-          body: selector,
-          done: counted('will run again'),
-          after,
-        })}
-    >
-      Retry all failed with ${named}
-    </button>`}
     ${(given.length > 1 || (listOnly && given.length > 0)) &&
     html`<small>a change to all that match takes one filter alone: type, tag or key prefix</small>`}
   </div>`;

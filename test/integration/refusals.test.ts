@@ -1,0 +1,64 @@
+/**
+ * What the console's forms show beside their fields: refusals that name the limit broken, and the
+ * Failed view's retry and delete of every failed task, with no filter.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { testHandler } from '../helpers/handlers.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const TOKEN = 'refusals-admin-token-0123456789';
+
+let db: TestDatabase;
+let service: TestService;
+
+const call = (method: string, url: string, body?: unknown) => service.call(method, url, body, { authorization: `Bearer ${TOKEN}` });
+
+async function count(sql: string): Promise<number> {
+  return Number((await db.query<any[]>(sql))[0].n);
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('refusals');
+  service = await startTestService(db, { API_TOKEN: TOKEN }, { handlers: [testHandler('quiet', async () => {})] });
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await db?.drop();
+});
+
+describe('a refusal names the limit', () => {
+  it('of a type limit out of its range, and changes nothing', async () => {
+    const { status, body } = await call('PUT', '/types/quiet/limits', { maxConcurrency: 1e9 });
+    expect(status).toBe(400);
+    expect(body.message).toBe('body/maxConcurrency must be <= 10000, or null');
+    expect((await call('GET', '/types')).body.types.find((t: any) => t.type === 'quiet').maxConcurrency).toBeNull();
+  });
+
+  it('of a body over the size limit', async () => {
+    const { status, body } = await call('PUT', '/tasks/1/payload', { payload: { note: 'x'.repeat(1024 * 1024) } });
+    expect(status).toBe(413);
+    expect(body.message).toBe('the request body is larger than the limit of 131072 bytes (128 KiB)');
+  });
+});
+
+describe('every failed task', () => {
+  it('is retried by all: true, and deleted by all: true, counted', async () => {
+    await db.execute(
+      "INSERT INTO punctual_tasks (type, payload, run_at, status, finished_at) VALUES ('quiet', '{}', UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 'failed', UTC_TIMESTAMP(3)), ('other', '{}', UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 'failed', UTC_TIMESTAMP(3)), ('quiet', '{}', UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 'pending', NULL)",
+    );
+    const retried = await call('POST', '/tasks/bulk/retry', { all: true });
+    expect(retried.body).toEqual({ matched: 2, changed: 2 });
+    expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE status = 'failed'")).toBe(0);
+    await db.execute(
+      "UPDATE punctual_tasks SET status = 'failed', finished_at = UTC_TIMESTAMP(3), run_at = UTC_TIMESTAMP(3) + INTERVAL 1 DAY WHERE type = 'other'",
+    );
+    const deleted = await call('POST', '/tasks/bulk/delete', { status: 'failed', all: true });
+    expect(deleted.body).toEqual({ matched: 1, changed: 1 });
+    expect(await count('SELECT COUNT(*) AS n FROM punctual_tasks')).toBe(2);
+    // all with another selector, or on a cancel, is refused.
+    expect((await call('POST', '/tasks/bulk/retry', { all: true, type: 'quiet' })).status).toBe(400);
+    expect((await call('POST', '/tasks/bulk/cancel', { all: true })).status).toBe(400);
+  });
+});
