@@ -19,6 +19,7 @@ export const AUDIT_ACTIONS = [
   'pause',
   'resume',
   'limits',
+  'release-lease',
 ] as const;
 
 export const AuditEntryJson = Type.Object({

@@ -67,6 +67,15 @@ export const TaskJson = Type.Object(
       Type.Integer({ description: 'no attempt starts later than this after runAt: the task is skipped as expired instead' }),
     ),
     group: Nullable(Type.String({ description: 'its group: the limits of a type with groupBy "group" apply per value of it' })),
+    leaseHolder: Type.Optional(
+      Type.String({
+        description:
+          'running under a lease: who holds it, the process running it or, for a pull worker, pull: and a digest of its lease token',
+      }),
+    ),
+    leaseUntil: Type.Optional(
+      Type.String({ description: 'running under a lease: when it runs out; past it, the run is stuck and the lease may be released' }),
+    ),
   },
   {
     additionalProperties: false,

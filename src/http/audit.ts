@@ -69,6 +69,7 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'POST /types/:type/pause': { action: 'pause', target: (r) => `type:${param('type')(r)}` },
   'POST /types/:type/resume': { action: 'resume', target: (r) => `type:${param('type')(r)}` },
   'PUT /types/:type/limits': { action: 'limits', target: (r) => `type:${param('type')(r)}` },
+  'POST /tasks/:id/release-lease': { action: 'release-lease', target: (r) => `task:${param('id')(r)}` },
 };
 
 /**

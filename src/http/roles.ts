@@ -33,6 +33,7 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'POST /tasks/:id/cancel': 'write',
   'POST /tasks/:id/reschedule': 'write',
   'POST /tasks/:id/retry': 'write',
+  'POST /tasks/:id/release-lease': 'admin',
   'PUT /tasks/:id/payload': 'write',
   'DELETE /tasks/:id': 'write',
   'GET /runs/last-hour': 'read',

@@ -277,3 +277,36 @@ describe.each(VIEWPORTS)('the Failed view (%s)', (name, size) => {
     await page.context().close();
   });
 });
+
+describe.each(VIEWPORTS)('the Running view (%s)', (name, size) => {
+  it('shows the start, the attempt the task says, the lease holder and end, flags a stuck lease and releases it', async () => {
+    const inserted = await db.execute(
+      `INSERT INTO punctual_tasks (task_key, type, payload, run_at, status, attempts, max_attempts, lease_owner, lease_until, updated_at) VALUES
+       ('running-${name}:held', 'sale_start', '{}', UTC_TIMESTAMP(3) - INTERVAL 5 MINUTE, 'running', 1, 4, 'host-a:4242', UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, UTC_TIMESTAMP(3) - INTERVAL 2 MINUTE),
+       ('running-${name}:stuck', 'sale_start', '{}', UTC_TIMESTAMP(3) - INTERVAL 5 MINUTE, 'running', 2, 4, 'pull:a-worker-token', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND, UTC_TIMESTAMP(3) - INTERVAL 3 MINUTE)`,
+    );
+    const [held, stuck] = [inserted.insertId, inserted.insertId + 1];
+    const page = await open(size, '/console/tasks/running');
+    const row = (id: number) => page.locator(`#tasks tr[data-id="${id}"]`);
+    await row(held).waitFor();
+    const heldText = (await row(held).locator('td').allTextContents()).join(' | ');
+    expect(heldText).toContain('1/4');
+    expect(heldText).toContain('host-a:4242');
+    expect(heldText).not.toContain('stuck');
+    const stuckText = (await row(stuck).locator('td').allTextContents()).join(' | ');
+    expect(stuckText).toContain('2/4');
+    expect(stuckText).toMatch(/pull:[0-9a-f]{12}/);
+    expect(stuckText).not.toContain('a-worker-token');
+    expect(stuckText).toContain('stuck: ran out');
+    expect(await row(held).getByRole('button', { name: 'Release lease' }).count()).toBe(0);
+    await row(stuck).getByRole('button', { name: 'Release lease' }).click();
+    await confirmSays(page, 'Release the stuck lease of', 'yes');
+    await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'running'", [stuck])) === 0);
+    const [entry] = await db.query<any[]>("SELECT actor FROM punctual_audit_log WHERE action = 'release-lease' AND target = ?", [
+      `task:${stuck}`,
+    ]);
+    expect(entry.actor).toBe('ops-alice');
+    await db.execute('DELETE FROM punctual_tasks WHERE id IN (?)', [[held, stuck]]);
+    await page.context().close();
+  });
+});

@@ -62,3 +62,31 @@ describe('every failed task', () => {
     expect((await call('POST', '/tasks/bulk/cancel', { all: true })).status).toBe(400);
   });
 });
+
+describe('a stuck lease', () => {
+  it('shows its holder and end, and an admin releases it once it ran out, on the audit trail', async () => {
+    const inserted = await db.execute(
+      "INSERT INTO punctual_tasks (type, payload, run_at, status, attempts, lease_owner, lease_until) VALUES ('quiet', '{}', UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, 'running', 1, 'host-a:4242', UTC_TIMESTAMP(3) + INTERVAL 1 HOUR), ('quiet', '{}', UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, 'running', 1, 'pull:secret-lease-token', UTC_TIMESTAMP(3) - INTERVAL 10 MINUTE)",
+    );
+    const [held, stuck] = [inserted.insertId, inserted.insertId + 1];
+    const shown = (await call('GET', `/tasks/${held}`)).body;
+    expect(shown.leaseHolder).toBe('host-a:4242');
+    expect(Date.parse(shown.leaseUntil)).toBeGreaterThan(Date.now());
+    const pulled = (await call('GET', `/tasks/${stuck}`)).body;
+    // A pull lease's token is what ack names: never shown, a digest of it is.
+    expect(pulled.leaseHolder).toMatch(/^pull:[0-9a-f]{12}$/);
+    expect(JSON.stringify(pulled)).not.toContain('secret-lease-token');
+
+    const refused = await call('POST', `/tasks/${held}/release-lease`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toBe(`task ${held} holds no stuck lease: its lease has not run out`);
+    expect((await call('GET', `/tasks/${held}`)).body.status).toBe('running');
+
+    const released = await call('POST', `/tasks/${stuck}/release-lease`);
+    expect(released.status).toBe(200);
+    expect(['pending', 'running', 'done']).toContain(released.body.status);
+    const trail = (await call('GET', '/audit?action=release-lease')).body.entries;
+    expect(trail.map((entry: any) => entry.target)).toContain(`task:${stuck}`);
+    await db.execute('DELETE FROM punctual_tasks WHERE id IN (?)', [[held, stuck]]);
+  });
+});

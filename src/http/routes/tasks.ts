@@ -399,6 +399,30 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
   );
 
   app.post(
+    '/tasks/:id/release-lease',
+    {
+      schema: {
+        summary: 'Release a stuck lease (admin)',
+        description:
+          'A running task whose lease ran out (its run never reported): on record as lost, then pending again and due now, or failed on its last attempt; what the reconcile does within a minute, now. 409 while its lease has not run out.',
+        tags: ['tasks'],
+        params: IdParams,
+        response: taskResponses,
+      },
+    },
+    async (request) => {
+      const task = await byId(request.params.id);
+      const { released } = await lifecycle.releaseLease(task);
+      const now = await byId(task.id);
+      if (!released) {
+        const why = now.status === 'running' ? 'its lease has not run out' : `it is ${now.status}`;
+        throw conflict(`task ${task.id} holds no stuck lease: ${why}`, present(now, request.role));
+      }
+      return present(now, request.role);
+    },
+  );
+
+  app.post(
     '/tasks/:id/reschedule',
     {
       schema: {

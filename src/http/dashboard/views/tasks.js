@@ -21,10 +21,29 @@ const LIST_ONLY = ['group', 'dueFrom', 'dueUntil', 'series'];
 
 const tags = (task) => (task.tags ?? []).join(' ');
 
-/** A row's own actions: run now and cancel a pending task, retry a failed one. */
+/** A running task whose lease ran out: its run never reported (the reconcile releases it within a minute). */
+const stuck = (task) => task.leaseUntil !== undefined && Date.parse(task.leaseUntil) < Date.now();
+
+/** A row's own actions: run now and cancel a pending task, retry a failed one, release a stuck lease (admin). */
 function RowActions({ task, refresh }) {
   if (!may('write')) return html`<td></td>`;
   const what = `task ${task.id} (${task.type}${task.key ? `, ${task.key}` : ''})`;
+  if (task.status === 'running' && stuck(task) && may('admin'))
+    return html`<td class="actions">
+      <button
+        type="button"
+        onClick=${() =>
+          change({
+            question: `Release the stuck lease of ${what}, held by ${task.leaseHolder}, run out at ${utc(task.leaseUntil)}? Its run is recorded as lost and the task runs again now (or fails, on its last attempt).`,
+            yes: 'Release the lease',
+            path: `/tasks/${task.id}/release-lease`,
+            done: `task ${task.id}: lease released`,
+            after: refresh,
+          })}
+      >
+        Release lease
+      </button>
+    </td>`;
   if (task.status === 'pending')
     return html`<td class="actions">
       <button
@@ -60,9 +79,21 @@ const COLUMNS = {
     ['UTC', (task) => html`<td>${utc(task.runAt)}</td>`],
     ['tags', (task) => html`<td>${tags(task)}</td>`],
   ],
+  // A running task's attempt is counted when it starts (the task and the API say the same); its
+  // start is its claim (updatedAt); a lease past its end is a run that never reported: stuck.
   running: [
-    ['due (UTC)', (task) => html`<td>${utc(task.runAt)}</td>`],
-    ['attempt', (task) => html`<td class="num">${task.attempts + 1}/${task.maxAttempts}</td>`],
+    ['started (UTC)', (task) => html`<td>${utc(task.updatedAt)}</td>`],
+    ['attempt', (task) => html`<td class="num">${task.attempts}/${task.maxAttempts}</td>`],
+    ['lease holder', (task) => html`<td class="key">${task.leaseHolder ?? 'in its database transaction'}</td>`],
+    [
+      'lease ends',
+      (task) =>
+        task.leaseUntil === undefined
+          ? html`<td></td>`
+          : stuck(task)
+            ? html`<td class="bad stuck">stuck: ran out ${utc(task.leaseUntil)}</td>`
+            : html`<td>${utc(task.leaseUntil)}</td>`,
+    ],
     ['tags', (task) => html`<td>${tags(task)}</td>`],
   ],
   failed: [
