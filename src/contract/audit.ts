@@ -20,6 +20,7 @@ export const AUDIT_ACTIONS = [
   'resume',
   'limits',
   'release-lease',
+  'run-now',
 ] as const;
 
 export const AuditEntryJson = Type.Object({

@@ -310,3 +310,116 @@ describe.each(VIEWPORTS)('the Running view (%s)', (name, size) => {
     await page.context().close();
   });
 });
+
+/** WCAG contrast of two computed colours (`rgb(…)`). */
+function contrast(a: string, b: string): number {
+  const lum = (color: string) => {
+    const [r, g, bl] = (color.match(/[\d.]+/g) ?? []).slice(0, 3).map((part) => {
+      const c = Number(part) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * bl!;
+  };
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (hi! + 0.05) / (lo! + 0.05);
+}
+
+/** The colour of `selector`'s text and the background it sits on (the first ancestor with one). */
+async function colours(page: Page, selector: string): Promise<[string, string]> {
+  return page
+    .locator(selector)
+    .first()
+    .evaluate((element) => {
+      const getComputedStyle = (globalThis as any).getComputedStyle as (node: unknown) => { color: string; backgroundColor: string };
+      let node: any = element;
+      let background = 'rgb(255, 255, 255)';
+      while (node !== null) {
+        const value = getComputedStyle(node).backgroundColor;
+        if (value !== 'rgba(0, 0, 0, 0)' && value !== 'transparent') {
+          background = value;
+          break;
+        }
+        node = node.parentElement;
+      }
+      return [getComputedStyle(element).color, background] as [string, string];
+    });
+}
+
+describe.each(VIEWPORTS)('reading and working it (%s)', (name, size) => {
+  it('keeps every row, key and action in view, with targets of 24 px', async () => {
+    const page = await open(size);
+    const first = page.locator('#tasks tbody tr[data-id]').first();
+    await first.waitFor();
+    // Nothing wider than the screen (named when something is).
+    const wide = await page.evaluate(
+      (width) =>
+        [...(globalThis as any).document.querySelectorAll('body *')]
+          .filter((element: any) => element.getBoundingClientRect().right > width + 1 && element.closest('.scroll, #nav, #views') === null)
+          .slice(0, 10)
+          .map(
+            (element: any) =>
+              `${element.tagName}#${element.id}.${element.className} ${Math.round(element.getBoundingClientRect().left)}-${Math.round(element.getBoundingClientRect().right)}`,
+          ),
+      size.width,
+    );
+    expect(wide).toEqual([]);
+    const box = (await first.boundingBox())!;
+    expect(box.y).toBeLessThan(size.height - 100);
+    const key = (await first.locator('td.key').boundingBox())!;
+    // A key on one or two lines, not one character a line.
+    expect(key.height).toBeLessThan(48);
+    const run = (await first.getByRole('button', { name: 'Run now' }).boundingBox())!;
+    expect(run.x + run.width).toBeLessThanOrEqual(size.width);
+    const small = await page.locator('main button:visible, main input[type=checkbox]:visible').evaluateAll((elements) =>
+      elements
+        .map((element) => element.getBoundingClientRect())
+        .filter((rect) => rect.width > 0 && (rect.height < 24 || rect.width < 24))
+        .map((rect) => `${rect.width}×${rect.height}`),
+    );
+    expect(small).toEqual([]);
+    await page.context().close();
+  });
+
+  it('has a skip link, a quiet status line and text of 4.5:1, light and dark', async () => {
+    const page = await open(size);
+    await page.locator('#tasks tbody tr[data-id]').first().waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe('Skip to the content');
+    await page.keyboard.press('Enter');
+    // The focus is in the view, past the header.
+    expect(
+      await page.evaluate(() => (globalThis as any).document.querySelector('main')?.contains((globalThis as any).document.activeElement)),
+    ).toBe(true);
+
+    // Two readings go by: shown, not announced.
+    expect(await page.locator('#status').getAttribute('role')).toBeNull();
+    const said = await page.locator('#announce').textContent();
+    const shown = await page.locator('#status').textContent();
+    await page.waitForFunction((before) => (globalThis as any).document.querySelector('#status')?.textContent !== before, shown);
+    await page.waitForFunction(
+      (before) => (globalThis as any).document.querySelector('#status')?.textContent !== before,
+      await page.locator('#status').textContent(),
+    );
+    expect(await page.locator('#announce').textContent()).toBe(said);
+
+    for (const selector of ['#status', '#page-info', 'button:disabled']) {
+      const [fg, bg] = await colours(page, selector);
+      expect(contrast(fg, bg), `${selector} ${fg} on ${bg}`).toBeGreaterThanOrEqual(4.5);
+    }
+    await page.context().close();
+
+    const dark = await (await browser.newContext({ viewport: size, colorScheme: 'dark' })).newPage();
+    await dark.goto(`${baseUrl}/console/tasks/pending`);
+    await dark.getByLabel('API token').fill(ADMIN);
+    await dark.getByRole('button', { name: 'Use' }).click();
+    await dark.locator('#tasks tbody tr[data-id]').first().waitFor();
+    const [fg, bg] = await colours(dark, '#tasks td.key');
+    expect(contrast('rgb(0, 0, 0)', bg), `a dark background, ${bg}`).toBeLessThan(2);
+    expect(contrast(fg, bg)).toBeGreaterThanOrEqual(4.5);
+    for (const selector of ['#status', 'button:disabled']) {
+      const [text, under] = await colours(dark, selector);
+      expect(contrast(text, under), `${name} dark ${selector}`).toBeGreaterThanOrEqual(4.5);
+    }
+    await dark.context().close();
+  });
+});

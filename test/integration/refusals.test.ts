@@ -90,3 +90,19 @@ describe('a stuck lease', () => {
     await db.execute('DELETE FROM punctual_tasks WHERE id IN (?)', [[held, stuck]]);
   });
 });
+
+describe('the audit trail', () => {
+  it('says run-now for a reschedule to now, reschedule for another time', async () => {
+    const created = (await call('POST', '/tasks', { type: 'quiet', payload: {}, delayMs: 3_600_000 })).body;
+    expect((await call('POST', `/tasks/${created.id}/reschedule`, { delayMs: 7_200_000 })).status).toBe(200);
+    expect((await call('POST', `/tasks/${created.id}/reschedule`, { delayMs: 0 })).status).toBe(200);
+    const rows = await db.query<any[]>('SELECT action FROM punctual_audit_log WHERE target = ? ORDER BY id', [`task:${created.id}`]);
+    expect(rows.map((row) => row.action)).toEqual(['reschedule', 'run-now']);
+  });
+
+  it('serves an icon at /favicon.ico', async () => {
+    const icon = await service.app.inject({ url: '/favicon.ico' });
+    expect(icon.statusCode).toBe(200);
+    expect(icon.headers['content-type']).toContain('image/svg+xml');
+  });
+});

@@ -140,9 +140,10 @@ function App() {
   }, [route]);
   if (!current.ready) return html`<main class="login"><h1>punctual</h1></main>`;
   if (current.held || current.role === undefined) return html`<${Login} />`;
-  return html`<header>
+  return html`<a class="skip-link" href="#main">Skip to the content</a>
+    <header>
       <a class="brand" href="/console"><h1>punctual</h1></a>
-      <nav id="nav" aria-label="Views">
+      <nav id="nav" class="scroll" aria-label="Views">
         ${NAV.filter(([, , , needed]) => needed === undefined || may(needed)).map(
           ([view, path, label]) =>
             html`<a href=${path} aria-current=${route.view === view || (view === 'tasks' && route.view === 'task') || (view === 'types' && route.view === 'type') ? 'page' : undefined}>${label}</a>`,
@@ -156,7 +157,7 @@ function App() {
     </header>
     <${StatusLine} />
     <${PausedNote} />
-    <main><${View} route=${route} /></main>`;
+    <main id="main" tabindex="-1"><${View} route=${route} /></main>`;
 }
 
 render(html`<${App} />`, document.querySelector('#app'));

@@ -5,12 +5,16 @@ import { api, Held, session, subscribe } from './api.js';
 
 export const REFRESH_MS = 2000;
 
-// The status line: what the last change did (kept in view 5 s), else when the data was read.
-const status = { text: '', error: false, until: 0 };
+// The status line: what the last change did (kept in view 5 s), else when the data was read. Only
+// what a change did is announced (a live region of its own): a reading every 2 s is shown, not read
+// out, and a failed reading is announced once, not at every tick.
+const status = { text: '', error: false, until: 0, said: '' };
 const statusListeners = new Set();
 
 export function setStatus(text, error = false, holdMs = 0) {
   if (holdMs === 0 && Date.now() < status.until) return;
+  // A change's outcome, or a failure that is new: announced. A reading's time: shown only.
+  if (holdMs > 0 || (error && text !== status.text)) status.said = text;
   Object.assign(status, { text, error, until: holdMs === 0 ? 0 : Date.now() + holdMs });
   for (const listener of statusListeners) listener();
 }
@@ -22,7 +26,8 @@ export function StatusLine() {
     statusListeners.add(listener);
     return () => statusListeners.delete(listener);
   }, []);
-  return html`<p id="status" role="status" class=${status.error ? 'error' : ''}>${status.text}</p>`;
+  return html`<p id="status" aria-live="off" class=${status.error ? 'error' : ''}>${status.text}</p>
+    <p id="announce" class="visually-hidden" role="status">${status.said}</p>`;
 }
 
 /** Redraws on every session change (sign in, sign out, a refused token). */

@@ -30,7 +30,7 @@ export function SearchResults({ query }) {
     }
     ${error !== undefined && html`<p class="problem" role="alert">The search could not be made: ${error.message}</p>`}
     <${Scroll}>
-      <table id="search-table">
+      <table id="search-table" class="cards">
         <caption class="visually-hidden">tasks found</caption>
         <thead>
           <tr><th scope="col">id</th><th scope="col">status</th><th scope="col">type</th><th scope="col">key</th><th scope="col">due (UTC)</th><th scope="col">tags</th></tr>

@@ -125,6 +125,12 @@ const COLUMNS = {
   ],
 };
 
+/** A column's cell with its heading as its label (a phone shows each row as a card of labelled fields). */
+function labelled(cell, name) {
+  cell.props['data-label'] = name;
+  return cell;
+}
+
 /** What the bulk routes do to a status's tasks: pending ones are cancelled (or run now), failed ones retried; finished ones deleted. */
 const BULK = { pending: 'cancel', failed: 'retry', done: 'delete', cancelled: 'delete', skipped: 'delete' };
 const DELETABLE = new Set(['failed', 'done', 'cancelled', 'skipped']);
@@ -164,14 +170,14 @@ function Filters({ status, filters, types }) {
     <input id="filter-key" autocomplete="off" size="14" value=${form.keyPrefix} onInput=${field('keyPrefix')} />
     <label for="filter-group">Group</label>
     <input id="filter-group" autocomplete="off" size="10" value=${form.group} onInput=${field('group')} />
-    <label for="filter-from">Due from</label>
+    <label for="filter-from">Due from (UTC)</label>
     <input
       id="filter-from"
       type="datetime-local"
       value=${inputValue(form.dueFrom)}
       onInput=${(e) => setForm({ ...form, dueFrom: instantOfInput(e.currentTarget.value) })}
     />
-    <label for="filter-until">Due before</label>
+    <label for="filter-until">Due before (UTC)</label>
     <input
       id="filter-until"
       type="datetime-local"
@@ -488,7 +494,7 @@ export function Tasks({ status, query }) {
   };
   return html`<section id="console" aria-labelledby="console-name">
     <h2 id="console-title" tabindex="-1"><span id="console-name">Tasks</span> <small id="view-note">${notes.length === 0 ? '' : `only ${notes.join(', ')}`}</small></h2>
-    <nav id="views" aria-label="Views by state">
+    <nav id="views" class="scroll" aria-label="Views by state">
       ${STATUSES.map(
         (s) =>
           html`<a
@@ -510,7 +516,7 @@ export function Tasks({ status, query }) {
       refresh=${refresh}
     />
     <${Scroll}>
-      <table id="tasks">
+      <table id="tasks" class="cards">
         <caption id="tasks-caption" class="visually-hidden">${status} tasks</caption>
         <thead>
           <tr>
@@ -524,13 +530,13 @@ export function Tasks({ status, query }) {
           ${page.tasks.map(
             (task) => html`<tr data-id=${task.id} key=${task.id}>
               ${picking &&
-              html`<td>
+              html`<td data-label="select">
                 <input type="checkbox" class="pick" aria-label=${`select task ${task.id}`} checked=${selected.has(task.id)} onChange=${toggle(task.id)} />
               </td>`}
-              <td class="num"><a href=${`/console/task/${task.id}`} aria-label=${`task ${task.id}`}>${task.id}</a></td>
-              <td>${task.type}</td>
-              <td class="key">${task.key}</td>
-              ${columns.map(([, make]) => make(task))}
+              <td class="num" data-label="id"><a href=${`/console/task/${task.id}`} aria-label=${`task ${task.id}`}>${task.id}</a></td>
+              <td data-label="type">${task.type}</td>
+              <td class="key" data-label="key">${task.key}</td>
+              ${columns.map(([name, make]) => labelled(make(task), name))}
               ${may('write') && html`<${RowActions} task=${task} refresh=${refresh} />`}
             </tr>`,
           )}

@@ -60,9 +60,9 @@ export function Types() {
               <td><a href=${`/console/types/${encodeURIComponent(type.type)}`}>${type.type}</a></td>
               <td class=${type.paused ? 'bad' : ''}>${type.paused ? 'paused' : 'running'}</td>
               <td>${limitsOf(type)}</td>
-              <td class="num">${type.running}</td>
-              <td class="num">${type.waiting}</td>
-              <td class="num">${type.due}</td>
+              <td class="num">${count(type.running)}</td>
+              <td class="num">${count(type.waiting)}</td>
+              <td class="num">${count(type.due)}</td>
               <td><${Switch} type=${type} refresh=${refresh} /></td>
             </tr>`,
           )}
@@ -137,9 +137,9 @@ export function TypePage({ type: name }) {
     html`<dl class="fields" id="type-fields">
         <div data-field="state"><dt>state</dt><dd class=${type.paused ? 'bad' : ''}>${type.paused ? 'paused: its due tasks wait' : 'running'}</dd></div>
         <div data-field="limits"><dt>limits (whole fleet)</dt><dd>${limitsOf(type)}</dd></div>
-        <div data-field="running"><dt>running here</dt><dd>${type.running}</dd></div>
-        <div data-field="waiting"><dt>waiting here</dt><dd>${type.waiting}</dd></div>
-        <div data-field="due"><dt>due now</dt><dd>${type.due}</dd></div>
+        <div data-field="running"><dt>running here</dt><dd>${count(type.running)}</dd></div>
+        <div data-field="waiting"><dt>waiting here</dt><dd>${count(type.waiting)}</dd></div>
+        <div data-field="due"><dt>due now</dt><dd>${count(type.due)}</dd></div>
       </dl>
       <p class="actions">
         <${Switch} type=${type} refresh=${refresh} />
@@ -150,7 +150,7 @@ export function TypePage({ type: name }) {
           id="type-retry-failed"
           onClick=${() =>
             change({
-              question: `Run all ${failed} failed tasks of ${name} again now?`,
+              question: `Run all ${count(failed)} failed tasks of ${name} again now?`,
               yes: 'Retry them all',
               path: '/tasks/bulk/retry',
               body: { type: name },
@@ -183,7 +183,7 @@ export function TypePage({ type: name }) {
       <h3>Its tasks</h3>
       <ul class="counts">
         ${Object.entries(data.counts).map(
-          ([status, n]) => html`<li key=${status}><a href=${href(`/console/tasks/${status}`, { type: name })}>${status} ${n}</a></li>`,
+          ([status, n]) => html`<li key=${status}><a href=${href(`/console/tasks/${status}`, { type: name })}>${status} ${count(n)}</a></li>`,
         )}
       </ul>
       ${may('admin') && html`<h3>Limits</h3><${LimitsForm} type=${type} refresh=${refresh} />`}`}
