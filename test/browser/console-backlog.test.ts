@@ -283,7 +283,7 @@ describe.each(VIEWPORTS)('the Running view (%s)', (name, size) => {
     const inserted = await db.execute(
       `INSERT INTO punctual_tasks (task_key, type, payload, run_at, status, attempts, max_attempts, lease_owner, lease_until, updated_at) VALUES
        ('running-${name}:held', 'sale_start', '{}', UTC_TIMESTAMP(3) - INTERVAL 5 MINUTE, 'running', 1, 4, 'host-a:4242', UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, UTC_TIMESTAMP(3) - INTERVAL 2 MINUTE),
-       ('running-${name}:stuck', 'sale_start', '{}', UTC_TIMESTAMP(3) - INTERVAL 5 MINUTE, 'running', 2, 4, 'pull:a-worker-token', UTC_TIMESTAMP(3) - INTERVAL 1 SECOND, UTC_TIMESTAMP(3) - INTERVAL 3 MINUTE)`,
+       ('running-${name}:stuck', 'sale_start', '{}', UTC_TIMESTAMP(3) - INTERVAL 5 MINUTE, 'running', 2, 4, 'pull:a-worker-token', UTC_TIMESTAMP(3) + INTERVAL 2 SECOND, UTC_TIMESTAMP(3) - INTERVAL 3 MINUTE)`,
     );
     const [held, stuck] = [inserted.insertId, inserted.insertId + 1];
     const page = await open(size, '/console/tasks/running');
@@ -293,6 +293,8 @@ describe.each(VIEWPORTS)('the Running view (%s)', (name, size) => {
     expect(heldText).toContain('1/4');
     expect(heldText).toContain('host-a:4242');
     expect(heldText).not.toContain('stuck');
+    // Its lease runs out 2 s after it was written: the view flags it then, by itself.
+    await row(stuck).locator('td.stuck').waitFor();
     const stuckText = (await row(stuck).locator('td').allTextContents()).join(' | ');
     expect(stuckText).toContain('2/4');
     expect(stuckText).toMatch(/pull:[0-9a-f]{12}/);
@@ -302,9 +304,13 @@ describe.each(VIEWPORTS)('the Running view (%s)', (name, size) => {
     await row(stuck).getByRole('button', { name: 'Release lease' }).click();
     await confirmSays(page, 'Release the stuck lease of', 'yes');
     await waitFor(async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id = ? AND status = 'running'", [stuck])) === 0);
-    const [entry] = await db.query<any[]>("SELECT actor FROM punctual_audit_log WHERE action = 'release-lease' AND target = ?", [
-      `task:${stuck}`,
-    ]);
+    // On the trail once the answer is sent (after the release committed).
+    const entry = await waitFor(async () => {
+      const [row] = await db.query<any[]>("SELECT actor FROM punctual_audit_log WHERE action = 'release-lease' AND target = ?", [
+        `task:${stuck}`,
+      ]);
+      return row;
+    });
     expect(entry.actor).toBe('ops-alice');
     await db.execute('DELETE FROM punctual_tasks WHERE id IN (?)', [[held, stuck]]);
     await page.context().close();

@@ -145,6 +145,11 @@ describe('scoped tokens', () => {
         );
         if (route.endsWith('/retry'))
           await db.execute("UPDATE punctual_tasks SET status = 'failed', finished_at = UTC_TIMESTAMP(3) WHERE id = ?", [task.body.id]);
+        if (route.endsWith('/release-lease'))
+          await db.execute(
+            "UPDATE punctual_tasks SET status = 'running', attempts = 1, lease_owner = 'gone:1', lease_until = UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE WHERE id = ?",
+            [task.body.id],
+          );
         const [method, url, body] = request(route, task.body.id, key);
         const answer = await service.app.inject({ method: method as 'GET', url, payload: body as object, headers: bearer(TOKENS[role]) });
         // A settle with a token no lease has is let in, and refused for the token: 409.
