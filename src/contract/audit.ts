@@ -19,6 +19,8 @@ export const AUDIT_ACTIONS = [
   'pause',
   'resume',
   'limits',
+  'release-lease',
+  'run-now',
 ] as const;
 
 export const AuditEntryJson = Type.Object({

@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { MAX_BULK_IDS, MAX_DELAY_MS, MAX_KEY_LENGTH, MAX_TAG_LENGTH, MAX_TYPE_LENGTH, TAG_PATTERN } from './limits.js';
-import { RunAt, Timezone } from './tasks.js';
+import { AllowPast, RunAt, Timezone } from './tasks.js';
 
 /** The fields of a bulk change that pick its tasks (the store's Selector), exactly one given. */
 const SelectorFields = {
@@ -46,11 +46,12 @@ export const BulkRetryBody = Type.Object(
     ),
     type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'the failed tasks of this type' })),
     ids: Type.Optional(Ids),
+    all: Type.Optional(Type.Literal(true, { description: 'every failed task' })),
   },
   {
     additionalProperties: false,
-    description: 'exactly one of tag, keyPrefix, type, ids: each failed task among them runs again now, its attempts reset',
-    examples: [{ tag: 'merchant:42' }, { ids: [1204, 1205] }],
+    description: 'exactly one of tag, keyPrefix, type, ids, all: each failed task among them runs again now, its attempts reset',
+    examples: [{ tag: 'merchant:42' }, { ids: [1204, 1205] }, { all: true }],
   },
 );
 export type BulkRetryBody = Static<typeof BulkRetryBody>;
@@ -64,12 +65,14 @@ export const BulkDeleteBody = Type.Object(
     keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_KEY_LENGTH, description: 'the tasks whose key starts with this' })),
     type: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_TYPE_LENGTH, description: 'the tasks of this type' })),
     ids: Type.Optional(Ids),
+    all: Type.Optional(Type.Literal(true, { description: 'every task in the status' })),
   },
   {
     additionalProperties: false,
     description:
-      'a status and exactly one of tag, keyPrefix, type, ids: each task among them still in that status is deleted, with its runs',
+      'a status and exactly one of tag, keyPrefix, type, ids, all: each task among them still in that status is deleted, with its runs',
     examples: [
+      { status: 'failed', all: true },
       { status: 'failed', type: 'close_order' },
       { status: 'done', ids: [1204, 1205] },
     ],
@@ -93,6 +96,7 @@ export const BulkRescheduleBody = Type.Object(
         description: 'required with shiftMs: a task already moved by this request id is not moved again, so a repeat is harmless',
       }),
     ),
+    allowPast: Type.Optional(AllowPast),
   },
   {
     additionalProperties: false,

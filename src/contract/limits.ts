@@ -47,3 +47,6 @@ export const MIN_PRIORITY = -10;
 /** The longest spreadMs: a day. */
 export const MAX_SPREAD_MS = 24 * 3600 * 1000;
 export const MAX_PRIORITY = 10;
+
+/** How far in the past a move may land without allowPast: the time a request takes to arrive, not a mistake. */
+export const PAST_TOLERANCE_MS = 1_000;

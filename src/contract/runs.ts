@@ -19,7 +19,10 @@ export const RunJson = Type.Object({
   outcome: Type.Enum([...RUN_OUTCOMES], {
     description: '`done`; `retry`: failed, to be tried again; `failed`: for good; `lost`: its lease ran out (its process stopped mid-run)',
   }),
-  dueAt: Type.String({ format: 'date-time', description: 'the runAt it was due at' }),
+  dueAt: Type.String({
+    format: 'date-time',
+    description: 'when it fell due: its runAt, or the create or move that set that runAt when it came later',
+  }),
   startedAt: Type.String({ format: 'date-time' }),
   finishedAt: Type.String({ format: 'date-time' }),
   waitedMs: Type.Integer({

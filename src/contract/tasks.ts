@@ -18,6 +18,7 @@ import {
   MAX_ZONE_LENGTH,
   MIN_PRIORITY,
   MISFIRE_POLICIES,
+  PAST_TOLERANCE_MS,
   TAG_PATTERN,
   TASK_STATUSES,
   type TaskStatus,
@@ -66,6 +67,15 @@ export const TaskJson = Type.Object(
       Type.Integer({ description: 'no attempt starts later than this after runAt: the task is skipped as expired instead' }),
     ),
     group: Nullable(Type.String({ description: 'its group: the limits of a type with groupBy "group" apply per value of it' })),
+    leaseHolder: Type.Optional(
+      Type.String({
+        description:
+          'running under a lease: who holds it, the process running it or, for a pull worker, pull: and a digest of its lease token',
+      }),
+    ),
+    leaseUntil: Type.Optional(
+      Type.String({ description: 'running under a lease: when it runs out; past it, the run is stuck and the lease may be released' }),
+    ),
   },
   {
     additionalProperties: false,
@@ -108,6 +118,10 @@ export const RunAt = Type.Union([Type.String({ minLength: 1, maxLength: 64 }), T
     'ISO-8601 with offset (2026-12-01T10:00:00+08:00), naive local (2026-12-01 10:00:00, read in timezone), or epoch milliseconds',
 });
 export const DelayMs = Type.Integer({ minimum: 0, maximum: MAX_DELAY_MS, description: 'run this many ms from now (instead of runAt)' });
+/** A move to an instant further back than PAST_TOLERANCE_MS is refused unless the request sets this. */
+export const AllowPast = Type.Boolean({
+  description: `a move to an instant more than ${PAST_TOLERANCE_MS} ms in the past is refused (400 PUNCTUAL_RUN_AT_PAST) unless this is true; the task then runs at once and its lateness counts from the move. delayMs: 0 runs now without it`,
+});
 export const Timezone = Type.String({
   minLength: 1,
   maxLength: MAX_ZONE_LENGTH,
@@ -224,8 +238,11 @@ export const PayloadBody = Type.Object(
 export type PayloadBody = Static<typeof PayloadBody>;
 
 export const RescheduleBody = Type.Object(
-  { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone) },
-  { additionalProperties: false, examples: [{ delayMs: 600_000 }, { runAt: '2026-12-24 20:00:00', timezone: 'Europe/Berlin' }] },
+  { runAt: Type.Optional(RunAt), delayMs: Type.Optional(DelayMs), timezone: Type.Optional(Timezone), allowPast: Type.Optional(AllowPast) },
+  {
+    additionalProperties: false,
+    examples: [{ delayMs: 600_000 }, { runAt: '2026-12-24 20:00:00', timezone: 'Europe/Berlin' }, { delayMs: 0 }],
+  },
 );
 export type RescheduleBody = Static<typeof RescheduleBody>;
 
@@ -266,6 +283,28 @@ export const ConflictJson = Type.Object({
   task: TaskJson,
 });
 export type ConflictJson = Static<typeof ConflictJson>;
+
+export const SearchQuery = Type.Object(
+  {
+    q: Type.String({
+      minLength: 1,
+      maxLength: MAX_KEY_LENGTH,
+      description: "a task id, a key, a key's start, a key's last part after a colon (SN104500 finds close_order:SN104500) or a tag",
+    }),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  },
+  { additionalProperties: false },
+);
+export type SearchQuery = Static<typeof SearchQuery>;
+
+export const SearchPage = Type.Object(
+  {
+    tasks: Type.Array(TaskJson, { description: 'the tasks found, any status, newest first, at most limit' }),
+    tagged: Type.Integer({ description: 'how many tasks have q as a tag (all of them, not only those in tasks)' }),
+  },
+  { examples: [{ tasks: [], tagged: 1610 }] },
+);
+export type SearchPage = Static<typeof SearchPage>;
 
 export const RecentQuery = Type.Object(
   {
@@ -349,10 +388,34 @@ export const ListQuery = Type.Object(
     ...ListFilterFields,
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIST_PAGE, default: 50 })),
     offset: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: MAX_LIST_OFFSET, default: 0, description: 'tasks to skip: a page number times limit' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_LIST_OFFSET,
+        default: 0,
+        description: `tasks to skip: a page number times limit, up to ${MAX_LIST_OFFSET}; deeper, page by after and before`,
+      }),
+    ),
+    after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'the page after this task: nextCursor of the page before (keyset, any depth)',
+      }),
+    ),
+    before: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'the page before this task: prevCursor of the page after' }),
+    ),
+    last: Type.Optional(Type.Boolean({ description: 'the last page' })),
+    at: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'jump: the page that starts at the first task due at or after this instant (pending, running), or finished at or before it (ISO-8601 with offset)',
+      }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'at most one of offset, after, before, last, at' },
 );
 export type ListQuery = Static<typeof ListQuery>;
 
@@ -362,10 +425,12 @@ export const ListPage = Type.Object(
     total: Type.Integer({
       description: 'tasks in this status with these filters, in the whole table (counted a second or two ago at most)',
     }),
-    offset: Type.Integer(),
+    offset: Type.Integer({ description: 'how many tasks of the list come before this page' }),
     nextOffset: Nullable(Type.Integer({ description: 'offset of the next page; null on the last one (or past the deepest offset)' })),
+    nextCursor: Nullable(Type.String({ description: 'pass as after for the next page; null on the last one' })),
+    prevCursor: Nullable(Type.String({ description: 'pass as before for the page before; null on the first one' })),
   },
-  { examples: [{ tasks: [], total: 120, offset: 100, nextOffset: null }] },
+  { examples: [{ tasks: [], total: 120, offset: 100, nextOffset: null, nextCursor: null, prevCursor: 'by4xNzk2NTQ0Nzg5MzMzLjEy' }] },
 );
 export type ListPage = Static<typeof ListPage>;
 

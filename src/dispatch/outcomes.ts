@@ -10,7 +10,7 @@ import { withoutRedaction } from '../observability/log.js';
 import type { RunOf, RunSpan, Tracing } from '../observability/tracing.js';
 import type { RecentRuns, RunOutcome } from '../observability/recent-runs.js';
 import { resultOf } from '../lifecycle/history.js';
-import { waitedMs } from '../store/rows.js';
+import { lateFrom, waitedMs } from '../store/rows.js';
 import type { Failure, Task, Wait } from '../store/task-types.js';
 import { printableJson } from '../util/printable.js';
 
@@ -158,7 +158,7 @@ export class Outcomes {
     }
     // Made after the fact, a span that is not recorded would carry the context to nothing.
     if (this.tracing?.recording !== true) return;
-    const made = this.tracing.runSpan(runOf(task), startedAt, startedAt - task.runAt - waitedMs(task));
+    const made = this.tracing.runSpan(runOf(task), startedAt, startedAt - lateFrom(task) - waitedMs(task));
     if (made === undefined) return;
     made.part(`${task.type} transaction`, { 'db.system.name': 'mysql', 'punctual.task.type': task.type }, startedAt, startedAt + durationMs);
     made.end(outcome, error, startedAt + durationMs);
@@ -172,7 +172,7 @@ export class Outcomes {
         type: task.type,
         key: logged(task.key),
         startedAt,
-        lateMs: startedAt - task.runAt - waitedMs(task),
+        lateMs: startedAt - lateFrom(task) - waitedMs(task),
         ...(task.waited === undefined ? {} : { waitedMs: task.waited.ms, waitReason: task.waited.reason }),
         durationMs,
         outcome: loggedAnswer(answer),
@@ -190,7 +190,7 @@ export class Outcomes {
         taskId: task.id,
         type: task.type,
         key: logged(task.key),
-        lateMs: startedAt - task.runAt - waitedMs(task),
+        lateMs: startedAt - lateFrom(task) - waitedMs(task),
         ...(task.waited === undefined ? {} : { waitedMs: task.waited.ms, waitReason: task.waited.reason }),
         error: logged(failure.error),
         retryAt: failure.retryAt === null ? null : new Date(failure.retryAt).toISOString(),

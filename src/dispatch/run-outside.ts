@@ -17,7 +17,7 @@ import type { CallRecord, Failure, Task } from '../store/task-types.js';
 import { withTimeout } from '../util/async.js';
 import { runOf, type Outcomes } from './outcomes.js';
 import type { Tracing } from '../observability/tracing.js';
-import { waitedMs } from '../store/rows.js';
+import { lateFrom, waitedMs } from '../store/rows.js';
 
 /** A lease outlives the handler's timeout by this much, so a live process never loses one. */
 export const LEASE_MARGIN_MS = 30_000;
@@ -48,7 +48,7 @@ export class OutsideExecutor {
     // A duration on the monotonic clock: a step of the wall clock mid-call does not distort it.
     const startedMono = performance.now();
     const signal = AbortSignal.any([AbortSignal.timeout(handler.timeoutMs), this.abort]);
-    const span = this.tracing?.runSpan(runOf(task), claimedAt, claimedAt - task.runAt - waitedMs(task));
+    const span = this.tracing?.runSpan(runOf(task), claimedAt, claimedAt - lateFrom(task) - waitedMs(task));
     let answer: CallAnswer | undefined;
     let settled = false;
     const answered = (told: CallAnswer) => {

@@ -20,6 +20,8 @@ type Action = (typeof AUDIT_ACTIONS)[number];
 
 interface Audited {
   action: Action;
+  /** When the same route does two things an operator tells apart (a reschedule to now is a run now). */
+  actionOf?: (request: FastifyRequest) => Action;
   target: (request: FastifyRequest) => string;
 }
 
@@ -58,7 +60,11 @@ function selectorOf(request: FastifyRequest): string {
 export const AUDITED: Readonly<Record<string, Audited>> = {
   'POST /tasks/:id/cancel': { action: 'cancel', target: (r) => `task:${param('id')(r)}` },
   'POST /tasks/by-key/:key/cancel': { action: 'cancel', target: (r) => `key:${param('key')(r)}` },
-  'POST /tasks/:id/reschedule': { action: 'reschedule', target: (r) => `task:${param('id')(r)}` },
+  'POST /tasks/:id/reschedule': {
+    action: 'reschedule',
+    actionOf: (r) => ((r.body as Body)?.delayMs === 0 ? 'run-now' : 'reschedule'),
+    target: (r) => `task:${param('id')(r)}`,
+  },
   'POST /tasks/:id/retry': { action: 'retry', target: (r) => `task:${param('id')(r)}` },
   'PUT /tasks/:id/payload': { action: 'edit-payload', target: (r) => `task:${param('id')(r)}` },
   'DELETE /tasks/:id': { action: 'delete', target: (r) => `task:${param('id')(r)}` },
@@ -69,6 +75,7 @@ export const AUDITED: Readonly<Record<string, Audited>> = {
   'POST /types/:type/pause': { action: 'pause', target: (r) => `type:${param('type')(r)}` },
   'POST /types/:type/resume': { action: 'resume', target: (r) => `type:${param('type')(r)}` },
   'PUT /types/:type/limits': { action: 'limits', target: (r) => `type:${param('type')(r)}` },
+  'POST /tasks/:id/release-lease': { action: 'release-lease', target: (r) => `task:${param('id')(r)}` },
 };
 
 /**
@@ -132,7 +139,7 @@ export function installAudit(app: FastifyInstance, store: AuditStore, clock: Clo
         actor: request.tokenName,
         role: request.role ?? 'read',
         requestId: requestIdOf(request),
-        action: audited.action,
+        action: audited.actionOf?.(request) ?? audited.action,
         target: audited.target(request),
         status,
         detail:

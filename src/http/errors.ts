@@ -26,6 +26,19 @@ export function badRequest(field: string, problem: string): HttpError {
   return new HttpError(400, 'PUNCTUAL_BAD_REQUEST', `${field} ${problem}`);
 }
 
+/**
+ * 400 PUNCTUAL_RUN_AT_PAST: a move to an instant already past, which the request did not say it
+ * meant (a typo, an epoch in seconds, a zone mixed up): it would run at once and change nothing else.
+ */
+export function pastRunAt(field: string, at: number, now: number): HttpError {
+  const ago = Math.round((now - at) / 1000).toLocaleString('en-US');
+  return new HttpError(
+    400,
+    'PUNCTUAL_RUN_AT_PAST',
+    `${field} ${new Date(at).toISOString()} is ${ago} s in the past; send allowPast: true to run it at once anyway, or delayMs: 0 to run it now`,
+  );
+}
+
 export function notFound(what: string): HttpError {
   return new HttpError(404, 'PUNCTUAL_NOT_FOUND', `${what} does not exist`);
 }
@@ -64,11 +77,14 @@ export function installErrorHandler(app: FastifyInstance): void {
     }
     const status = error.statusCode ?? 500;
     if (status < 500) {
+      // A body over the limit says the limit (Fastify's own words name none).
+      const limit = request.routeOptions.bodyLimit;
+      const message = status === 413 && limit !== undefined ? `the request body is larger than the limit of ${limit} bytes (${Math.round(limit / 1024)} KiB)` : error.message;
       return reply.status(status).send({
         statusCode: status,
         code: clientErrorCode(status, error.code),
         error: STATUS_CODES[status] ?? 'Error',
-        message: error.message,
+        message,
       });
     }
     if (isConnectionError(error)) {

@@ -7,6 +7,7 @@
  * admin tokens, which may create such tasks anyway, see them whole. No role (auth sets one on
  * every route that is not public) is shown the masked form.
  */
+import { leaseHolder } from '../lifecycle/history.js';
 import type { Task } from '../store/task-types.js';
 import { toIsoLocal, toIsoUtc } from '../time/zones.js';
 import type { Role } from '../contract/auth.js';
@@ -55,5 +56,12 @@ export function present(task: Task, role: Role | undefined): TaskJson {
     priority: task.priority,
     expireAfterMs: task.expireAfterMs,
     group: task.group,
+    // A running task's lease, the pull token behind a digest (lifecycle/history.ts leaseHolder).
+    ...(task.status === 'running' && task.leaseOwner !== null && task.leaseUntil !== null
+      ? {
+          leaseHolder: task.leaseOwner.startsWith('pull:') ? leaseHolder(task.leaseOwner) : task.leaseOwner,
+          leaseUntil: toIsoUtc(task.leaseUntil),
+        }
+      : {}),
   };
 }

@@ -17,12 +17,14 @@ import {
   type Status,
   type TypeWalk,
 } from '../store/task-types.js';
+import { PAST_TOLERANCE_MS } from '../contract/limits.js';
 import { arm, disarm, type TimerEffect } from './effects.js';
 import { expectAll } from './expect.js';
 
 export const BULK_CHUNK = 500;
 
-export type BulkMove = { runAt: number; timezone: string | null } | { shiftMs: number; requestId: string };
+/** A move to one instant (refused before it gets here when past, unless asked), or by a duration: allowPast lets a shift land in the past. */
+export type BulkMove = { runAt: number; timezone: string | null } | { shiftMs: number; requestId: string; allowPast?: boolean };
 
 export interface BulkCounts {
   matched: number;
@@ -127,8 +129,10 @@ function moveChunk(store: TaskStore, ids: number[], move: BulkMove, now: number)
   return store.transaction(async (conn) => {
     const pending = await store.changes.lockPendingToMove(conn, ids);
     if ('shiftMs' in move) {
-      // A task the shift would move out of the instants a task may take stays where it is.
-      const inRange = (at: number) => at >= EARLIEST_INSTANT_MS && at <= LATEST_INSTANT_MS;
+      // A task the shift would move out of the instants a task may take stays where it is, and so
+      // does one it would move into the past unless the request allows it (it then runs at once).
+      const earliest = move.allowPast === true ? EARLIEST_INSTANT_MS : Math.max(EARLIEST_INSTANT_MS, now - PAST_TOLERANCE_MS);
+      const inRange = (at: number) => at >= earliest && at <= LATEST_INSTANT_MS;
       const todo = pending.filter((task) => task.requestId !== move.requestId && inRange(task.runAt + move.shiftMs));
       const shifted = await store.changes.shiftBy(
         conn,
@@ -138,7 +142,10 @@ function moveChunk(store: TaskStore, ids: number[], move: BulkMove, now: number)
         now,
       );
       expectAll('shift', shifted, todo.length);
-      return { changed: todo.length, effects: todo.map((task) => arm(task.id, task.runAt + move.shiftMs, task.priority, task.type)) };
+      return {
+        changed: todo.length,
+        effects: todo.map((task) => arm(task.id, Math.max(task.runAt + move.shiftMs, now), task.priority, task.type)),
+      };
     }
     const todo = pending.filter((task) => task.runAt !== move.runAt || (move.timezone !== null && task.timezone !== move.timezone));
     const moved = await store.changes.moveTo(
@@ -149,6 +156,6 @@ function moveChunk(store: TaskStore, ids: number[], move: BulkMove, now: number)
       now,
     );
     expectAll('move', moved, todo.length);
-    return { changed: todo.length, effects: todo.map((task) => arm(task.id, move.runAt, task.priority, task.type)) };
+    return { changed: todo.length, effects: todo.map((task) => arm(task.id, Math.max(move.runAt, now), task.priority, task.type)) };
   });
 }

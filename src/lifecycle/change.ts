@@ -41,7 +41,7 @@ export async function cancel(store: TaskStore, task: Task, now: number): Promise
 /** Moves a pending task to `place(task)`. Refused when it is not pending. */
 export async function reschedule(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
   const moved = (await store.changes.reschedule([task.id], place.runAt, place.timezone, now)) === 1;
-  return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority, task.type)]);
+  return after(store, task.id, moved, [arm(task.id, Math.max(place.runAt, now), task.priority, task.type)]);
 }
 
 /** What a delete came to: gone (the task as it was), refused (as it is now: running, or a series going on), or missing. */
@@ -69,5 +69,5 @@ export async function editPayload(store: TaskStore, task: Task, payload: unknown
 /** failed → pending at `place`, its attempts reset. Refused when it is not failed. */
 export async function retry(store: TaskStore, task: Task, place: Placement, now: number): Promise<ChangeResult> {
   const moved = (await store.changes.retry([task.id], place.runAt, place.timezone, now)) === 1;
-  return after(store, task.id, moved, [arm(task.id, place.runAt, task.priority, task.type)]);
+  return after(store, task.id, moved, [arm(task.id, Math.max(place.runAt, now), task.priority, task.type)]);
 }

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Connection } from '../db/connection.js';
 import type { NewRun, RunHistory, RunOutcome } from '../store/run-history.js';
 import type { Failure, Task } from '../store/task-types.js';
-import { waitedMs } from '../store/rows.js';
+import { lateFrom, waitedMs } from '../store/rows.js';
 
 /** Where run rows go: the history and this process's name, or nowhere (RUN_HISTORY=off). */
 export interface RunRecorder {
@@ -55,12 +55,12 @@ export function runOf(recorder: RunRecorder, task: Task, outcome: RunOutcome, er
     taskId: task.id,
     attempt: task.attempts + 1,
     outcome,
-    dueAt: task.runAt,
+    dueAt: lateFrom(task),
     startedAt: times.startedAt,
     finishedAt: times.finishedAt,
     waitedMs: waitedMs(task),
     waitReason: task.waited?.reason ?? null,
-    latenessMs: times.startedAt - task.runAt - waitedMs(task),
+    latenessMs: times.startedAt - lateFrom(task) - waitedMs(task),
     durationMs: times.durationMs ?? Math.max(0, times.finishedAt - times.startedAt),
     error,
     result: times.result ?? null,
@@ -83,17 +83,17 @@ export function leaseHolder(token: string): string {
  * attempt counted by the lease and its start (the lease) kept as its lateness.
  */
 export function pullRunOf(task: Task, outcome: RunOutcome, error: string | null, token: string, now: number): NewRun {
-  const startedAt = task.runAt + (task.latenessMs ?? 0);
+  const startedAt = lateFrom(task) + (task.latenessMs ?? 0);
   return {
     taskId: task.id,
     attempt: task.attempts,
     outcome,
-    dueAt: task.runAt,
+    dueAt: lateFrom(task),
     startedAt,
     finishedAt: now,
     waitedMs: 0,
     waitReason: null,
-    latenessMs: startedAt - task.runAt,
+    latenessMs: startedAt - lateFrom(task),
     durationMs: Math.max(0, now - startedAt),
     error,
     result: null,

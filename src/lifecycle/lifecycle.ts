@@ -18,7 +18,7 @@ import { bulkChange, type BulkChange, type BulkCounts } from './bulk.js';
 import { cancel, deleteTask, editPayload, reschedule, retry, type ChangeResult, type DeleteResult, type Placement } from './change.js';
 import { create, createMany, type CreateRequest, type CreateResult } from './create.js';
 import type { EffectSink, TimerEffect } from './effects.js';
-import { EXPIRED_REASON, recoverExpiredLeases, skipLocked, skipMisfired } from './repair.js';
+import { EXPIRED_REASON, recoverExpiredLeases, recoverLeases, skipLocked, skipMisfired } from './repair.js';
 import { asksReplace, replaceIfAsked } from './replace.js';
 import { failureOutcome, recordRuns, runOf, type RunRecorder } from './history.js';
 import type { NewRun } from '../store/run-history.js';
@@ -162,6 +162,18 @@ export class Lifecycle {
     return this.#apply(
       await recoverExpiredLeases(this.#options.store, this.#options.clock.now(), shards, this.#options.runs, this.#options.notify),
     );
+  }
+
+  /**
+   * An operator releases a stuck lease: the one lease recovery (repair.ts), for this task alone,
+   * so only a lease that ran out is released (its run on record as lost, the task pending again
+   * or failed on its last attempt). Answers whether it was.
+   */
+  async releaseLease(task: Task): Promise<{ released: boolean; failed: boolean }> {
+    refuseReserved(task);
+    const now = this.#options.clock.now();
+    const done = this.#apply(await recoverLeases(this.#options.store, [task.id], now, this.#options.runs, this.#options.notify));
+    return { released: done.recovered + done.failed === 1, failed: done.failed === 1 };
   }
 
   // ── runs ──────────────────────────────────────────────────────────────────────────────────

@@ -14,6 +14,17 @@ export function waitedMs(task: Pick<Task, 'waited'>): number {
   return task.waited?.ms ?? 0;
 }
 
+/**
+ * The instant a run's lateness counts from: its runAt, or the create or move that set it when that
+ * came later (a task created or moved into the past was not late before anyone asked for it).
+ */
+export function lateFrom(task: Pick<Task, 'runAt' | 'createdAt'>): number {
+  return Math.max(task.runAt, task.createdAt);
+}
+
+/** lateFrom in SQL, of the table aliased `t` ('' for none). Moves set created_at's later twin, run_at, to at least their own time. */
+export const lateFromSql = (t = '') => `GREATEST(${t}run_at, ${t}created_at)`;
+
 /** A DATETIME(3) column as epoch milliseconds, computed by the server, whatever its time_zone. */
 export const ms = (column: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${column}) DIV 1000`;
 

@@ -52,9 +52,14 @@ export class TaskChanges {
     return (await this.#sql.query<Result>(SQL.cancel, [at, at, ids])).affectedRows;
   }
 
-  /** Moves the pending ones among `ids` to `runAt` (read in `timezone`); answers how many. */
+  /**
+   * Moves the pending ones among `ids` to `runAt` (read in `timezone`); answers how many. A move
+   * into the past (allowed by the caller) runs at once: run_at is the move's time, requested_run_at
+   * what was asked, so the run's lateness counts from the move (the same for every move below).
+   */
   async reschedule(ids: number[], runAt: number, timezone: string, now: number): Promise<number> {
-    return (await this.#sql.query<Result>(SQL.reschedule, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids])).affectedRows;
+    return (await this.#sql.query<Result>(SQL.reschedule, [new Date(Math.max(runAt, now)), new Date(runAt), timezone, new Date(now), ids]))
+      .affectedRows;
   }
 
   /**
@@ -71,12 +76,14 @@ export class TaskChanges {
 
   /** failed → pending at `runAt` with attempts reset, for the failed ones among `ids`; answers how many. */
   async retry(ids: number[], runAt: number, timezone: string, now: number): Promise<number> {
-    return (await this.#sql.query<Result>(SQL.retry, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids])).affectedRows;
+    return (await this.#sql.query<Result>(SQL.retry, [new Date(Math.max(runAt, now)), new Date(runAt), timezone, new Date(now), ids]))
+      .affectedRows;
   }
 
   /** failed → pending at `runAt` with attempts reset, each keeping its zone (a bulk retry); answers how many. */
   async retryInZone(ids: number[], runAt: number, now: number): Promise<number> {
-    return (await this.#sql.query<Result>(SQL.retryInZone, [new Date(runAt), new Date(runAt), new Date(now), ids])).affectedRows;
+    return (await this.#sql.query<Result>(SQL.retryInZone, [new Date(Math.max(runAt, now)), new Date(runAt), new Date(now), ids]))
+      .affectedRows;
   }
 
   /** Replaces a pending task's payload; answers whether it was still pending. */
@@ -101,7 +108,9 @@ export class TaskChanges {
         ? await this.#sql.arrays<[number, string]>(SQL.pickByKeyPrefix, [prefixPattern(selector.keyPrefix), status, cursor ?? '', limit])
         : 'tag' in selector
           ? await this.#sql.arrays<[number, number]>(SQL.pickByTag, [selector.tag, status, cursor ?? 0, limit])
-          : selector.ids.length === 0
+          : 'all' in selector
+            ? await this.#sql.arrays<[number, number]>(SQL.pickAll, [status, cursor ?? 0, limit])
+            : selector.ids.length === 0
             ? []
             : await this.#sql.arrays<[number, number]>(SQL.pickByIds, [selector.ids, status, cursor ?? 0, limit]);
     return rows.map(([id, next]) => ({ id: Number(id), cursor: typeof next === 'string' ? next : Number(next) }));
@@ -145,13 +154,15 @@ export class TaskChanges {
   /** Moves the pending ones among `ids` (locked by the caller); answers how many. */
   async moveTo(conn: Connection, ids: number[], runAt: number, timezone: string | null, now: number): Promise<number> {
     if (ids.length === 0) return 0;
-    return (await conn.query<Result>(SQL.moveTo, [new Date(runAt), new Date(runAt), timezone, new Date(now), ids]))[0].affectedRows;
+    return (await conn.query<Result>(SQL.moveTo, [new Date(Math.max(runAt, now)), new Date(runAt), timezone, new Date(now), ids]))[0]
+      .affectedRows;
   }
 
   /** Shifts the pending ones among `ids` (locked by the caller); answers how many. */
   async shiftBy(conn: Connection, ids: number[], shiftMs: number, requestId: string, now: number): Promise<number> {
     if (ids.length === 0) return 0;
-    return (await conn.query<Result>(SQL.shiftBy, [shiftMs * 1000, shiftMs * 1000, requestId, new Date(now), ids]))[0].affectedRows;
+    return (await conn.query<Result>(SQL.shiftBy, [shiftMs * 1000, shiftMs * 1000, new Date(now), requestId, new Date(now), ids]))[0]
+      .affectedRows;
   }
 
   /**

@@ -9,9 +9,17 @@ import type { Database } from '../db/connection.js';
 import { runAtValues, toEntries } from './rows.js';
 import { SQL } from './sql/tasks.js';
 import { cursorValues, prefixPattern, Statements, typedCursorValues } from './statements.js';
-import type { FinishedStatus, ListFilters, RunAtCursor, Status, Task, TimerEntry } from './task-types.js';
+import type { FinishedStatus, ListFilters, ListKey, RunAtCursor, Status, Task, TimerEntry } from './task-types.js';
 
 /** A page's rows that fit in `maxBytes` (at least one), each counted as its stored size plus `rowBytes`. */
+/** A sort key's values for listSeek and countBefore: (run_at, run_at, id), or (finished_at, finished_at, run_at, run_at, id). */
+function seekValues(key: ListKey, finished: boolean): unknown[] {
+  const runAt = new Date(key.runAt);
+  if (!finished) return [runAt, runAt, key.id];
+  const at = new Date(key.finishedAt ?? 0);
+  return [at, at, runAt, runAt, key.id];
+}
+
 function fitting(sizes: readonly [number, number][], limit: number, maxBytes: number, rowBytes: number): number[] {
   const ids: number[] = [];
   let bytes = 0;
@@ -196,6 +204,66 @@ export class TaskReads {
     const ids = fitting(sizes, page.limit, page.maxBytes, page.rowBytes);
     if (ids.length === 0) return { tasks: [], more: false };
     return { tasks: await this.#sql.tasks(SQL.listByIds(finished), [ids]), more: sizes.length > ids.length };
+  }
+
+  /**
+   * A page of the tasks in one status by keyset: after `key` in the list's order (`forward`), or
+   * before it; without a key, the first page or (backwards) the last. The tasks come in the list's
+   * order; `more` says the list goes on past the page in the direction read.
+   */
+  async listSeek(
+    status: Status,
+    filters: ListFilters,
+    page: { key?: ListKey; forward: boolean; limit: number; maxBytes: number; rowBytes: number },
+  ): Promise<{ tasks: Task[]; more: boolean }> {
+    const finished = status !== 'pending' && status !== 'running';
+    const shape = { ...this.#filterShape(filters), finished };
+    const sizes = await this.#sql.arrays<[number, number]>(SQL.listSeek(shape, { forward: page.forward, key: page.key !== undefined }), [
+      status,
+      ...this.#filterValues(filters),
+      ...(page.key === undefined ? [] : seekValues(page.key, finished)),
+      page.limit + 1,
+    ]);
+    const ids = fitting(sizes, page.limit, page.maxBytes, page.rowBytes);
+    if (ids.length === 0) return { tasks: [], more: false };
+    return { tasks: await this.#sql.tasks(SQL.listByIds(finished), [ids]), more: sizes.length > ids.length };
+  }
+
+  /** How many tasks in the status with the filters come before `key` in the list's order. */
+  async countBefore(status: Status, filters: ListFilters, key: ListKey): Promise<number> {
+    const finished = status !== 'pending' && status !== 'running';
+    const rows = await this.#sql.arrays<[number]>(SQL.countBefore({ ...this.#filterShape(filters), finished }), [
+      status,
+      ...this.#filterValues(filters),
+      ...seekValues(key, finished),
+    ]);
+    return Number(rows[0]?.[0] ?? 0);
+  }
+
+  /**
+   * The tasks `text` finds, newest first, at most `limit`: the task with that id, those whose key
+   * is it or starts with it, those whose key's last part (after a colon) is it, those tagged it;
+   * and how many tasks have it as a tag (the search shows a tag's whole count, not only a page).
+   */
+  async search(text: string, limit: number, asTag: boolean): Promise<{ tasks: Task[]; tagged: number }> {
+    const id = /^\d{1,15}$/.test(text) ? Number(text) : undefined;
+    const values: unknown[] = [
+      ...(id === undefined ? [] : [id]),
+      prefixPattern(text),
+      limit,
+      text,
+      limit,
+      ...(asTag ? [text, limit] : []),
+      limit,
+    ];
+    const [rows, tagged] = await Promise.all([
+      this.#sql.arrays<[number]>(SQL.search({ id: id !== undefined, tag: asTag }), values),
+      asTag ? this.#sql.arrays<[number]>(SQL.countTagged, [text]) : Promise.resolve([[0]] as [number][]),
+    ]);
+    const ids = rows.map(([found]) => Number(found));
+    const tasks = ids.length === 0 ? [] : await this.#sql.tasks(SQL.listByIds(true), [ids]);
+    const order = new Map(ids.map((found, index) => [found, index]));
+    return { tasks: tasks.sort((a, b) => order.get(a.id)! - order.get(b.id)!), tagged: Number(tagged[0]?.[0] ?? 0) };
   }
 
   /** How many tasks of each status the filters hold (every status named, 0 when none). */

@@ -167,7 +167,8 @@ export interface LeasedRun {
 }
 
 /** Which tasks a bulk change selects: by a tag, a key prefix, a type, or a list of ids. */
-export type Selector = { tag: string } | { keyPrefix: string } | { type: string } | { ids: number[] };
+/** Which tasks a bulk change picks; `all` is every task in the status (a retry or delete of finished ones only: the routes say). */
+export type Selector = { tag: string } | { keyPrefix: string } | { type: string } | { ids: number[] } | { all: true };
 
 /** Where a pick stands: after an id, a key, or (a type's tasks) a (run_at, id). */
 export type PickCursor = number | string | RunAtCursor;
@@ -197,6 +198,13 @@ export interface ListFilters {
   from?: number;
   /** Due before this instant (epoch ms). */
   until?: number;
+}
+
+/** A row's place in a list by status (a keyset page's edge): its run_at and id, and a finished one's finished_at. */
+export interface ListKey {
+  runAt: number;
+  id: number;
+  finishedAt?: number;
 }
 
 /** A create's answer: the task written, or the one its key already named. */

@@ -9,6 +9,13 @@ export interface SchemaError {
   params: unknown;
 }
 
+/** A bound's error, which names its limit ("must be <= 10000"); undefined for any other. */
+function bound(error: SchemaError): string | undefined {
+  const { limit } = error.params as { limit?: number };
+  if (limit === undefined) return undefined;
+  return ['maximum', 'minimum', 'exclusiveMaximum', 'exclusiveMinimum'].includes(error.keyword) ? error.message : undefined;
+}
+
 export function describeErrors(errors: readonly SchemaError[], prefix: string): string {
   // "schema is false" repeats what additionalProperties says better.
   const useful = errors.filter((error) => error.keyword !== 'boolean');
@@ -24,7 +31,11 @@ export function describeErrors(errors: readonly SchemaError[], prefix: string): 
       .filter((error) => error.keyword === 'const')
       .map((error) => JSON.stringify((error.params as { allowedValue?: unknown }).allowedValue));
     const types = branches.filter((error) => error.keyword === 'type').map((error) => (error.params as { type?: string }).type);
-    if (constants.length > 0) message = `must be one of ${constants.join(', ')}`;
+    // A number out of its range beside a null it might have been: the range is what went wrong
+    // ("must be null" said nothing of the 10,000 it passed).
+    const bounds = branches.map(bound).filter((text) => text !== undefined);
+    if (bounds.length > 0) message = `${bounds.join(' and ')}${types.includes('null') ? ', or null' : ''}`;
+    else if (constants.length > 0) message = `must be one of ${constants.join(', ')}`;
     else if (types.length > 0) message = `must be ${types.join(' or ')}`;
   } else if (params.additionalProperties !== undefined) {
     message = `must not have additional properties (${params.additionalProperties.join(', ')})`;

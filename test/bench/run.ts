@@ -17,6 +17,7 @@ import { priorityWall } from './b11-priority.js';
 import { peerLateness, RATES, SECONDS } from './peers.js';
 import { shardedCreates } from './b7-creates.js';
 import { network } from './b9-network.js';
+import { search } from './b13-search.js';
 import {
   BenchDb,
   heapAfterGc,
@@ -577,6 +578,9 @@ described.BW =
 described.B10 =
   'pull workers: a waiting worker gets a task after its runAt at 1,000 tasks/s (p99), 8 workers drain a backlog (tasks/s); the same loads as webhooks';
 
+described.B13 =
+  'search on 1,000,000 tasks: `GET /tasks/search` by id, key, key part, tag (1,000 tasks) and a miss, and the last page and a jump to a due time by keyset, 30 times each over HTTP, p50 and p99';
+
 described.lateness = `how late a timed task starts (start − due time), p50 and p99, at ${RATES.map((rate) => rate.toLocaleString('en')).join(', ')} due a second for ${SECONDS} s: punctual (a no-op \`database\` handler module) beside BullMQ (Redis), graphile-worker and pg-boss (PostgreSQL), each at its defaults, the same no-op handler, taking turns in one run; a task not started 15 s after the last due time counts as that late (at least)`;
 
 const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
@@ -601,6 +605,7 @@ const SCENARIOS: Record<string, (db: BenchDb) => Promise<void>> = {
   B12: largePages,
   BW: (db) => databaseWork(db, record),
   LATENESS: (db) => peerLateness(db, record),
+  B13: (db) => search(db, record),
 };
 
 async function main(): Promise<void> {

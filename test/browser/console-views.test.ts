@@ -258,7 +258,7 @@ describe.each(LAYOUTS)('the console, $name ($width px)', (layout) => {
     recovered = false;
     const again = await failed(2);
     await page.getByRole('button', { name: 'Delete all 2 failed' }).click();
-    await confirm(page, 'Delete them all');
+    await confirm(page, 'Delete all 2');
     await waitFor(async () => (await count('SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?)', [again])) === 0);
     expect(await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [ids])).toBe(2);
     await page.context().close();

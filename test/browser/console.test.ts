@@ -373,10 +373,10 @@ describe('the console', { timeout: 90_000 }, () => {
     await filterBy(page, { tag: 'retry:me' });
     await view(page, 'Failed').click();
     await page.locator('#page-info', { hasText: '1–3 of 3' }).waitFor();
-    await page.getByRole('button', { name: 'Retry all failed with tag retry:me' }).click();
+    await page.getByRole('button', { name: 'Retry all 3 failed with tag retry:me' }).click();
     expect(await page.locator('#confirm-text').textContent()).toContain('retry:me');
     expect(await page.locator('#confirm-text').textContent()).toContain('(3 now)');
-    await page.getByRole('button', { name: 'Retry them all' }).click();
+    await page.getByRole('button', { name: 'Retry all 3', exact: true }).click();
     await waitFor(
       async () => (await count("SELECT COUNT(*) AS n FROM punctual_tasks WHERE id IN (?) AND status = 'done'", [failedTagged])) === 3,
     );

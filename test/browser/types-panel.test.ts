@@ -79,13 +79,20 @@ describe.each(LAYOUTS)('the task types panel, $name ($width px)', ({ width, heig
     }
   });
 
-  it('gives an admin token Pause and Resume, which pause and resume the type', async () => {
+  it('gives an admin token Pause and Resume, which pause and resume the type after a confirmation', async () => {
     const page = await open(ADMIN, { width, height });
+    // Going back from the confirmation changes nothing.
     await row(page).locator('button', { hasText: 'Pause' }).click();
+    await page.locator('#confirm-text', { hasText: 'on every process of the fleet' }).waitFor();
+    await page.locator('#confirm-no').click();
+    expect(await paused()).toBe(false);
+    await row(page).locator('button', { hasText: 'Pause' }).click();
+    await page.locator('#confirm-yes').click();
     await row(page).locator('button', { hasText: 'Resume' }).waitFor();
     expect(await row(page).locator('td').nth(1).textContent()).toBe('paused');
     await waitFor(paused, 5000, 'the pause to be stored');
     await row(page).locator('button', { hasText: 'Resume' }).click();
+    await page.locator('#confirm-yes').click();
     await row(page).locator('button', { hasText: 'Pause' }).waitFor();
     await waitFor(async () => !(await paused()), 5000, 'the resume to be stored');
     await page.context().close();

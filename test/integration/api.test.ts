@@ -243,7 +243,7 @@ describe('POST /tasks', () => {
         400,
         'body/payload/url must be http or https',
       ],
-      ['oversized body', closeOrder({ payload: { orderSn: long } }), 413, 'Request body is too large'],
+      ['oversized body', closeOrder({ payload: { orderSn: long } }), 413, 'the request body is larger than the limit of 131072 bytes (128 KiB)'],
       [
         'payload nested too deep',
         { type: 'webhook', payload: { url: 'https://hooks.example.com/x', body: nested(40) }, delayMs: 0 },

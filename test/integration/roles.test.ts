@@ -33,7 +33,8 @@ async function rows(): Promise<{ n: number; changed: string }> {
 /** A concrete request for a route of the table, on the task `id` with key `key`. */
 function request(route: string, id: number, key: string): [string, string, unknown] {
   const [method, pattern] = route.split(' ') as [string, string];
-  const url = pattern.replace(':id', String(id)).replace(':key', encodeURIComponent(key)).replace(':type', 'close_order');
+  const path = pattern.replace(':id', String(id)).replace(':key', encodeURIComponent(key)).replace(':type', 'close_order');
+  const url = pattern === '/tasks/search' ? `${path}?q=k:1` : path;
   const body =
     method === 'PUT'
       ? pattern.endsWith('/payload')
@@ -148,6 +149,11 @@ describe('scoped tokens', () => {
         );
         if (route.endsWith('/retry'))
           await db.execute("UPDATE punctual_tasks SET status = 'failed', finished_at = UTC_TIMESTAMP(3) WHERE id = ?", [task.body.id]);
+        if (route.endsWith('/release-lease'))
+          await db.execute(
+            "UPDATE punctual_tasks SET status = 'running', attempts = 1, lease_owner = 'gone:1', lease_until = UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE WHERE id = ?",
+            [task.body.id],
+          );
         const [method, url, body] = request(route, task.body.id, key);
         const answer = await service.app.inject({ method: method as 'GET', url, payload: body as object, headers: bearer(TOKENS[role]) });
         // A settle with a token no lease has is let in, and refused for the token: 409.

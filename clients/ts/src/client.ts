@@ -169,7 +169,7 @@ export class PunctualError extends Error {
 }
 
 /** `?name=value&…` of the fields given, or nothing. */
-function queryOf(query: Record<string, string | number | undefined>): string {
+function queryOf(query: Record<string, string | number | boolean | undefined>): string {
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) if (value !== undefined) search.set(name, String(value));
   return search.size > 0 ? `?${search}` : '';

@@ -100,9 +100,10 @@ export async function start() {
 export function signIn(token) {
   session.token = token;
   sessionStorage.setItem('punctual.token', token);
-  session.why = '';
-  changed();
   const wait = Math.max(0, session.heldUntil - Date.now());
+  // Locked out for wrong tokens: the form keeps the token and says when it is tried, not nothing.
+  session.why = wait > 0 ? `too many wrong tokens from this address: this token is tried in ${Math.ceil(wait / 1000)} s, keep the page open` : '';
+  changed();
   setTimeout(() => {
     session.held = false;
     loadRole().catch(() => {});

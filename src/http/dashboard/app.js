@@ -5,6 +5,8 @@ import { html, render, useEffect, useState } from './lib.js';
 import { api, Held, may, session, signIn, signOut, start } from './api.js';
 import { href, navigate, onNavigate, parse } from './router.js';
 import { StatusLine, useSession, usePoll } from './ui.js';
+import { count } from './format.js';
+import { SearchResults } from './views/search.js';
 import { Overview } from './views/overview.js';
 import { Tasks } from './views/tasks.js';
 import { TaskPage } from './views/task.js';
@@ -33,8 +35,9 @@ function Login() {
 }
 
 /**
- * One box for ids, keys and key prefixes: a whole number is tried as an id, then the text as a
- * key, then as the start of keys (the views with such tasks); nothing found is said, and stays.
+ * One box for ids, keys, key parts and tags (GET /tasks/search): one task found opens it; tasks
+ * whose keys start with the text open their list by key prefix; a tag or several tasks open the
+ * search's own view, with the tag's whole count. Nothing found is said, and stays.
  */
 function Search() {
   const [text, setText] = useState('');
@@ -45,22 +48,23 @@ function Search() {
     if (wanted === '') return;
     setMessage('searching…');
     try {
-      if (/^\d{1,16}$/.test(wanted)) {
-        const byId = await api('GET', `/tasks/${wanted}`).catch((error) => (error.status === 404 ? undefined : Promise.reject(error)));
-        if (byId !== undefined) return (setMessage(''), navigate(`/console/task/${byId.id}`));
+      const found = await api('GET', `/tasks/search?${new URLSearchParams({ q: wanted.slice(0, 191), limit: '20' })}`);
+      if (found.tasks.length === 0 && found.tagged === 0) {
+        return setMessage(`nothing matches ${wanted}: no task has it as its id, its key, the start or last part of its key, or a tag`);
       }
-      const byKey = await api('GET', `/tasks/by-key/${encodeURIComponent(wanted)}`).catch((error) =>
-        error.status === 404 ? undefined : Promise.reject(error),
-      );
-      if (byKey !== undefined) return (setMessage(''), navigate(`/console/task/${byKey.id}`));
-      const counts = wanted.length <= 191 ? (await api('GET', `/tasks/counts?${new URLSearchParams({ keyPrefix: wanted })}`)).counts : {};
-      const statuses = Object.entries(counts).filter(([, n]) => n > 0);
-      if (statuses.length === 0) {
-        return setMessage(`nothing matches ${wanted}: no task has it as its id, its key or the start of its key`);
+      // The task whose id or whole key it is wins; else the one task found.
+      const exact = found.tasks.find((task) => String(task.id) === wanted || task.key === wanted);
+      const one = exact ?? (found.tasks.length === 1 ? found.tasks[0] : undefined);
+      if (found.tagged === 0 && one !== undefined) return (setMessage(''), navigate(`/console/task/${one.id}`));
+      if (found.tagged === 0 && found.tasks.every((task) => (task.key ?? '').startsWith(wanted))) {
+        const counts = (await api('GET', `/tasks/counts?${new URLSearchParams({ keyPrefix: wanted })}`)).counts;
+        const statuses = Object.entries(counts).filter(([, n]) => n > 0);
+        const total = statuses.reduce((sum, [, n]) => sum + n, 0);
+        setMessage(`no task has the key ${wanted} (${count(total)} ${total === 1 ? 'task’s key starts' : 'tasks’ keys start'} with it)`);
+        return navigate(href(`/console/tasks/${statuses[0]?.[0] ?? 'pending'}`, { keyPrefix: wanted }));
       }
-      const total = statuses.reduce((sum, [, n]) => sum + n, 0);
-      setMessage(`no task has the key ${wanted} (${total} ${total === 1 ? 'task’s key starts' : 'tasks’ keys start'} with it)`);
-      navigate(href(`/console/tasks/${statuses[0][0]}`, { keyPrefix: wanted }));
+      setMessage('');
+      navigate(href('/console/search', { q: wanted }));
     } catch (error) {
       setMessage(error instanceof Held ? '' : error.message);
     }
@@ -71,7 +75,7 @@ function Search() {
       id="search-text"
       type="search"
       autocomplete="off"
-      placeholder="id, key or the start of a key"
+      placeholder="id, key, SN104500 or a tag"
       value=${text}
       onInput=${(e) => setText(e.currentTarget.value)}
     />
@@ -112,6 +116,8 @@ function View({ route }) {
       return html`<${Audit} query=${route.query} />`;
     case 'workers':
       return html`<${Workers} />`;
+    case 'search':
+      return html`<${SearchResults} query=${route.query} />`;
     default:
       return html`<section><h2>No such view</h2><p>Nothing is at ${route.params.path}. <a href="/console">The overview</a></p></section>`;
   }
@@ -134,9 +140,10 @@ function App() {
   }, [route]);
   if (!current.ready) return html`<main class="login"><h1>punctual</h1></main>`;
   if (current.held || current.role === undefined) return html`<${Login} />`;
-  return html`<header>
+  return html`<a class="skip-link" href="#main">Skip to the content</a>
+    <header>
       <a class="brand" href="/console"><h1>punctual</h1></a>
-      <nav id="nav" aria-label="Views">
+      <nav id="nav" class="scroll" aria-label="Views">
         ${NAV.filter(([, , , needed]) => needed === undefined || may(needed)).map(
           ([view, path, label]) =>
             html`<a href=${path} aria-current=${route.view === view || (view === 'tasks' && route.view === 'task') || (view === 'types' && route.view === 'type') ? 'page' : undefined}>${label}</a>`,
@@ -150,7 +157,7 @@ function App() {
     </header>
     <${StatusLine} />
     <${PausedNote} />
-    <main><${View} route=${route} /></main>`;
+    <main id="main" tabindex="-1"><${View} route=${route} /></main>`;
 }
 
 render(html`<${App} />`, document.querySelector('#app'));

@@ -20,8 +20,11 @@ export function countdown(runAt) {
 }
 
 export function late(task) {
-  return task.latenessMs === null ? `${Date.parse(task.finishedAt) - Date.parse(task.runAt)} ms` : `${task.latenessMs} ms`;
+  return `${count(task.latenessMs === null ? Date.parse(task.finishedAt) - Date.parse(task.runAt) : task.latenessMs)} ms`;
 }
+
+/** A count with thousands separators, the same on every view: 19,969. */
+export const count = (n) => Number(n).toLocaleString('en');
 
 export const plural = (n, word) => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
 
@@ -34,19 +37,17 @@ export function limitsOf(type) {
   return parts.length === 0 ? 'none' : parts.join(', ');
 }
 
-/** An instant (ISO) as a date-time input's value in the browser's zone ("2026-12-01T10:00"); '' for none. */
+/** An instant (ISO) as a date-time input's value in UTC, as the lists show times ("2026-12-01T10:00"); '' for none. */
 export function inputValue(iso) {
   if (!iso) return '';
   const at = new Date(iso);
-  if (Number.isNaN(at.getTime())) return '';
-  const pad = (n) => String(n).padStart(2, '0');
-  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:${pad(at.getMinutes())}`;
+  return Number.isNaN(at.getTime()) ? '' : at.toISOString().slice(0, 16);
 }
 
-/** A date-time input's value, read in the browser's zone, as an instant (ISO, UTC); '' for none. */
+/** A date-time input's value, read in UTC (the lists' zone, whatever the browser's), as an instant (ISO); '' for none. */
 export function instantOfInput(value) {
   if (!value) return '';
-  const at = new Date(value);
+  const at = new Date(`${value.length === 16 ? `${value}:00` : value}Z`);
   return Number.isNaN(at.getTime()) ? '' : at.toISOString();
 }
 

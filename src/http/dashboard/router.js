@@ -15,6 +15,7 @@ export function parse(path = location.pathname, search = location.search) {
   if (first === 'types') return { view: 'types', params: {}, query };
   if (first === 'audit') return { view: 'audit', params: {}, query };
   if (first === 'workers') return { view: 'workers', params: {}, query };
+  if (first === 'search') return { view: 'search', params: {}, query };
   return { view: 'missing', params: { path }, query };
 }
 

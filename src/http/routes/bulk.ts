@@ -11,7 +11,8 @@ import type { BulkMove } from '../../lifecycle/bulk.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { Selector } from '../../store/task-types.js';
 import { instantOf, zoneOf } from '../create-input.js';
-import { badRequest } from '../errors.js';
+import { badRequest, pastRunAt } from '../errors.js';
+import { PAST_TOLERANCE_MS } from '../../contract/limits.js';
 import { BulkCancelBody, BulkDeleteBody, BulkRescheduleBody, BulkResult, BulkRetryBody } from '../../contract/bulk.js';
 import { ErrorJson } from '../../contract/errors.js';
 
@@ -23,7 +24,10 @@ export interface BulkRoutesOptions {
 }
 
 /** Exactly one of tag, keyPrefix, type (and ids, where the body has it). */
-function selectorOf(body: BulkCancelBody, names: readonly (keyof BulkCancelBody)[] = ['tag', 'keyPrefix', 'type']): Selector {
+function selectorOf(
+  body: BulkCancelBody & { all?: true },
+  names: readonly (keyof BulkCancelBody | 'all')[] = ['tag', 'keyPrefix', 'type'],
+): Selector {
   const given = names.filter((name) => body[name] !== undefined);
   if (given.length !== 1) throw badRequest('body', `must name exactly one of ${names.join(', ')}`);
   const name = given[0]!;
@@ -31,6 +35,8 @@ function selectorOf(body: BulkCancelBody, names: readonly (keyof BulkCancelBody)
 }
 
 const WITH_IDS = ['tag', 'keyPrefix', 'type', 'ids'] as const;
+/** A finished status's changes may also take every task in it. */
+const WITH_ALL = ['tag', 'keyPrefix', 'type', 'ids', 'all'] as const;
 
 const responses = { 200: BulkResult, 400: ErrorJson, 401: ErrorJson, 403: ErrorJson };
 
@@ -56,7 +62,7 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
     '/tasks/bulk/retry',
     {
       schema: {
-        summary: 'Run again every failed task with a tag, a key prefix, a type, or an id among a list',
+        summary: 'Run again every failed task with a tag, a key prefix, a type, or an id among a list, or all of them',
         description:
           'failed → pending, due now, attempts reset, each in its own zone; in chunks of short transactions. A task no longer failed is left alone, so repeating it is harmless.',
         tags: ['bulk'],
@@ -64,14 +70,14 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
         response: responses,
       },
     },
-    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_IDS), { kind: 'retry' }),
+    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_ALL), { kind: 'retry' }),
   );
 
   app.post(
     '/tasks/bulk/delete',
     {
       schema: {
-        summary: 'Delete every finished task in a status with a tag, a key prefix, a type, or an id among a list',
+        summary: 'Delete every finished task in a status with a tag, a key prefix, a type, or an id among a list, or all of them',
         description:
           'With its runs, in chunks of short transactions; a task that left the status meanwhile (a retried one) stays, and so does the first task of a recurring series that goes on. Repeating it is harmless.',
         tags: ['bulk'],
@@ -79,7 +85,7 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
         response: responses,
       },
     },
-    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_IDS), { kind: 'delete', status: request.body.status }),
+    async (request) => lifecycle.bulk(selectorOf(request.body, WITH_ALL), { kind: 'delete', status: request.body.status }),
   );
 
   app.post(
@@ -101,11 +107,14 @@ export const bulkRoutes: FastifyPluginAsync<BulkRoutesOptions> = async (fastify,
       if (body.shiftMs !== undefined) {
         if (body.runAt !== undefined) throw badRequest('body/runAt', 'and body/shiftMs cannot both be given');
         if (body.requestId === undefined) throw badRequest('body/requestId', 'is required with shiftMs (it makes a repeat harmless)');
-        move = { shiftMs: body.shiftMs, requestId: body.requestId };
+        move = { shiftMs: body.shiftMs, requestId: body.requestId, allowPast: body.allowPast === true };
       } else {
         if (body.runAt === undefined) throw badRequest('body/runAt', 'or body/shiftMs is required');
         const zone = zoneOf(body.timezone, options.timezone);
-        move = { runAt: instantOf({ runAt: body.runAt }, zone, clock.now()), timezone: body.timezone === undefined ? null : zone };
+        const now = clock.now();
+        const runAt = instantOf({ runAt: body.runAt }, zone, now);
+        if (runAt < now - PAST_TOLERANCE_MS && body.allowPast !== true) throw pastRunAt('body/runAt', runAt, now);
+        move = { runAt, timezone: body.timezone === undefined ? null : zone };
       }
       return lifecycle.bulk(selector, { kind: 'move', move });
     },

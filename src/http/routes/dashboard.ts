@@ -44,6 +44,9 @@ export const dashboardRoutes: FastifyPluginAsync = async (app) => {
     '/console/*': ['text/html; charset=utf-8', page],
     ...Object.fromEntries([...modules(''), ...modules('views/')]),
     '/ui/dashboard.css': [CSS, own('dashboard.css')],
+    // The tab's icon: browsers ask for /favicon.ico whatever the page says; an SVG answers both.
+    '/favicon.ico': ['image/svg+xml', own('icon.svg')],
+    '/ui/icon.svg': ['image/svg+xml', own('icon.svg')],
     '/ui/vendor/uPlot.esm.js': [JS, readFileSync(join(UPLOT, 'uPlot.esm.js'), 'utf8')],
     '/ui/vendor/uPlot.min.css': [CSS, readFileSync(join(UPLOT, 'uPlot.min.css'), 'utf8')],
     '/ui/vendor/preact.js': [JS, readFileSync(join(PREACT, 'dist', 'preact.module.js'), 'utf8')],

@@ -12,7 +12,7 @@ import type { HandlerRegistry } from '../../handlers/registry.js';
 import type { ChangeResult, Placement } from '../../lifecycle/change.js';
 import type { Lifecycle } from '../../lifecycle/lifecycle.js';
 import type { TaskStore } from '../../store/task-store.js';
-import type { RunAtCursor, Task } from '../../store/task-types.js';
+import type { ListKey, RunAtCursor, Task } from '../../store/task-types.js';
 import type { SummaryReader } from '../../store/summary.js';
 import { StatusCountsReader } from '../../store/status-counts.js';
 import { toIsoUtc } from '../../time/zones.js';
@@ -20,11 +20,13 @@ import { checkedPayload, conflictMessage, createFromBody, instantOf, zoneOf } fr
 import { queryInstant, storedInstant } from '../instants.js';
 import { endOnError, keepTrace, startCreateTrace } from '../create-trace.js';
 import type { Tracing } from '../../observability/tracing.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound, pastRunAt } from '../errors.js';
 import { present } from '../present.js';
 import type { Role } from '../../contract/auth.js';
 import { ErrorJson } from '../../contract/errors.js';
-import { DEFAULT_PAGE, MAX_LIST_OFFSET } from '../../contract/limits.js';
+import { DEFAULT_PAGE, MAX_LIST_OFFSET, PAST_TOLERANCE_MS, TAG_PATTERN } from '../../contract/limits.js';
+
+const TAG_REGEXP = new RegExp(TAG_PATTERN);
 import {
   ConflictJson,
   CountsQuery,
@@ -39,6 +41,8 @@ import {
   RecentPage,
   RecentQuery,
   RescheduleBody,
+  SearchPage,
+  SearchQuery,
   StatusCounts,
   Summary,
   TaskJson,
@@ -79,6 +83,26 @@ function decodeCursor(cursor: string): RunAtCursor {
   if (match === null) throw badRequest('querystring/cursor', 'is not a nextCursor from a previous page');
   return { runAt: storedInstant('querystring/cursor', Number(match[1])), id: Number(match[2]) };
 }
+
+const LIST_CURSOR = /^(o|f)\.(-?\d{1,16})\.(\d{1,16})(?:\.(\d{1,16}))?$/;
+
+/** A list page's edge as a cursor: `o.runAt.id` for open tasks, `f.finishedAt.runAt.id` for finished ones. */
+function encodeListCursor(task: Task, finished: boolean): string {
+  const text = finished ? `f.${task.finishedAt ?? 0}.${task.runAt}.${task.id}` : `o.${task.runAt}.${task.id}`;
+  return Buffer.from(text).toString('base64url');
+}
+
+function decodeListCursor(field: string, cursor: string, finished: boolean): ListKey {
+  const match = LIST_CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (match === null || (match[1] === 'f') !== finished || (finished && match[4] === undefined)) {
+    throw badRequest(`querystring/${field}`, 'is not a cursor of a page of this status (nextCursor or prevCursor)');
+  }
+  if (!finished) return { runAt: storedInstant(`querystring/${field}`, Number(match[2])), id: Number(match[3]) };
+  return { finishedAt: Number(match[2]), runAt: Number(match[3]), id: Number(match[4]) };
+}
+
+const finishedStatus = (status: string) => status !== 'pending' && status !== 'running';
+const listKey = (task: Task): ListKey => ({ runAt: task.runAt, id: task.id, finishedAt: task.finishedAt ?? 0 });
 
 /** The list's and the counts' filters, from the query. */
 function listFilters(query: {
@@ -138,12 +162,54 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     );
   }
 
+  /**
+   * A page by keyset (after, before, last, at), at any depth: its place in the list (offset) is
+   * counted from the page's first task, its cursors taken from its edges.
+   */
+  async function listByKey(
+    status: Task['status'],
+    filters: ReturnType<typeof listFilters>,
+    query: { after?: string; before?: string; last?: boolean; at?: string },
+    limit: number,
+    role: Role | undefined,
+  ) {
+    const finished = finishedStatus(status);
+    let key: ListKey | undefined;
+    let forward = true;
+    if (query.after !== undefined) key = decodeListCursor('after', query.after, finished);
+    else if (query.before !== undefined) [key, forward] = [decodeListCursor('before', query.before, finished), false];
+    else if (query.last === true) forward = false;
+    else if (query.at !== undefined) {
+      const instant = queryInstant('at', query.at)!;
+      // Just before the first task due at the instant (or finished at it, newest first).
+      key = finished ? { finishedAt: instant + 1, runAt: 0, id: 0 } : { runAt: instant - 1, id: Number.MAX_SAFE_INTEGER };
+    }
+    const sizes = { limit, maxBytes: PAGE_MAX_BYTES, rowBytes: PAGE_ROW_BYTES };
+    const [page, reading] = await Promise.all([store.reads.listSeek(status, filters, { key, forward, ...sizes }), counts.read(filters)]);
+    const [first, last] = [page.tasks[0], page.tasks[page.tasks.length - 1]];
+    const total = reading.counts[status];
+    const place = first === undefined ? (forward ? total : 0) : await store.reads.countBefore(status, filters, listKey(first));
+    // Read backwards from a key, the key's own task comes after the page; from the end, nothing does.
+    const more = forward ? page.more : key !== undefined;
+    const earlier = forward ? place > 0 : page.more;
+    const next = place + page.tasks.length;
+    return {
+      tasks: page.tasks.map((task) => present(task, role)),
+      total,
+      offset: place,
+      nextOffset: more && next <= MAX_LIST_OFFSET ? next : null,
+      nextCursor: more && last !== undefined ? encodeListCursor(last, finished) : null,
+      prevCursor: earlier && first !== undefined ? encodeListCursor(first, finished) : null,
+    };
+  }
+
   /** Where a reschedule or retry asks the task to go; a retry without a time runs now. */
   const placement =
     (body: RescheduleBody, how: 'reschedule' | 'retry') =>
     (task: Task, now: number): Placement => {
       const zone = zoneOf(body.timezone, task.timezone);
       const runAt = how === 'retry' && body.runAt === undefined && body.delayMs === undefined ? now : instantOf(body, zone, now);
+      if (runAt < now - PAST_TOLERANCE_MS && body.allowPast !== true) throw pastRunAt('body/runAt', runAt, now);
       return { runAt, timezone: zone };
     };
 
@@ -230,19 +296,48 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
       },
     },
     async (request) => {
-      const { status = 'pending', limit = 50, offset = 0 } = request.query;
+      const { status = 'pending', limit = 50, offset = 0, after, before, at } = request.query;
+      const toLast = request.query.last === true;
       const filters = listFilters(request.query);
+      const ways = [request.query.offset, after, before, toLast ? true : undefined, at].filter((way) => way !== undefined);
+      if (ways.length > 1) throw badRequest('querystring', 'must name at most one of offset, after, before, last, at');
+      if (after !== undefined || before !== undefined || toLast || at !== undefined) {
+        return listByKey(status, filters, request.query, limit, request.role);
+      }
       const [page, reading] = await Promise.all([
         store.reads.listByStatus(status, filters, { offset, limit, maxBytes: PAGE_MAX_BYTES, rowBytes: PAGE_ROW_BYTES }),
         counts.read(filters),
       ]);
       const next = offset + page.tasks.length;
+      const [first, last] = [page.tasks[0], page.tasks[page.tasks.length - 1]];
       return {
         tasks: page.tasks.map((task) => present(task, request.role)),
         total: reading.counts[status],
         offset,
         nextOffset: page.more && next <= MAX_LIST_OFFSET ? next : null,
+        nextCursor: page.more && last !== undefined ? encodeListCursor(last, finishedStatus(status)) : null,
+        prevCursor: offset > 0 && first !== undefined ? encodeListCursor(first, finishedStatus(status)) : null,
       };
+    },
+  );
+
+  app.get(
+    '/tasks/search',
+    {
+      schema: {
+        summary: 'Find tasks by id, key, key start, key part or tag',
+        description:
+          "One box for the console: the task with id q, those whose key is q or starts with it, those whose key's last part after a colon is q (`SN104500` finds `close_order:SN104500`), and those tagged q; each on an index of its own.",
+        tags: ['tasks'],
+        querystring: SearchQuery,
+        response: { 200: SearchPage, 400: ErrorJson, 401: ErrorJson },
+      },
+    },
+    async (request) => {
+      const text = request.query.q.trim();
+      if (text === '') throw badRequest('querystring/q', 'must not be blank');
+      const found = await store.reads.search(text, request.query.limit ?? 20, TAG_REGEXP.test(text));
+      return { tasks: found.tasks.map((task) => present(task, request.role)), tagged: found.tagged };
     },
   );
 
@@ -301,6 +396,30 @@ export const taskRoutes: FastifyPluginAsync<TaskRoutesOptions> = async (fastify,
     '/tasks/:id/cancel',
     { schema: { summary: 'Cancel a pending task', tags: ['tasks'], params: IdParams, response: taskResponses } },
     async (request) => present(await cancel(await byId(request.params.id), request.role), request.role),
+  );
+
+  app.post(
+    '/tasks/:id/release-lease',
+    {
+      schema: {
+        summary: 'Release a stuck lease (admin)',
+        description:
+          'A running task whose lease ran out (its run never reported): on record as lost, then pending again and due now, or failed on its last attempt; what the reconcile does within a minute, now. 409 while its lease has not run out.',
+        tags: ['tasks'],
+        params: IdParams,
+        response: taskResponses,
+      },
+    },
+    async (request) => {
+      const task = await byId(request.params.id);
+      const { released } = await lifecycle.releaseLease(task);
+      const now = await byId(task.id);
+      if (!released) {
+        const why = now.status === 'running' ? 'its lease has not run out' : `it is ${now.status}`;
+        throw conflict(`task ${task.id} holds no stuck lease: ${why}`, present(now, request.role));
+      }
+      return present(now, request.role);
+    },
   );
 
   app.post(

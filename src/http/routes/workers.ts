@@ -33,6 +33,7 @@ import {
 } from '../../contract/workers.js';
 import type { TaskStore } from '../../store/task-store.js';
 import { StatusCountsReader } from '../../store/status-counts.js';
+import { lateFrom } from '../../store/rows.js';
 import { badRequest, HttpError, notFound } from '../errors.js';
 import { storedInstant } from '../instants.js';
 import { present } from '../present.js';
@@ -58,7 +59,7 @@ export interface WorkerRoutesOptions {
  * continues, null when the task keeps none and spans are not recorded.
  */
 function leasedJson({ task, leaseToken, leaseUntil }: LeasedTask, tracing: Tracing | undefined, now: number): LeasedTaskJson {
-  const span = tracing?.runSpan({ ...runOf(task), attempt: task.attempts }, now, now - task.runAt);
+  const span = tracing?.runSpan({ ...runOf(task), attempt: task.attempts }, now, now - lateFrom(task));
   span?.end('leased');
   return {
     id: task.id,

@@ -7,7 +7,7 @@
  * nothing. Worker types' rows are read through the (type, status, run_minute, run_at) index, in
  * (run_minute, run_at) order and ranges (rows.ts, runAtRange): run_at's own order, with no sort.
  */
-import { ms, runAtRange, TASK_COLUMNS } from '../rows.js';
+import { lateFromSql, ms, runAtRange, TASK_COLUMNS } from '../rows.js';
 import { forceIndex } from './index-hints.js';
 
 const byType = () => forceIndex('tasks_type_status_run_minute_run_at');
@@ -47,7 +47,7 @@ export const PULL_SQL = {
    * (their lateness), one attempt counted, each to the token and lease end at its own place in
    * the two lists (ELT(FIELD(id, ids…), values…)).
    */
-  leaseRows: `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000, status = 'running',
+  leaseRows: `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, ${lateFromSql()}, ?) DIV 1000, status = 'running',
     attempts = attempts + 1, lease_owner = ELT(FIELD(id, ?), ?), lease_until = ELT(FIELD(id, ?), ?), updated_at = ?
     WHERE id IN (?) AND status = 'pending'`,
   /** Running tasks of the types ? whose lease ran out before ?, at most ?, as [id]: the lease recovery's input. */

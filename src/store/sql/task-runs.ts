@@ -4,7 +4,7 @@
  * 0.2 wrote), and the successful runs, each on record in its task's row. Times come back as
  * epoch milliseconds computed by the server (rows.ts), as in the tasks catalogue.
  */
-import { ms } from '../rows.js';
+import { lateFromSql, ms } from '../rows.js';
 
 /** What a lost run, and the task it leaves pending, say. */
 export const LOST_ERROR = 'lease expired: the process running it stopped answering';
@@ -33,13 +33,13 @@ export const RUN_COLUMNS = [
  * lateness and wait say (run_at + lateness_ms + waited_ms), ended at finished_at, and ran for the
  * outside call's time or else from its start to its end. `t` is the task.
  */
-const STARTED = 't.run_at + INTERVAL (COALESCE(t.lateness_ms, 0) + COALESCE(t.waited_ms, 0)) * 1000 MICROSECOND';
+const STARTED = `${lateFromSql('t.')} + INTERVAL (COALESCE(t.lateness_ms, 0) + COALESCE(t.waited_ms, 0)) * 1000 MICROSECOND`;
 export const DONE_RUN_COLUMNS = [
   'NULL',
   't.id',
   't.attempts',
   "'done'",
-  ms('t.run_at'),
+  ms(lateFromSql('t.')),
   ms(STARTED),
   ms('t.finished_at'),
   'COALESCE(t.lateness_ms, 0)',
@@ -98,7 +98,7 @@ export const TASK_RUNS = {
    */
   insertLost: `INSERT INTO punctual_task_runs (task_id, attempt, outcome, due_at, started_at, finished_at, lateness_ms, duration_ms, error, http_status, process,
       waited_ms, wait_reason)
-    SELECT id, attempts, 'lost', run_at, run_at + INTERVAL (COALESCE(lateness_ms, 0) + COALESCE(waited_ms, 0)) * 1000 MICROSECOND, ?,
+    SELECT id, attempts, 'lost', ${lateFromSql()}, ${lateFromSql()} + INTERVAL (COALESCE(lateness_ms, 0) + COALESCE(waited_ms, 0)) * 1000 MICROSECOND, ?,
       COALESCE(lateness_ms, 0), 0, '${LOST_ERROR}', NULL, ${HOLDER}, COALESCE(waited_ms, 0), NULL
     FROM punctual_tasks WHERE id IN (?) AND status = 'running' AND lease_until < ?`,
 } as const;

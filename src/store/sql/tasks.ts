@@ -7,7 +7,7 @@
  * To find a query, look for its name here; to see who runs it, look for the name in task-store.ts.
  * The other tables' statements are beside it (one file per table), the server's in src/db/sql.ts.
  */
-import { ms, runAtIs, runAtRange, TASK_COLUMNS } from '../rows.js';
+import { lateFromSql, ms, runAtIs, runAtRange, TASK_COLUMNS } from '../rows.js';
 import { forceIndex } from './index-hints.js';
 import { LOST_ERROR } from './task-runs.js';
 import { RESERVED_KEY_PREFIX } from '../task-types.js';
@@ -95,6 +95,28 @@ const filtersWhere = (f: Omit<ListFilter, 'finished'>, first: 'WHERE' | 'AND') =
 };
 const listWhere = (f: ListFilter) => `WHERE status = ?${f.finished ? '' : ` AND ${OPEN}`} ${filtersWhere(f, 'AND')}`;
 const listOrder = (finished: boolean) => (finished ? NEWEST_FIRST : 'run_at, id');
+/**
+ * A row's place in a list: after (`forward`) or before a sort key. Open tasks: (run_at, id) = (?, ?,
+ * ?) ascending; finished ones: (finished_at, run_at, id) descending, values (?, ?, ?, ?, ?).
+ */
+const seekWhere = (finished: boolean, forward: boolean) => {
+  if (!finished) {
+    const op = forward ? '>' : '<';
+    return `(run_at ${op} ? OR (run_at = ? AND id ${op} ?))`;
+  }
+  const op = forward ? '<' : '>';
+  return `(finished_at ${op} ? OR (finished_at = ? AND (run_at ${op} ? OR (run_at = ? AND id ${op} ?))))`;
+};
+/** listSizesOrder, or its reverse for a page read backwards from a key. */
+const seekOrder = (f: ListFilter, forward: boolean) => {
+  const order = listSizesOrder(f);
+  return forward
+    ? order
+    : order
+        .split(', ')
+        .map((part) => (part.endsWith(' DESC') ? part.slice(0, -5) : `${part} DESC`))
+        .join(', ');
+};
 /** An open status's page of one type: on the type's index, in its order (the same as run_at, id). */
 const listSizesOrder = (f: ListFilter) => (!f.finished && f.type ? 'run_minute, run_at, id' : listOrder(f.finished));
 
@@ -128,6 +150,39 @@ export const SQL = {
   listSizes: (filter: ListFilter) =>
     `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM punctual_tasks ${listWhere(filter)}` +
     ` ORDER BY ${listSizesOrder(filter)} LIMIT ? OFFSET ?`,
+  /**
+   * A page of the tasks in one status by keyset (the console's pages, as deep as the backlog
+   * goes): after (`forward`) or before a row's sort key in the list's order, nearest first, so a
+   * page before a row is read backwards and turned round by the caller; with no key, the list's
+   * first or (backwards) last page. Open tasks by (run_at, id), finished ones by (finished_at,
+   * run_at, id) newest first: the same indexes as listSizes, entered at the key, not counted up to
+   * an offset. Values: the status, the filters', the key's (seekValues), the limit.
+   */
+  listSeek: (filter: ListFilter, seek: { forward: boolean; key: boolean }) =>
+    `SELECT id, LENGTH(payload) + COALESCE(LENGTH(last_error), 0) + COALESCE(LENGTH(task_key), 0) FROM punctual_tasks ${listWhere(filter)}` +
+    (seek.key ? ` AND ${seekWhere(filter.finished, seek.forward)}` : '') +
+    ` ORDER BY ${seekOrder(filter, seek.forward)} LIMIT ?`,
+  /** How many tasks in the status with the filters come before a row's sort key: a keyset page's place. Values as listSeek's, without the limit. */
+  countBefore: (filter: ListFilter) => `SELECT COUNT(*) FROM punctual_tasks ${listWhere(filter)} AND ${seekWhere(filter.finished, false)}`,
+  /**
+   * The console's search, one box for an id, a key, a key's start, a key's last part and a tag, as
+   * [id], newest first: each part a seek on an index of its own (the primary key; the key's unique
+   * index by a prefix, the exact key among them; key_tail's, migration 0026; the tags' (tag,
+   * task_id)), each bounded, so an answer reads at most a few pages on any backlog. Values: (the id,
+   * when `byId`), the prefix pattern, a limit, the tail, a limit, the tag (when `byTag`), a limit,
+   * the limit.
+   */
+  search: (by: { id: boolean; tag: boolean }) =>
+    'SELECT id FROM (' +
+    [
+      ...(by.id ? ['(SELECT id FROM punctual_tasks WHERE id = ?)'] : []),
+      "(SELECT id FROM punctual_tasks WHERE task_key LIKE ? ESCAPE '!' ORDER BY task_key LIMIT ?)",
+      `(SELECT id FROM punctual_tasks ${forceIndex('tasks_key_tail')} WHERE key_tail = ? ORDER BY key_tail, id DESC LIMIT ?)`,
+      ...(by.tag ? ['(SELECT task_id FROM punctual_task_tags WHERE tag = ? ORDER BY task_id DESC LIMIT ?)'] : []),
+    ].join(' UNION ') +
+    ') AS found ORDER BY id DESC LIMIT ?',
+  /** How many tasks have the tag ?: the (tag, task_id) index's range, counted. */
+  countTagged: 'SELECT COUNT(*) FROM punctual_task_tags WHERE tag = ?',
   /** The tasks of a page, in its order, as they are now. */
   listByIds: (finished: boolean) => select(`WHERE id IN (?) ORDER BY ${listOrder(finished)}`),
   /** How many tasks of each status the filter holds, as [status, count]. */
@@ -196,7 +251,7 @@ export const SQL = {
    * The stored lateness and wait of the latest runs (start − run_at − wait; a row inserted done by
    * hand falls back to finished_at − run_at), as [lateness, waited].
    */
-  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, run_at, finished_at) / 1000), COALESCE(waited_ms, 0) FROM punctual_tasks
+  recentLateness: `SELECT COALESCE(lateness_ms, TIMESTAMPDIFF(MICROSECOND, ${lateFromSql()}, finished_at) / 1000), COALESCE(waited_ms, 0) FROM punctual_tasks
     WHERE status = 'done' ORDER BY ${NEWEST_FIRST} LIMIT ?`,
 
   // ── intake ──────────────────────────────────────────────────────────────────────────────
@@ -242,6 +297,8 @@ export const SQL = {
   },
   /** Tasks whose key starts with a prefix (a LIKE pattern, `!` escapes), as [id, key]: the key's unique index in key order. */
   pickByKeyPrefix: `SELECT id, task_key FROM punctual_tasks WHERE task_key LIKE ? ESCAPE '!' AND status = ? AND ${notReserved()} AND task_key > ? ORDER BY task_key LIMIT ?`,
+  /** Every task with a status, as [id, id], in id order (a Failed view's retry or delete of all). */
+  pickAll: `SELECT id, id FROM punctual_tasks ${forceIndex('tasks_status_run_at')} WHERE status = ? AND ${notReserved()} AND id > ? ORDER BY id LIMIT ?`,
   /** The tasks among the ids ? with a status, as [id, id]: the primary key, in id order. */
   pickByIds: `SELECT id, id FROM punctual_tasks WHERE id IN (?) AND status = ? AND ${notReserved()} AND id > ? ORDER BY id LIMIT ?`,
   /** The pending ones among ?, locked, as [id, runAt, timezone, bulk_request_id]. */
@@ -249,9 +306,9 @@ export const SQL = {
   /** The locked pending ones moved to one instant; the zone only when one is given. */
   moveTo:
     "UPDATE punctual_tasks SET run_at = ?, requested_run_at = ?, timezone = COALESCE(?, timezone), updated_at = ? WHERE id IN (?) AND status = 'pending'",
-  /** The locked pending ones moved by a duration, stamped with the request that moved them. */
+  /** The locked pending ones moved by a duration (not before the move's time, the second ?), stamped with the request that moved them. */
   shiftBy:
-    "UPDATE punctual_tasks SET requested_run_at = COALESCE(requested_run_at, run_at) + INTERVAL ? MICROSECOND, run_at = run_at + INTERVAL ? MICROSECOND, bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
+    "UPDATE punctual_tasks SET requested_run_at = COALESCE(requested_run_at, run_at) + INTERVAL ? MICROSECOND, run_at = GREATEST(run_at + INTERVAL ? MICROSECOND, ?), bulk_request_id = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'",
 
   // ── the shop's changes ──────────────────────────────────────────────────────────────────
   /** pending → cancelled, for the ids among ? that are pending. */
@@ -294,7 +351,7 @@ export const SQL = {
   markDone: (
     waited: number,
     results = 0,
-  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, ${lateFromSql()}, ?) DIV 1000 - ${waitOf(waited)},
     waited_ms = ${waitOf(waited)}, wait_reason = ${reasonOf(waited)},
     last_result = ${results === 0 ? 'NULL' : `CASE id ${'WHEN ? THEN ? '.repeat(results)}ELSE NULL END`}, status = 'done', done_by = ?,
     attempts = attempts + 1, finished_at = ?, updated_at = ?, last_error = NULL, last_http_status = NULL, last_duration_ms = NULL,
@@ -302,7 +359,7 @@ export const SQL = {
   /** Claimed for an outside handler: running under a lease; its lateness (the claim, the first ?, − run_at − its wait) and its wait (as markDone's) with it. */
   markRunning: (
     waited: number,
-  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, run_at, ?) DIV 1000 - ${waitOf(waited)},
+  ) => `UPDATE punctual_tasks SET lateness_ms = TIMESTAMPDIFF(MICROSECOND, ${lateFromSql()}, ?) DIV 1000 - ${waitOf(waited)},
     waited_ms = ${waitOf(waited)}, wait_reason = ${reasonOf(waited)}, status = 'running',
     attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ? WHERE id IN (?) AND status = 'pending'`,
   /**

@@ -5,22 +5,26 @@ import { api } from '../api.js';
 import { href } from '../router.js';
 import { Scroll, usePoll } from '../ui.js';
 import { startCharts } from '../charts.js';
+import { count } from '../format.js';
+
+/** A count as every view writes it (19,969), or – before it is read. */
+const num = (value) => (value === null || value === undefined ? '–' : count(value));
 
 function Glance({ summary }) {
-  const ms = (value) => (value === null || value === undefined ? '–' : `${value} ms`);
+  const ms = (value) => (value === null || value === undefined ? '–' : `${count(value)} ms`);
   const waited =
     summary === undefined
       ? '–'
       : summary.waitedRuns > 0
-        ? `${summary.waitedRuns.toLocaleString('en')} run${summary.waitedRuns === 1 ? '' : 's'}, p50 ${summary.waitedP50Ms} ms, p99 ${summary.waitedP99Ms} ms`
+        ? `${summary.waitedRuns.toLocaleString('en')} run${summary.waitedRuns === 1 ? '' : 's'}, p50 ${ms(summary.waitedP50Ms)}, p99 ${ms(summary.waitedP99Ms)}`
         : 'none';
   const card = (id, label, value, link, bad = false) =>
     html`<div><dt>${label}</dt><dd id=${id} class=${bad ? 'bad' : ''}>${link === undefined ? value : html`<a href=${link}>${value}</a>`}</dd></div>`;
   return html`<dl class="glance">
-    ${card('pending', 'backlog', summary?.pending ?? '–', '/console/tasks/pending')}
-    ${card('running', 'running', summary?.running ?? '–', '/console/tasks/running')}
-    ${card('failed', 'failed', summary?.failed ?? '–', '/console/tasks/failed', (summary?.failed ?? 0) > 0)}
-    ${card('armed', 'armed here', summary?.armed ?? '–')}
+    ${card('pending', 'backlog', num(summary?.pending), '/console/tasks/pending')}
+    ${card('running', 'running', num(summary?.running), '/console/tasks/running')}
+    ${card('failed', 'failed', num(summary?.failed), '/console/tasks/failed', (summary?.failed ?? 0) > 0)}
+    ${card('armed', 'armed here', num(summary?.armed))}
     ${card('p50', 'lateness p50 (latest 1,000 done)', ms(summary?.latenessP50Ms))}
     ${card('p99', 'lateness p99 (latest 1,000 done)', ms(summary?.latenessP99Ms))}
     ${card('waited', 'waited for a pause or limit', waited)}
@@ -29,16 +33,16 @@ function Glance({ summary }) {
 
 /** The last hour's runs of the whole fleet, counted from the run history: a restart does not reset them. */
 function LastHour({ hour }) {
-  const ms = (value) => (value === null || value === undefined ? '–' : `${value} ms`);
+  const ms = (value) => (value === null || value === undefined ? '–' : `${count(value)} ms`);
   const card = (id, label, value, bad = false) => html`<div><dt>${label}</dt><dd id=${id} class=${bad ? 'bad' : ''}>${value}</dd></div>`;
   return html`<section id="last-hour">
     <h2>In the last hour <small>every process's runs, from the run history</small></h2>
     <dl class="glance">
-      ${card('hour-runs', 'runs', hour?.runs ?? '–')}
-      ${card('hour-done', 'done', hour?.done ?? '–')}
-      ${card('hour-retries', 'retried', hour?.retries ?? '–')}
-      ${card('hour-failed', 'failed for good', hour?.failed ?? '–', (hour?.failed ?? 0) > 0)}
-      ${card('hour-lost', 'lost', hour?.lost ?? '–', (hour?.lost ?? 0) > 0)}
+      ${card('hour-runs', 'runs', num(hour?.runs))}
+      ${card('hour-done', 'done', num(hour?.done))}
+      ${card('hour-retries', 'retried', num(hour?.retries))}
+      ${card('hour-failed', 'failed for good', num(hour?.failed), (hour?.failed ?? 0) > 0)}
+      ${card('hour-lost', 'lost', num(hour?.lost), (hour?.lost ?? 0) > 0)}
       ${card('hour-p50', 'lateness p50', ms(hour?.latenessP50Ms))}
       ${card('hour-p99', 'lateness p99', ms(hour?.latenessP99Ms))}
     </dl>

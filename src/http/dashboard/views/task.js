@@ -5,7 +5,7 @@
 import { html, useState } from '../lib.js';
 import { api, may } from '../api.js';
 import { href, navigate } from '../router.js';
-import { cancelTask, change, Empty, retryTask, runNow, Scroll, usePoll } from '../ui.js';
+import { cancelTask, change, Empty, Problem, retryTask, runNow, Scroll, usePoll } from '../ui.js';
 import { countdown, local, naive, utc } from '../format.js';
 
 /** When the task will run next, in words. */
@@ -21,6 +21,7 @@ function Reschedule({ task, refresh }) {
   const [open, setOpen] = useState(false);
   const [when, setWhen] = useState(task.runAtLocal.slice(0, 16));
   const [zone, setZone] = useState(task.timezone);
+  const [problem, setProblem] = useState('');
   if (!open) return html`<button type="button" onClick=${() => setOpen(true)}>Reschedule</button>`;
   const submit = (event) => {
     event.preventDefault();
@@ -29,17 +30,22 @@ function Reschedule({ task, refresh }) {
       yes: 'Reschedule the task',
       path: `/tasks/${task.id}/reschedule`,
       body: { runAt: naive(when), timezone: zone },
+      // A time already past is refused by the API unless asked for: say it runs now, then send it.
+      past: `${naive(when)} ${zone} is already past: task ${task.id} would run now, at once. Run it now?`,
+      problem: setProblem,
       done: `task ${task.id} rescheduled`,
       after: () => (setOpen(false), refresh()),
     });
   };
+  const edit = (set) => (e) => (set(e.currentTarget.value), setProblem(''));
   return html`<form id="reschedule" class="inline" onSubmit=${submit}>
     <label for="reschedule-at">New time</label>
-    <input id="reschedule-at" type="datetime-local" step="1" required value=${when} onInput=${(e) => setWhen(e.currentTarget.value)} />
+    <input id="reschedule-at" type="datetime-local" step="1" required value=${when} onInput=${edit(setWhen)} aria-describedby="reschedule-problem" />
     <label for="reschedule-zone">in zone</label>
-    <input id="reschedule-zone" required size="16" value=${zone} onInput=${(e) => setZone(e.currentTarget.value)} />
+    <input id="reschedule-zone" required size="16" value=${zone} onInput=${edit(setZone)} aria-describedby="reschedule-problem" />
     <button type="submit">Move it</button>
     <button type="button" onClick=${() => setOpen(false)}>Close</button>
+    <${Problem} id="reschedule-problem" text=${problem} />
   </form>`;
 }
 
@@ -58,7 +64,7 @@ function EditPayload({ task, refresh }) {
     try {
       payload = JSON.parse(text);
     } catch (error) {
-      return setProblem(`not JSON: ${error.message}`);
+      return setProblem(`This is not JSON: ${error.message}`);
     }
     void change({
       question: `Replace the payload of task ${task.id}? It runs with the new one.`,
@@ -66,14 +72,21 @@ function EditPayload({ task, refresh }) {
       method: 'PUT',
       path: `/tasks/${task.id}/payload`,
       body: { payload },
+      problem: setProblem,
       done: `task ${task.id}: payload replaced`,
       after: () => (setOpen(false), refresh()),
     });
   };
   return html`<form id="payload-form" onSubmit=${submit}>
     <label for="payload-edit">New payload (JSON)</label>
-    <textarea id="payload-edit" spellcheck="false" value=${text} onInput=${(e) => setText(e.currentTarget.value)}></textarea>
-    <p role="alert" class="error">${problem}</p>
+    <textarea
+      id="payload-edit"
+      spellcheck="false"
+      aria-describedby="payload-problem"
+      value=${text}
+      onInput=${(e) => (setText(e.currentTarget.value), setProblem(''))}
+    ></textarea>
+    <${Problem} id="payload-problem" text=${problem} />
     <button type="submit">Save payload</button>
     <button type="button" onClick=${() => setOpen(false)}>Close</button>
   </form>`;

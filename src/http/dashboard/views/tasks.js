@@ -3,10 +3,10 @@
 // the ticked rows, and on every task the filter matches, each after a confirmation that says how
 // many; what a token's role may not do has no control at all.
 import { html, useEffect, useState } from '../lib.js';
-import { api, may } from '../api.js';
+import { api, Held, may } from '../api.js';
 import { href, navigate } from '../router.js';
-import { cancelTask, change, Empty, retryTask, runNow, Scroll, usePoll } from '../ui.js';
-import { countdown, inputValue, instantOfInput, late, local, naive, utc } from '../format.js';
+import { cancelTask, change, Empty, Problem, retryTask, runNow, Scroll, usePoll } from '../ui.js';
+import { count, countdown, inputValue, instantOfInput, late, local, naive, utc } from '../format.js';
 
 const PAGE_SIZE = 50;
 const STATUSES = ['pending', 'running', 'failed', 'done', 'cancelled', 'skipped'];
@@ -21,10 +21,29 @@ const LIST_ONLY = ['group', 'dueFrom', 'dueUntil', 'series'];
 
 const tags = (task) => (task.tags ?? []).join(' ');
 
-/** A row's own actions: run now and cancel a pending task, retry a failed one. */
+/** A running task whose lease ran out: its run never reported (the reconcile releases it within a minute). */
+const stuck = (task) => task.leaseUntil !== undefined && Date.parse(task.leaseUntil) < Date.now();
+
+/** A row's own actions: run now and cancel a pending task, retry a failed one, release a stuck lease (admin). */
 function RowActions({ task, refresh }) {
   if (!may('write')) return html`<td></td>`;
   const what = `task ${task.id} (${task.type}${task.key ? `, ${task.key}` : ''})`;
+  if (task.status === 'running' && stuck(task) && may('admin'))
+    return html`<td class="actions">
+      <button
+        type="button"
+        onClick=${() =>
+          change({
+            question: `Release the stuck lease of ${what}, held by ${task.leaseHolder}, run out at ${utc(task.leaseUntil)}? Its run is recorded as lost and the task runs again now (or fails, on its last attempt).`,
+            yes: 'Release the lease',
+            path: `/tasks/${task.id}/release-lease`,
+            done: `task ${task.id}: lease released`,
+            after: refresh,
+          })}
+      >
+        Release lease
+      </button>
+    </td>`;
   if (task.status === 'pending')
     return html`<td class="actions">
       <button
@@ -60,9 +79,21 @@ const COLUMNS = {
     ['UTC', (task) => html`<td>${utc(task.runAt)}</td>`],
     ['tags', (task) => html`<td>${tags(task)}</td>`],
   ],
+  // A running task's attempt is counted when it starts (the task and the API say the same); its
+  // start is its claim (updatedAt); a lease past its end is a run that never reported: stuck.
   running: [
-    ['due (UTC)', (task) => html`<td>${utc(task.runAt)}</td>`],
-    ['attempt', (task) => html`<td class="num">${task.attempts + 1}/${task.maxAttempts}</td>`],
+    ['started (UTC)', (task) => html`<td>${utc(task.updatedAt)}</td>`],
+    ['attempt', (task) => html`<td class="num">${task.attempts}/${task.maxAttempts}</td>`],
+    ['lease holder', (task) => html`<td class="key">${task.leaseHolder ?? 'in its database transaction'}</td>`],
+    [
+      'lease ends',
+      (task) =>
+        task.leaseUntil === undefined
+          ? html`<td></td>`
+          : stuck(task)
+            ? html`<td class="bad stuck">stuck: ran out ${utc(task.leaseUntil)}</td>`
+            : html`<td>${utc(task.leaseUntil)}</td>`,
+    ],
     ['tags', (task) => html`<td>${tags(task)}</td>`],
   ],
   failed: [
@@ -93,6 +124,12 @@ const COLUMNS = {
     ['ended at (UTC)', (task) => html`<td>${utc(task.finishedAt)}</td>`],
   ],
 };
+
+/** A column's cell with its heading as its label (a phone shows each row as a card of labelled fields). */
+function labelled(cell, name) {
+  cell.props['data-label'] = name;
+  return cell;
+}
 
 /** What the bulk routes do to a status's tasks: pending ones are cancelled (or run now), failed ones retried; finished ones deleted. */
 const BULK = { pending: 'cancel', failed: 'retry', done: 'delete', cancelled: 'delete', skipped: 'delete' };
@@ -133,14 +170,14 @@ function Filters({ status, filters, types }) {
     <input id="filter-key" autocomplete="off" size="14" value=${form.keyPrefix} onInput=${field('keyPrefix')} />
     <label for="filter-group">Group</label>
     <input id="filter-group" autocomplete="off" size="10" value=${form.group} onInput=${field('group')} />
-    <label for="filter-from">Due from</label>
+    <label for="filter-from">Due from (UTC)</label>
     <input
       id="filter-from"
       type="datetime-local"
       value=${inputValue(form.dueFrom)}
       onInput=${(e) => setForm({ ...form, dueFrom: instantOfInput(e.currentTarget.value) })}
     />
-    <label for="filter-until">Due before</label>
+    <label for="filter-until">Due before (UTC)</label>
     <input
       id="filter-until"
       type="datetime-local"
@@ -156,24 +193,29 @@ function Filters({ status, filters, types }) {
 function MoveAll({ selector, named, total, after }) {
   const [when, setWhen] = useState('');
   const [zone, setZone] = useState(Intl.DateTimeFormat().resolvedOptions().timeZone ?? 'UTC');
+  const [problem, setProblem] = useState('');
   const submit = (event) => {
     event.preventDefault();
     if (when === '') return;
     void change({
-      question: `Move every pending task with the ${named} (${total} now) to ${naive(when)} ${zone}, on every page?`,
+      question: `Move every pending task with the ${named} (${count(total)} now) to ${naive(when)} ${zone}, on every page?`,
       yes: 'Move them all',
       path: '/tasks/bulk/reschedule',
       body: { ...selector, runAt: naive(when), timezone: zone },
+      past: `${naive(when)} ${zone} is already past: all ${count(total)} tasks with the ${named} would run now, at once. Run them all now?`,
+      problem: setProblem,
       done: (answer) => `${answer.changed} of ${answer.matched} tasks moved`,
       after,
     });
   };
+  const edit = (set) => (e) => (set(e.currentTarget.value), setProblem(''));
   return html`<form id="move-all" class="inline" onSubmit=${submit}>
     <label for="move-all-at">Move all pending with ${named} to</label>
-    <input id="move-all-at" type="datetime-local" step="1" required value=${when} onInput=${(e) => setWhen(e.currentTarget.value)} />
+    <input id="move-all-at" type="datetime-local" step="1" required value=${when} onInput=${edit(setWhen)} aria-describedby="move-all-problem" />
     <label for="move-all-zone">in zone</label>
-    <input id="move-all-zone" size="14" required value=${zone} onInput=${(e) => setZone(e.currentTarget.value)} />
+    <input id="move-all-zone" size="14" required value=${zone} onInput=${edit(setZone)} aria-describedby="move-all-problem" />
     <button type="submit">Move them</button>
+    <${Problem} id="move-all-problem" text=${problem} />
   </form>`;
 }
 
@@ -186,8 +228,12 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
   const given = FILTERS.filter(([name]) => filters[name] !== '');
   const listOnly = LIST_ONLY.some((name) => filters[name] !== '');
   const one = given.length === 1 && !listOnly ? given[0] : undefined;
-  const selector = one === undefined ? undefined : { [one[0]]: filters[one[0]] };
+  // Without a filter, a finished status's retry and delete take every task in it (the count says how many).
+  const everything = given.length === 0 && !listOnly && kind !== 'cancel';
+  const selector = one === undefined ? (everything ? { all: true } : undefined) : { [one[0]]: filters[one[0]] };
   const named = one === undefined ? '' : `${one[1]} ${filters[one[0]]}`;
+  const withNamed = named === '' ? '' : ` with ${named}`;
+  const theNamed = named === '' ? '' : ` with the ${named}`;
   const after = () => {
     setSelected(new Set());
     refresh();
@@ -242,6 +288,7 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
     html`<button
       type="button"
       id="bulk-delete"
+      class="danger"
       disabled=${n === 0}
       onClick=${() =>
         change({
@@ -256,30 +303,53 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
       Delete selected (${n})
     </button>`}
     ${selector !== undefined &&
-    DELETABLE.has(status) &&
+    kind === 'retry' &&
     html`<button
       type="button"
-      id="all-delete"
+      id="all-retry"
+      disabled=${total === 0}
       onClick=${() =>
         change({
-          question: `Delete every ${status} task with the ${named} (${total} now) and their runs, on every page? This cannot be undone.`,
-          yes: 'Delete them all',
-          path: '/tasks/bulk/delete',
-          body: { ...selector, status },
-          done: counted('deleted'),
+          question: `Run every failed task${theNamed} (${count(total)} now) again now, on every page?`,
+          yes: `Retry all ${count(total)}`,
+          path: '/tasks/bulk/retry',
+          body: selector,
+          done: counted('will run again'),
           after,
         })}
     >
-      Delete all ${status} with ${named}
+      Retry all ${count(total)} failed${withNamed}
     </button>`}
     ${selector !== undefined &&
+    DELETABLE.has(status) &&
+    html`<span class="danger-zone"
+      ><button
+        type="button"
+        id="all-delete"
+        class="danger"
+        disabled=${total === 0}
+        onClick=${() =>
+          change({
+            question: `Delete every ${status} task${theNamed} (${count(total)} now) and their runs, on every page? This cannot be undone.`,
+            yes: `Delete all ${count(total)}`,
+            danger: true,
+            path: '/tasks/bulk/delete',
+            body: { ...selector, status },
+            done: counted('deleted'),
+            after,
+          })}
+      >
+        Delete all ${count(total)} ${status}${withNamed}
+      </button></span
+    >`}
+    ${one !== undefined &&
     kind === 'cancel' &&
     html`<button
         type="button"
         id="all-cancel"
         onClick=${() =>
           change({
-            question: `Cancel every pending task with the ${named} (${total} now), on every page?`,
+            question: `Cancel every pending task with the ${named} (${count(total)} now), on every page? They will not run.`,
             yes: 'Cancel them all',
             path: '/tasks/bulk/cancel',
             body: selector,
@@ -294,10 +364,10 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
         id="all-run"
         onClick=${() =>
           change({
-            question: `Run every pending task with the ${named} (${total} now) now, on every page?`,
+            question: `Run every pending task with the ${named} (${count(total)} now) now, on every page? They all run at once.`,
             yes: 'Run them all now',
             path: '/tasks/bulk/reschedule',
-            body: { ...selector, runAt: new Date().toISOString() },
+            body: { ...selector, runAt: new Date().toISOString(), allowPast: true },
             done: counted('run now'),
             after,
           })}
@@ -305,26 +375,46 @@ function Bulk({ status, selected, setSelected, page, filters, total, refresh }) 
         Run all pending with ${named} now
       </button>
       <${MoveAll} selector=${selector} named=${named} total=${total} after=${after} />`}
-    ${selector !== undefined &&
-    kind === 'retry' &&
-    html`<button
-      type="button"
-      id="all-retry"
-      onClick=${() =>
-        change({
-          question: `Run every failed task with the ${named} (${total} now) again now, on every page?`,
-          yes: 'Retry them all',
-          path: '/tasks/bulk/retry',
-          body: selector,
-          done: counted('will run again'),
-          after,
-        })}
-    >
-      Retry all failed with ${named}
-    </button>`}
     ${(given.length > 1 || (listOnly && given.length > 0)) &&
     html`<small>a change to all that match takes one filter alone: type, tag or key prefix</small>`}
   </div>`;
+}
+
+/** The page the address names, as the list's query: after or before a task, the last page, a due time, or an old offset. */
+function pagePlace(query) {
+  if (query.after) return { after: query.after };
+  if (query.before) return { before: query.before };
+  if (query.last === 'true') return { last: 'true' };
+  if (query.at) return { at: query.at };
+  const offset = Math.max(0, Math.floor(Number(query.offset ?? 0)) || 0);
+  return offset === 0 ? {} : { offset: String(offset) };
+}
+
+/** Why a page could not be read, in plain words (never the API's field names). */
+function pageProblem(error) {
+  if (error.status === 400) {
+    if (/offset/.test(error.message)) return 'That page is deeper than a page number can reach: use Last page, or Jump to a due time.';
+    if (/cursor|after|before/.test(error.message)) return 'That page’s link is not one of this list’s: start again from the first page.';
+    if (/querystring\/at /.test(error.message)) return 'That due time could not be read: pick a date and a time.';
+    return 'This page could not be read with these filters: clear them and try again.';
+  }
+  return `The page could not be read (${error.status ?? 'no answer'}); it is tried again every 2 s.`;
+}
+
+/** Jump to the first task due at (or, finished, ended by) a time, read in UTC as the list shows it. */
+function JumpTo({ status, go }) {
+  const [when, setWhen] = useState('');
+  const open = status === 'pending' || status === 'running';
+  const submit = (event) => {
+    event.preventDefault();
+    if (when === '') return;
+    go({ at: `${when.length === 16 ? `${when}:00` : when}Z` });
+  };
+  return html`<form id="jump" class="inline" onSubmit=${submit}>
+    <label for="jump-at">${open ? 'Jump to due time (UTC)' : 'Jump to finished by (UTC)'}</label>
+    <input id="jump-at" type="datetime-local" step="1" required value=${when} onInput=${(e) => setWhen(e.currentTarget.value)} />
+    <button type="submit">Jump</button>
+  </form>`;
 }
 
 export function Tasks({ status, query }) {
@@ -337,34 +427,47 @@ export function Tasks({ status, query }) {
     dueUntil: query.dueUntil ?? '',
     series: query.series ?? '',
   };
-  const offset = Math.max(0, Number(query.offset ?? 0) || 0);
+  // Where the page is: by keyset (after, before a task; the last page; the first task due at a
+  // time), as deep as the backlog goes; an old address's offset still works up to the API's limit.
+  const place = pagePlace(query);
+  const placeKey = new URLSearchParams(place).toString();
   const [selected, setSelected] = useState(new Set());
   const [, tick] = useState(0);
   const filterQuery = new URLSearchParams(Object.entries(filters).filter(([, v]) => v !== '')).toString();
   const [data, , refresh] = usePoll(async () => {
+    // The counts and the page are read apart: a page the API refuses leaves the counts in view.
+    const failed = (error) => ({ failed: error });
     const [counts, page, types] = await Promise.all([
-      api('GET', `/tasks/counts?${filterQuery}`),
-      api('GET', `/tasks?${new URLSearchParams({ status, limit: String(PAGE_SIZE), offset: String(offset) })}&${filterQuery}`),
-      api('GET', '/types'),
+      api('GET', `/tasks/counts?${filterQuery}`).catch(failed),
+      api('GET', `/tasks?${new URLSearchParams({ status, limit: String(PAGE_SIZE), ...place })}&${filterQuery}`).catch(failed),
+      api('GET', '/types').catch(() => ({ types: [] })),
     ]);
-    return { counts: counts.counts, page, types: types.types.map((t) => t.type), key: `${status}?${filterQuery}&${offset}` };
-  }, [status, filterQuery, offset]);
-  useEffect(() => setSelected(new Set()), [status, filterQuery, offset]);
+    if (counts.failed instanceof Held || page.failed instanceof Held) throw new Held('');
+    return {
+      counts: counts.failed === undefined ? counts.counts : undefined,
+      page: page.failed === undefined ? page : undefined,
+      problem: page.failed === undefined ? '' : pageProblem(page.failed),
+      types: types.types.map((t) => t.type),
+      key: `${status}?${filterQuery}&${placeKey}`,
+    };
+  }, [status, filterQuery, placeKey]);
+  useEffect(() => setSelected(new Set()), [status, filterQuery, placeKey]);
   // The countdowns move between readings.
   useEffect(() => {
     const timer = setInterval(() => tick((n) => n + 1), 100);
     return () => clearInterval(timer);
   }, []);
-  const fresh = data !== undefined && data.key === `${status}?${filterQuery}&${offset}`;
-  const page = fresh ? data.page : { tasks: [], total: 0, offset, nextOffset: null };
+  const fresh = data !== undefined && data.key === `${status}?${filterQuery}&${placeKey}`;
+  const empty = { tasks: [], total: data?.counts?.[status] ?? 0, offset: 0, nextCursor: null, prevCursor: null };
+  const page = fresh && data.page !== undefined ? data.page : empty;
   useEffect(() => {
-    if (!fresh) return;
+    if (!fresh || data.page === undefined) return;
     // A ticked row that left the page is not changed unseen.
     const shown = new Set(page.tasks.map((task) => task.id));
     if ([...selected].some((id) => !shown.has(id))) setSelected(new Set([...selected].filter((id) => shown.has(id))));
-    // The page emptied (its tasks ran or were cancelled): show the last page there is.
-    const last = Math.max(0, Math.ceil(page.total / PAGE_SIZE) - 1) * PAGE_SIZE;
-    if (page.tasks.length === 0 && last < offset) navigate(href(`/console/tasks/${status}`, { ...filters, offset: last || undefined }), { replace: true });
+    // The page emptied (its tasks ran or were cancelled) with tasks before it: show the last page there is.
+    if (page.tasks.length === 0 && page.total > 0 && Object.keys(place).length > 0 && place.last === undefined)
+      navigate(href(`/console/tasks/${status}`, { ...filters, last: 'true' }), { replace: true });
   }, [data]);
   const counts = data?.counts;
   const picking = may('admin') && BULK[status] !== undefined;
@@ -381,7 +484,8 @@ export function Tasks({ status, query }) {
   ].filter(Boolean);
   const from = page.tasks.length === 0 ? 0 : page.offset + 1;
   const pages = Math.max(1, Math.ceil(page.total / PAGE_SIZE));
-  const go = (to) => navigate(href(`/console/tasks/${status}`, { ...filters, offset: to || undefined }));
+  const go = (to) => navigate(href(`/console/tasks/${status}`, { ...filters, ...to }));
+  const info = `${count(from)}–${count(page.offset + page.tasks.length)} of ${count(page.total)} · page ${count(Math.floor(page.offset / PAGE_SIZE) + 1)} of ${count(pages)}`;
   const toggle = (id) => (event) => {
     const next = new Set(selected);
     if (event.currentTarget.checked) next.add(id);
@@ -390,14 +494,14 @@ export function Tasks({ status, query }) {
   };
   return html`<section id="console" aria-labelledby="console-name">
     <h2 id="console-title" tabindex="-1"><span id="console-name">Tasks</span> <small id="view-note">${notes.length === 0 ? '' : `only ${notes.join(', ')}`}</small></h2>
-    <nav id="views" aria-label="Views by state">
+    <nav id="views" class="scroll" aria-label="Views by state">
       ${STATUSES.map(
         (s) =>
           html`<a
             href=${href(`/console/tasks/${s}`, filters)}
             aria-current=${s === status ? 'page' : undefined}
             class=${s === 'failed' && (counts?.failed ?? 0) > 0 ? 'bad' : ''}
-            >${NAMES[s]} <span class="count">${counts?.[s] ?? '–'}</span></a
+            >${NAMES[s]} <span class="count">${counts?.[s] === undefined ? '–' : count(counts[s])}</span></a
           >`,
       )}
     </nav>
@@ -412,7 +516,7 @@ export function Tasks({ status, query }) {
       refresh=${refresh}
     />
     <${Scroll}>
-      <table id="tasks">
+      <table id="tasks" class="cards">
         <caption id="tasks-caption" class="visually-hidden">${status} tasks</caption>
         <thead>
           <tr>
@@ -426,13 +530,13 @@ export function Tasks({ status, query }) {
           ${page.tasks.map(
             (task) => html`<tr data-id=${task.id} key=${task.id}>
               ${picking &&
-              html`<td>
+              html`<td data-label="select">
                 <input type="checkbox" class="pick" aria-label=${`select task ${task.id}`} checked=${selected.has(task.id)} onChange=${toggle(task.id)} />
               </td>`}
-              <td class="num"><a href=${`/console/task/${task.id}`} aria-label=${`task ${task.id}`}>${task.id}</a></td>
-              <td>${task.type}</td>
-              <td class="key">${task.key}</td>
-              ${columns.map(([, make]) => make(task))}
+              <td class="num" data-label="id"><a href=${`/console/task/${task.id}`} aria-label=${`task ${task.id}`}>${task.id}</a></td>
+              <td data-label="type">${task.type}</td>
+              <td class="key" data-label="key">${task.key}</td>
+              ${columns.map(([name, make]) => labelled(make(task), name))}
               ${may('write') && html`<${RowActions} task=${task} refresh=${refresh} />`}
             </tr>`,
           )}
@@ -440,12 +544,14 @@ export function Tasks({ status, query }) {
         </tbody>
       </table>
     </${Scroll}>
+    ${fresh && data.problem !== '' && html`<p id="page-problem" class="problem" role="alert">${data.problem}</p>`}
     <nav class="pager" aria-label="Pages">
-      <button type="button" id="page-prev" disabled=${page.offset === 0} onClick=${() => go(Math.max(0, offset - PAGE_SIZE))}>Previous page</button>
-      <span id="page-info" aria-live="polite"
-        >${fresh ? `${from}–${page.offset + page.tasks.length} of ${page.total} · page ${Math.floor(page.offset / PAGE_SIZE) + 1} of ${pages}` : ''}</span
-      >
-      <button type="button" id="page-next" disabled=${page.nextOffset === null} onClick=${() => go(offset + PAGE_SIZE)}>Next page</button>
+      <button type="button" id="page-first" disabled=${page.prevCursor === null && Object.keys(place).length === 0} onClick=${() => go({})}>First page</button>
+      <button type="button" id="page-prev" disabled=${page.prevCursor === null} onClick=${() => go({ before: page.prevCursor })}>Previous page</button>
+      <span id="page-info" aria-live="polite">${fresh && data.page !== undefined ? info : ''}</span>
+      <button type="button" id="page-next" disabled=${page.nextCursor === null} onClick=${() => go({ after: page.nextCursor })}>Next page</button>
+      <button type="button" id="page-last" disabled=${page.nextCursor === null} onClick=${() => go({ last: 'true' })}>Last page</button>
+      <${JumpTo} status=${status} go=${go} />
     </nav>
   </section>`;
 }
