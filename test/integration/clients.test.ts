@@ -107,6 +107,9 @@ function calls(client: PunctualClient): Record<string, () => Promise<unknown>> {
       return client.retry(failed, { delayMs: 3_600_000 });
     },
     runs: () => client.runs(failed, { limit: 10 }),
+    search: () => client.search('clients:B', { limit: 5 }),
+    // Nothing is running here: the route answers 409, it is there.
+    releaseLease: () => client.releaseLease(id),
     audit: () => client.audit({ action: 'retry', limit: 5 }),
     pending: () => client.pending({ tag: 'shop:1', limit: 10 }),
     allPending: () => drain(client.allPending({ pageSize: 1 })),

@@ -79,7 +79,7 @@ describe("a shop's own tables by punctual's former names", () => {
       .filter((row) => row.startsWith('punctual_'))
       .sort();
     expect(punctuals).toEqual(
-      [...OLD_NAMES.map((name) => `punctual_${name}`), 'punctual_migration_turn', 'punctual_migrations']
+      [...OLD_NAMES.map((name) => `punctual_${name}`), 'punctual_meta', 'punctual_migration_turn', 'punctual_migrations']
         .sort()
         .map((name) => `${name} BASE TABLE`),
     );

@@ -207,6 +207,27 @@ final class Client
         return Task::fromArray($this->call('GET', "/tasks/{$id}")[1]);
     }
 
+    /**
+     * Finds tasks by id, key, a key's start, its last part after a colon (`SN104500`) or a tag:
+     * ['tasks' => Task[], 'tagged' => int] (how many tasks carry q as a tag, all of them).
+     */
+    public function search(string $q, ?int $limit = null): array
+    {
+        $query = http_build_query(self::withoutNulls(['q' => $q, 'limit' => $limit]), '', '&', PHP_QUERY_RFC3986);
+        $found = $this->call('GET', "/tasks/search?{$query}")[1];
+        $found['tasks'] = array_map([Task::class, 'fromArray'], $found['tasks'] ?? []);
+        return $found;
+    }
+
+    /**
+     * Releases a running task whose lease ran out (admin role): pending again, or failed on its
+     * last attempt. A ConflictException while its lease still holds.
+     */
+    public function releaseLease(int $id): Task
+    {
+        return Task::fromArray($this->call('POST', "/tasks/{$id}/release-lease")[1]);
+    }
+
     public function getByKey(string $key): Task
     {
         return Task::fromArray($this->call('GET', '/tasks/by-key/' . rawurlencode($key))[1]);

@@ -54,6 +54,7 @@ import type {
   AckManyAnswer,
   WorkersJson,
   TestClockJson,
+  SearchPage,
 } from '../../../src/contract/index.js';
 
 export type Task = TaskJson;
@@ -89,6 +90,8 @@ export type BulkRetrySelector = BulkRetryBody;
 /** What list() shows: one status, filters, a page by offset. */
 export type ListSelection = ListQuery;
 export type TaskListPage = ListPage;
+/** What search() finds: the tasks, and how many tasks carry the question as a tag (all of them). */
+export type SearchAnswer = SearchPage;
 export type CountsSelection = CountsQuery;
 export type TaskCounts = StatusCounts;
 export type BulkReschedule = BulkRescheduleBody;
@@ -252,6 +255,16 @@ export class PunctualClient {
 
   get(id: number): Promise<Task> {
     return this.#body('GET', `/tasks/${id}`);
+  }
+
+  /** Finds tasks by id, key, a key's start, its last part after a colon (`SN104500`) or a tag (up to `limit`, default 20). */
+  search(q: string, options: { limit?: number } = {}): Promise<SearchAnswer> {
+    return this.#body('GET', `/tasks/search${queryOf({ q, limit: options.limit })}`);
+  }
+
+  /** Releases a running task whose lease ran out (admin role; 409 while its lease holds): pending again, or failed on its last attempt. */
+  releaseLease(id: number): Promise<Task> {
+    return this.#body('POST', `/tasks/${id}/release-lease`);
   }
 
   getByKey(key: string): Promise<Task> {
