@@ -20,7 +20,7 @@ import { type BenchDb, cpuMs, median, quantile, startServer, utcSql, waitUntil }
 type Record = (scenario: string, metric: string, value: number, unit: string, target?: { text: string; ok: boolean }) => void;
 
 /** The last commit without tracing (BENCH_BT_BEFORE: another commit to hold this tree's firings to). */
-export const TRACING_BEFORE = process.env.BENCH_BT_BEFORE ?? 'a4bf0bc';
+export const TRACING_BEFORE = process.env.BENCH_BT_BEFORE ?? 'e95c893';
 const S = 'BT';
 const N = 100_000;
 /** A shop's trace context on every create (one trace: the cost does not depend on which). */
